@@ -1,0 +1,131 @@
+"""Input validation shared by the public entry points.
+
+Every check raises ``ValueError``/``TypeError`` naming the argument and the offending value.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Sequence
+
+import numpy as np
+
+#: tolerance on |sum(p) - 1| before a distribution is rejected (or rescaled with normalize=True)
+SUM_TOL = 1e-9
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def coerce_distribution(p: Any, name: str) -> tuple[np.ndarray, tuple | None]:
+    """Turn a sequence, array, dict (label -> prob) or pandas Series into a float array and its labels."""
+    labels = None
+    if isinstance(p, dict):
+        labels = tuple(p.keys())
+        values = list(p.values())
+    elif hasattr(p, "index") and hasattr(p, "to_numpy") and not isinstance(p, np.ndarray):
+        # pandas Series: keep its index as labels
+        labels = tuple(p.index.tolist())
+        values = p.to_numpy()
+    else:
+        values = p
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of probabilities, got {_short(p)}")
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a sequence of real numbers, got {_short(p)}") from None
+    if labels is not None and len(set(labels)) != len(labels):
+        raise ValueError(f"{name} has duplicate labels: {_short(labels)}")
+    return arr, labels
+
+
+def check_distribution(p: Any, name: str, normalize: bool = False) -> np.ndarray:
+    """Validate one probability vector: 1-D, finite, non-negative, summing to 1 within SUM_TOL."""
+    arr, _ = coerce_distribution(p, name)
+    return _check_array(arr, name, normalize)
+
+
+def _check_array(arr: np.ndarray, name: str, normalize: bool) -> np.ndarray:
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got an array of shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    if not np.all(np.isfinite(arr)):
+        bad = arr[~np.isfinite(arr)][0]
+        raise ValueError(f"{name} must contain only finite numbers, found {bad!r}")
+    if np.any(arr < 0):
+        bad = arr[arr < 0][0]
+        raise ValueError(f"{name} must be non-negative, found {bad!r}")
+    total = math.fsum(arr.tolist())
+    if total <= 0:
+        raise ValueError(f"{name} must have positive total mass, got sum={total!r}")
+    if normalize:
+        return arr / total
+    if abs(total - 1.0) > SUM_TOL:
+        raise ValueError(
+            f"{name} must sum to 1 (within {SUM_TOL:g}), got sum={total!r}; pass normalize=True to rescale"
+        )
+    return arr.copy()
+
+
+def check_distribution_pair(
+    p0: Any, p1: Any, names: Sequence[str] = ("p0", "p1"), normalize: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validate two distributions on the same alphabet."""
+    u, v, _ = check_labelled_pair(p0, p1, names=names, normalize=normalize)
+    return u, v
+
+
+def check_labelled_pair(
+    p0: Any, p1: Any, names: Sequence[str] = ("p0", "p1"), normalize: bool = False
+) -> tuple[np.ndarray, np.ndarray, tuple | None]:
+    """Validate two distributions and reconcile their labels (dicts/Series are aligned by label)."""
+    a, la = coerce_distribution(p0, names[0])
+    b, lb = coerce_distribution(p1, names[1])
+    if la is not None and lb is not None:
+        if set(la) != set(lb):
+            missing = sorted(map(str, set(la) ^ set(lb)))[:5]
+            raise ValueError(f"{names[0]} and {names[1]} have different labels, e.g. {missing}")
+        pos = {lab: i for i, lab in enumerate(lb)}
+        b = b[[pos[lab] for lab in la]]
+    labels = la if la is not None else lb
+    a = _check_array(a, names[0], normalize)
+    b = _check_array(b, names[1], normalize)
+    if a.shape != b.shape:
+        raise ValueError(
+            f"{names[0]} and {names[1]} must have the same length, got {a.shape[0]} and {b.shape[0]}"
+        )
+    return a, b, labels
+
+
+def check_eps(eps: Any, name: str = "eps", allow_inf: bool = True) -> float:
+    """eps must be a real number > 0 (math.inf allowed = no privacy)."""
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {_short(eps)}")
+    e = float(eps)
+    if math.isnan(e) or e <= 0:
+        raise ValueError(f"{name} must be > 0, got {name}={eps!r}")
+    if math.isinf(e) and not allow_inf:
+        raise ValueError(f"{name} must be finite here, got {name}={eps!r}")
+    return e
+
+
+def check_positive_int(value: Any, name: str, allow_none: bool = False) -> int | None:
+    """A positive integer (``bool`` and non-integral floats rejected)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a positive integer, got {name}={value!r}")
+    if isinstance(value, numbers.Integral):
+        v = int(value)
+    elif isinstance(value, numbers.Real) and float(value).is_integer():
+        v = int(value)
+    else:
+        raise ValueError(f"{name} must be a positive integer, got {name}={_short(value)}")
+    if v < 1:
+        raise ValueError(f"{name} must be >= 1, got {name}={value!r}")
+    return v

@@ -1,0 +1,260 @@
+r"""LDP mechanisms: a row-stochastic channel matrix with a claimed privacy level.
+
+A mechanism :math:`Q` on inputs :math:`[k]` and outputs :math:`[n]` is stored with rows
+indexed by inputs, ``matrix[x, y] = Q(y | x)``.  It is :math:`\varepsilon`-LDP when
+:math:`Q(y|x) \le e^\varepsilon Q(y|x')` for all x, x', y (SPR paper, eq. 1).
+
+Numerics: channel entries are built from :math:`c = e^{-\varepsilon}` rather than
+:math:`e^\varepsilon`, so nothing overflows; for :math:`\varepsilon \gtrsim 745` the low
+entries underflow to 0 in float64 and the LDP check accepts a zero wherever the
+required lower bound :math:`e^{-\varepsilon}\max_x Q(y|x)` itself underflows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int
+from ldpopt.divergences import FDivergence, get_divergence
+
+__all__ = [
+    "Mechanism",
+    "randomized_response",
+    "binary_mechanism",
+    "spr_mechanism",
+    "LDP_RTOL",
+    "ROW_SUM_TOL",
+]
+
+#: relative slack on e^eps when checking a floating-point channel for eps-LDP
+LDP_RTOL = 1e-9
+#: tolerance on |row sum - 1|
+ROW_SUM_TOL = 1e-9
+
+
+def _column_privacy(matrix: np.ndarray) -> np.ndarray:
+    """Per-column log(max/min); inf for a column with a zero next to a positive entry, 0 for zero columns."""
+    cmax = matrix.max(axis=0)
+    cmin = matrix.min(axis=0)
+    out = np.zeros(matrix.shape[1])
+    pos = cmin > 0
+    with np.errstate(divide="ignore"):
+        out[pos] = np.log(cmax[pos]) - np.log(cmin[pos])
+    out[(cmin == 0) & (cmax > 0)] = math.inf
+    return out
+
+
+def ldp_violation(matrix: np.ndarray, eps: float, rtol: float = LDP_RTOL) -> tuple[int, float] | None:
+    """Return (column, its privacy level) of a column violating eps-LDP, or None.
+
+    A zero entry beside a positive one is accepted only when ``e^{-eps} * max`` underflows
+    to 0.0 in float64 (eps too large for the low entries to be representable).
+    """
+    if math.isinf(eps):
+        return None
+    levels = _column_privacy(matrix)
+    limit = eps + math.log1p(rtol)
+    for j in np.flatnonzero(levels > limit):
+        cmax = float(matrix[:, j].max())
+        cmin = float(matrix[:, j].min())
+        if cmin == 0.0 and cmax * math.exp(-eps) == 0.0:
+            continue
+        return int(j), float(levels[j])
+    return None
+
+
+@dataclass(frozen=True, eq=False)
+class Mechanism:
+    r"""A finite LDP mechanism: channel matrix (rows = inputs) plus its claimed :math:`\varepsilon`.
+
+    Parameters
+    ----------
+    matrix : array_like, shape (k, n)
+        ``matrix[x, y] = Q(y | x)``; rows must sum to 1 within ``ROW_SUM_TOL``.
+    eps : float
+        Claimed privacy level (``math.inf`` = no privacy).  The constructor checks it.
+    labels : sequence, optional
+        Names of the k input symbols.
+    output_labels : sequence, optional
+        Names of the n outputs.
+    partition : tuple of tuples, optional
+        For SPR mechanisms, the blocks (original symbol indices) behind the outputs.
+    name : str, optional
+        A short description ("spr", "rr", "binary", ...).
+    """
+
+    matrix: np.ndarray
+    eps: float
+    labels: tuple | None = None
+    output_labels: tuple | None = None
+    partition: tuple | None = field(default=None, repr=False)
+    name: str = "mechanism"
+
+    def __post_init__(self) -> None:
+        try:
+            m = np.array(self.matrix, dtype=float)
+        except (TypeError, ValueError):
+            raise TypeError(f"matrix must be a 2-D array of real numbers, got {type(self.matrix).__name__}") from None
+        if m.ndim != 2 or m.shape[0] < 1 or m.shape[1] < 1:
+            raise ValueError(f"matrix must be a non-empty 2-D array, got shape {m.shape}")
+        if not np.all(np.isfinite(m)):
+            raise ValueError("matrix must contain only finite numbers")
+        if np.any(m < 0):
+            raise ValueError(f"matrix must be non-negative, found {m[m < 0][0]!r}")
+        sums = m.sum(axis=1)
+        bad = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_TOL)
+        if bad.size:
+            raise ValueError(f"matrix rows must sum to 1, row {bad[0]} sums to {sums[bad[0]]!r}")
+        eps = check_eps(self.eps)
+        viol = ldp_violation(m, eps)
+        if viol is not None:
+            raise ValueError(
+                f"matrix is not eps-LDP for eps={self.eps!r}: column {viol[0]} has privacy level {viol[1]!r}"
+            )
+        m.setflags(write=False)
+        object.__setattr__(self, "matrix", m)
+        object.__setattr__(self, "eps", eps)
+        for attr, size, what in (("labels", m.shape[0], "rows"), ("output_labels", m.shape[1], "columns")):
+            lab = getattr(self, attr)
+            if lab is not None:
+                lab = tuple(lab)
+                if len(lab) != size:
+                    raise ValueError(f"{attr} must have one entry per matrix {what} ({size}), got {len(lab)}")
+                if len(set(lab)) != len(lab):
+                    raise ValueError(f"{attr} must be distinct, got {lab!r}")
+                object.__setattr__(self, attr, lab)
+
+    # --- shape -----------------------------------------------------------------
+    @property
+    def num_inputs(self) -> int:
+        """Number of input symbols k."""
+        return self.matrix.shape[0]
+
+    @property
+    def num_outputs(self) -> int:
+        """Number of outputs (columns)."""
+        return self.matrix.shape[1]
+
+    # --- privacy ---------------------------------------------------------------
+    def privacy_level(self) -> float:
+        r"""Smallest :math:`\varepsilon` the channel satisfies: :math:`\max_y \log(\max_x Q(y|x)/\min_x Q(y|x))`.
+
+        ``inf`` when a column has a zero next to a positive entry.
+        """
+        return float(_column_privacy(self.matrix).max())
+
+    def is_ldp(self, eps: float, rtol: float = LDP_RTOL) -> bool:
+        r"""True when the channel is :math:`\varepsilon`-LDP (up to relative slack ``rtol`` on :math:`e^\varepsilon`)."""
+        return ldp_violation(self.matrix, check_eps(eps), rtol) is None
+
+    # --- utility ---------------------------------------------------------------
+    def _pair(self, p0: Any, p1: Any, normalize: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        u, v, labels = check_labelled_pair(p0, p1, normalize=normalize)
+        if labels is not None and self.labels is not None and labels != self.labels:
+            if set(labels) != set(self.labels):
+                raise ValueError("p0/p1 labels do not match the mechanism's labels")
+            pos = {lab: i for i, lab in enumerate(labels)}
+            order = [pos[lab] for lab in self.labels]
+            u, v = u[order], v[order]
+        if u.shape[0] != self.num_inputs:
+            raise ValueError(f"p0 has {u.shape[0]} symbols but the mechanism has {self.num_inputs} inputs")
+        return u, v
+
+    def output_distributions(self, p0: Any, p1: Any) -> tuple[np.ndarray, np.ndarray]:
+        r"""Induced output distributions :math:`M_\nu = Q^\top P_\nu`."""
+        u, v = self._pair(p0, p1)
+        return self.matrix.T @ u, self.matrix.T @ v
+
+    def utility(self, p0: Any, p1: Any, divergence: str | FDivergence = "kl") -> float:
+        r""":math:`D_f(Q^\top P_0 \| Q^\top P_1)` (reported value; Renyi for ``renyi``)."""
+        div = get_divergence(divergence)
+        m0, m1 = self.output_distributions(p0, p1)
+        return div(m0, m1)
+
+    def __repr__(self) -> str:
+        return (f"Mechanism(name={self.name!r}, eps={self.eps!r}, inputs={self.num_inputs}, "
+                f"outputs={self.num_outputs})")
+
+
+def _rr_levels(s: int, eps: float) -> tuple[float, float]:
+    r"""High/low entries of s-ary RR: :math:`e^\varepsilon/(e^\varepsilon+s-1)` and :math:`1/(e^\varepsilon+s-1)`,
+    computed from :math:`c=e^{-\varepsilon}` so nothing overflows."""
+    c = math.exp(-eps)
+    den = 1.0 + (s - 1) * c
+    return 1.0 / den, c / den
+
+
+def _block_matrix(block_of: np.ndarray, s: int, eps: float) -> np.ndarray:
+    high, low = _rr_levels(s, eps)
+    k = block_of.shape[0]
+    m = np.full((k, s), low)
+    m[np.arange(k), block_of] = high
+    return m
+
+
+def randomized_response(k: int, eps: float, labels: Sequence | None = None) -> Mechanism:
+    r"""k-ary randomized response: :math:`Q(x|x)=e^\varepsilon/(e^\varepsilon+k-1)`, else :math:`1/(e^\varepsilon+k-1)`."""
+    k = check_positive_int(k, "k")
+    eps = check_eps(eps)
+    m = _block_matrix(np.arange(k), k, eps)
+    return Mechanism(m, eps, labels=labels, output_labels=labels,
+                     partition=tuple((i,) for i in range(k)), name="rr")
+
+
+def binary_mechanism(p0: Any, p1: Any, eps: float, normalize: bool = False) -> Mechanism:
+    r"""Binary mechanism of Kairouz et al.: binary RR on the bit :math:`1\{P_0(x)\ge P_1(x)\}`.
+
+    Output 0 is "x in H" with :math:`H=\{x: P_0(x)\ge P_1(x)\}` (SPR Remark 2.4).
+    """
+    u, v, labels = check_labelled_pair(p0, p1, normalize=normalize)
+    eps = check_eps(eps)
+    in_h = u >= v
+    return _two_set_mechanism(in_h, eps, labels, "binary")
+
+
+def _two_set_mechanism(in_h: np.ndarray, eps: float, labels, name: str) -> Mechanism:
+    block_of = np.where(in_h, 0, 1)
+    m = _block_matrix(block_of, 2, eps)
+    part = (tuple(int(i) for i in np.flatnonzero(in_h)), tuple(int(i) for i in np.flatnonzero(~in_h)))
+    return Mechanism(m, eps, labels=labels, partition=part, name=name)
+
+
+def spr_mechanism(partition: Sequence[Sequence[int]], k: int, eps: float,
+                  labels: Sequence | None = None) -> Mechanism:
+    r"""SPR mechanism of a partition: s-ary randomized response on the block label (SPR eq. 11).
+
+    .. math:: Q_\pi(j|x) = \frac{e^\varepsilon}{e^\varepsilon+s-1}\ (x\in B_j),\qquad
+              \frac{1}{e^\varepsilon+s-1}\ (x\notin B_j).
+
+    ``partition`` lists the blocks (each a sequence of symbol indices in ``range(k)``);
+    every symbol must appear exactly once.
+    """
+    k = check_positive_int(k, "k")
+    eps = check_eps(eps)
+    if isinstance(partition, (str, bytes)) or not hasattr(partition, "__iter__"):
+        raise TypeError(f"partition must be a sequence of blocks, got {partition!r}")
+    blocks = []
+    block_of = np.full(k, -1)
+    for j, block in enumerate(partition):
+        try:
+            idx = tuple(int(i) for i in block)
+        except (TypeError, ValueError):
+            raise ValueError(f"partition block {j} must be a sequence of integers, got {block!r}") from None
+        if not idx:
+            raise ValueError(f"partition block {j} is empty")
+        for i in idx:
+            if not 0 <= i < k:
+                raise ValueError(f"partition contains symbol {i}, outside range(k) with k={k}")
+            if block_of[i] != -1:
+                raise ValueError(f"partition contains symbol {i} twice")
+            block_of[i] = j
+        blocks.append(idx)
+    missing = np.flatnonzero(block_of < 0)
+    if missing.size:
+        raise ValueError(f"partition does not cover symbol {int(missing[0])} of range(k) with k={k}")
+    m = _block_matrix(block_of, len(blocks), eps)
+    return Mechanism(m, eps, labels=labels, partition=tuple(blocks), name="spr")
