@@ -57,8 +57,14 @@ CONVEXITY_TOL = 1e-9
 _LOG2 = math.log(2.0)
 
 
-def _perspective_scalar(code: int, param: float, x: float, y: float, d: float) -> float:
-    """Reference scalar perspective y f(x/y) for the built-in codes (readable version)."""
+def _perspective_scalar(code: int, param: float, x: float, y: float, d: float,
+                        log_floor: float = -math.inf) -> float:
+    """Reference scalar perspective y f(x/y) for the built-in codes (readable version).
+
+    ``log_floor`` is the log of a positive lower bound that x and y are known to have even
+    when they underflowed to 0.0 (in the SPR scores it is -eps: every entry is at least
+    e^{-eps}); KL and reverse KL then stay finite for eps beyond ~745.
+    """
     if x == 0.0 and y == 0.0:
         return 0.0
     if code == CODE_TV:
@@ -70,13 +76,13 @@ def _perspective_scalar(code: int, param: float, x: float, y: float, d: float) -
         if x == 0.0:
             return 0.0
         if y == 0.0:
-            return math.inf
+            return x * (math.log(x) - log_floor)
         return x * _log_ratio(x, y, d)
     if code == CODE_REVERSE_KL:
         if y == 0.0:
             return 0.0
         if x == 0.0:
-            return math.inf
+            return y * (math.log(y) - log_floor)
         return -y * _log_ratio(x, y, d)
     if code == CODE_CHI2:
         if y == 0.0:
@@ -105,7 +111,8 @@ def _perspective_scalar(code: int, param: float, x: float, y: float, d: float) -
     raise ValueError(f"unknown divergence code {code!r}")
 
 
-def _perspective_array(code: int, param: float, x: np.ndarray, y: np.ndarray, d: np.ndarray) -> np.ndarray:
+def _perspective_array(code: int, param: float, x: np.ndarray, y: np.ndarray, d: np.ndarray,
+                       log_floor: float = -math.inf) -> np.ndarray:
     """Vectorised :func:`_perspective_scalar` (same formulas, numpy masks)."""
     out = np.zeros(x.shape, dtype=float)
     with np.errstate(all="ignore"):
@@ -131,10 +138,10 @@ def _perspective_array(code: int, param: float, x: np.ndarray, y: np.ndarray, d:
             y_only = (x == 0) & (y > 0)
             if code == CODE_KL:
                 out = np.where(both, xx * lr, 0.0)
-                out[x_only] = np.inf
+                out[x_only] = x[x_only] * (np.log(x[x_only]) - log_floor)
             elif code == CODE_REVERSE_KL:
                 out = np.where(both, -yy * lr, 0.0)
-                out[y_only] = np.inf
+                out[y_only] = y[y_only] * (np.log(y[y_only]) - log_floor)
             elif code == CODE_CHI2:
                 out = np.where(y > 0, d * d / np.where(y > 0, y, 1.0), 0.0)
                 out[x_only] = np.inf
@@ -224,10 +231,12 @@ class FDivergence:
         """True when the numba kernels know this divergence."""
         return self.code != CODE_USER
 
-    def perspective(self, x, y, d=None) -> np.ndarray:
+    def perspective(self, x, y, d=None, log_floor: float = -math.inf) -> np.ndarray:
         r"""Vectorised :math:`y f(x/y)` with the boundary conventions of the module docstring.
 
         ``d`` is ``x - y`` when the caller knows it more accurately than the subtraction.
+        ``log_floor`` is the log of a positive lower bound of x and y that survives their
+        underflow to 0.0 (used by KL and reverse KL; ``-inf`` means a true zero).
         """
         x = np.asarray(x, dtype=float)
         y = np.asarray(y, dtype=float)
@@ -235,7 +244,7 @@ class FDivergence:
         x, y, d = np.broadcast_arrays(x, y, d)
         out = np.empty(x.shape, dtype=float)
         if self.is_builtin:
-            return _perspective_array(self.code, self.param, x, y, d)
+            return _perspective_array(self.code, self.param, x, y, d, log_floor)
         both = (x > 0) & (y > 0)
         out[:] = 0.0
         if np.any(both):

@@ -238,21 +238,46 @@ def _rescale(eps: float) -> tuple[float, float]:
 
 
 class _Prefix:
-    """Prefix sums of p, q and p - q for O(1) interval sums (eq. 31)."""
+    """Interval sums of p and q in O(1) (eq. 31), accurate for tiny blocks.
+
+    Compensated (hi, lo) prefix AND suffix sums are kept; a block [a, b) is summed from the side
+    whose partial sums are smaller (prefix when P_b <= S_a, else suffix), so blocks at either end
+    of the likelihood-ratio order, where extreme ratios live, keep full relative precision even
+    with masses near 1e-300.  A sum is never below its largest endpoint term, which keeps
+    rounding from producing a zero or negative mass.
+    """
 
     def __init__(self, p: np.ndarray, q: np.ndarray):
-        self.P = compensated_prefix(p)
-        self.Q = compensated_prefix(q)
-        self.D = compensated_prefix(p - q)
+        self.p = np.asarray(p, float)
+        self.q = np.asarray(q, float)
+        self.P = compensated_prefix(self.p)
+        self.Q = compensated_prefix(self.q)
+        self.SP = _suffix(self.p)
+        self.SQ = _suffix(self.q)
 
     @staticmethod
-    def _diff(pref, a, b):
-        hi, lo = pref
-        return (hi[b] - hi[a]) + (lo[b] - lo[a])
+    def _interval(x, pre, suf, a, b):
+        ph, pl = pre
+        sh, sl = suf
+        from_prefix = (ph[b] - ph[a]) + (pl[b] - pl[a])
+        from_suffix = (sh[a] - sh[b]) + (sl[a] - sl[b])
+        use_prefix = ph[b] <= sh[a]
+        total = np.where(use_prefix, from_prefix, from_suffix)
+        floor = np.maximum(x[a], x[b - 1])
+        return np.maximum(total, floor)
 
     def sums(self, a, b):
-        """(dP, dQ, dD) over reduced symbols a..b-1 (arrays allowed)."""
-        return self._diff(self.P, a, b), self._diff(self.Q, a, b), self._diff(self.D, a, b)
+        """(dP, dQ, dP - dQ) over reduced symbols a..b-1 (arrays allowed)."""
+        a = np.asarray(a)
+        dp = self._interval(self.p, self.P, self.SP, a, b)
+        dq = self._interval(self.q, self.Q, self.SQ, a, b)
+        return dp, dq, dp - dq
+
+
+def _suffix(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Compensated suffix sums: S[i] = sum_{j >= i} x[j], S[n] = 0."""
+    hi, lo = compensated_prefix(x[::-1])
+    return hi[::-1].copy(), lo[::-1].copy()
 
 
 def interval_scores(p: np.ndarray, q: np.ndarray, eps: float, divergence: str | FDivergence,
@@ -265,12 +290,18 @@ def interval_scores(p: np.ndarray, q: np.ndarray, eps: float, divergence: str | 
     div = get_divergence(divergence)
     pre = _Prefix(np.asarray(p, float), np.asarray(q, float))
     c, A = _rescale(eps)
-    return _scores(pre, div, c, A, np.asarray(starts), end)
+    return _scores(pre, div, c, A, np.asarray(starts), end, _log_floor(eps, c))
 
 
-def _scores(pre: _Prefix, div: FDivergence, c: float, A: float, starts: np.ndarray, end: int) -> np.ndarray:
+def _log_floor(eps: float, c: float) -> float:
+    """-eps when e^{-eps} underflowed (every score entry is still >= e^{-eps}); else -inf (unused)."""
+    return -eps if (c == 0.0 and math.isfinite(eps)) else -math.inf
+
+
+def _scores(pre: _Prefix, div: FDivergence, c: float, A: float, starts: np.ndarray, end: int,
+            log_floor: float = -math.inf) -> np.ndarray:
     dp, dq, dd = pre.sums(starts, end)
-    return div.perspective(c + A * dp, c + A * dq, A * dd)
+    return div.perspective(c + A * dp, c + A * dq, A * dd, log_floor=log_floor)
 
 
 def _dp_readable(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int):
@@ -283,11 +314,12 @@ def _dp_readable(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: 
     """
     k = p.shape[0]
     c, A = _rescale(eps)
+    lf = _log_floor(eps, c)
     pre = _Prefix(p, q)
     F = np.full((l + 1, k + 1), -np.inf)
     parent = np.zeros((l + 1, k + 1), dtype=np.int64)
     for i in range(1, k + 1):
-        sc = _scores(pre, div, c, A, np.arange(i), i)  # sc[t] = mu'[t : i)
+        sc = _scores(pre, div, c, A, np.arange(i), i, lf)  # sc[t] = mu'[t : i)
         F[1, i] = sc[0]
         smax = min(l, i)
         if smax >= 2:
@@ -320,7 +352,7 @@ def spr_value(p: np.ndarray, q: np.ndarray, eps: float, divergence: str | FDiver
     pre = _Prefix(np.asarray(p, float), np.asarray(q, float))
     total = 0.0
     for a, b in cuts:
-        total += float(_scores(pre, div, c, A, np.array([a]), b)[0])
+        total += float(_scores(pre, div, c, A, np.array([a]), b, _log_floor(eps, c))[0])
     return total / (1.0 + (len(cuts) - 1) * c)
 
 
@@ -378,7 +410,8 @@ def optimal_mechanism(
 
 
 def _solve_reduced(p, q, eps, div, l, method):
-    if method != "dp":
+    # beyond eps ~ 745 e^{-eps} underflows; the readable path carries log(e^{-eps}) instead
+    if method != "dp" and not (math.isfinite(eps) and math.exp(-eps) == 0.0):
         try:
             from ldpopt import _fast  # compiled solvers (optional until built)
         except ImportError:
