@@ -37,8 +37,8 @@ def naive_divergence(u, v, name: str, param: float = 0.0) -> float:
         elif name == "hellinger":
             total += (math.sqrt(a) - math.sqrt(b)) ** 2
         elif name == "js":
-            m = (a + b) / 2
-            total += 0.5 * ((a * math.log(a / m) if a else 0.0) + (b * math.log(b / m) if b else 0.0))
+            total += 0.5 * ((a * math.log(2 * a / (a + b)) if a else 0.0)
+                            + (b * math.log(2 * b / (a + b)) if b else 0.0))
         elif name == "egamma":
             total += max(a - param * b, 0.0)
         elif name == "renyi_sum":  # sum u^a v^(1-a)

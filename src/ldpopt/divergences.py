@@ -92,9 +92,11 @@ def _perspective_scalar(code: int, param: float, x: float, y: float, d: float,
         s = math.sqrt(x) + math.sqrt(y)
         return d * d / (s * s)
     if code == CODE_JS:
+        # 2x/s = 1 + d/s and 2y/s = 1 - d/s: log1p while x, y are comparable, plain logs otherwise
         s = x + y
-        a = x * math.log1p(d / s) if x > 0.0 else 0.0
-        b = y * math.log1p(-d / s) if y > 0.0 else 0.0
+        close = abs(d) < 0.5 * s
+        a = (x * (math.log1p(d / s) if close else math.log(2.0 * x / s))) if x > 0.0 else 0.0
+        b = (y * (math.log1p(-d / s) if close else math.log(2.0 * y / s))) if y > 0.0 else 0.0
         return 0.5 * (a + b)
     if code == CODE_POWER_UP:
         if y == 0.0:
@@ -125,8 +127,13 @@ def _perspective_array(code: int, param: float, x: np.ndarray, y: np.ndarray, d:
             out = np.where(s > 0, d * d / np.where(s > 0, s * s, 1.0), 0.0)
         elif code == CODE_JS:
             s = np.where(x + y > 0, x + y, 1.0)
-            a = np.where(x > 0, x * np.log1p(d / s), 0.0)
-            b = np.where(y > 0, y * np.log1p(-d / s), 0.0)
+            close = np.abs(d) < 0.5 * s
+            xs = np.where(x > 0, x, 1.0)
+            ys = np.where(y > 0, y, 1.0)
+            la = np.where(close, np.log1p(d / s), np.log(2.0 * xs / s))
+            lb = np.where(close, np.log1p(-d / s), np.log(2.0 * ys / s))
+            a = np.where(x > 0, x * la, 0.0)
+            b = np.where(y > 0, y * lb, 0.0)
             out = 0.5 * (a + b)
         else:
             both = (x > 0) & (y > 0)
@@ -284,13 +291,16 @@ def _limit_at_zero(f: Callable) -> float:
 
 
 def _slope_at_infinity(f: Callable) -> float:
+    """Estimate f'(inf) = lim f(t)/t from t = 1e8, 1e12, 1e16: converging increments give the
+    limit, non-shrinking ones (e.g. t log t) mean +inf.  Pass ``slope_inf`` to override."""
     with np.errstate(all="ignore"):
-        t1, t2 = 1e12, 1e15
-        a = float(np.asarray(f(np.array([t1]))).reshape(-1)[0]) / t1
-        b = float(np.asarray(f(np.array([t2]))).reshape(-1)[0]) / t2
-    if not math.isfinite(b) or b > 1.5 * a + 1e-6 or b > 1e6:
-        return math.inf
-    return b
+        a, b, c = (float(np.asarray(f(np.array([t]))).reshape(-1)[0]) / t for t in (1e8, 1e12, 1e16))
+    if not math.isfinite(c):
+        return math.inf if c > 0 else -math.inf
+    d1, d2 = b - a, c - b
+    if abs(d2) <= 1e-9 * max(1.0, abs(c)) or abs(d2) < 0.1 * abs(d1):
+        return c
+    return math.inf if d2 > 0 else -math.inf
 
 
 def _kl_f(t):

@@ -1,0 +1,55 @@
+"""The KOV staircase LP against closed forms and the brute force over channel vertices."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import ldpopt
+from reference import naive_divergence, vertex_enumeration_optimum
+
+
+def test_kov_lp_equals_egamma_closed_form():
+    rng = np.random.default_rng(21)
+    for _ in range(30):
+        k = int(rng.integers(2, 9))
+        p, q = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))
+        eps = float(rng.uniform(0.1, 6))
+        g = float(rng.uniform(1, 3))
+        lp = ldpopt.kov_lp(p, q, eps, ldpopt.egamma(g))
+        e_in = naive_divergence(p, q, "egamma", g)
+        bound = max(0.0, math.tanh(eps / 2) * e_in + (1 - g) / (math.exp(eps) + 1))
+        assert lp.value == pytest.approx(bound, rel=1e-9, abs=1e-12)
+
+
+def test_kov_lp_equals_vertex_enumeration_k3():
+    rng = np.random.default_rng(22)
+    kl = ldpopt.get_divergence("kl")
+    for _ in range(10):
+        p, q = rng.dirichlet(np.ones(3)), rng.dirichlet(np.ones(3))
+        eps = float(rng.uniform(0.1, 4))
+        lp = ldpopt.kov_lp(p, q, eps, "kl")
+        # with k = 3 an optimal mechanism needs at most 3 outputs (Corollary 3.2)
+        assert lp.value == pytest.approx(vertex_enumeration_optimum(p, q, eps, kl, 3), rel=1e-9)
+
+
+def test_kov_lp_mechanism_is_valid():
+    rng = np.random.default_rng(23)
+    p, q = rng.dirichlet(np.ones(7)), rng.dirichlet(np.ones(7))
+    res = ldpopt.kov_lp(p, q, 1.5, "chi2")
+    assert res.status == 0 and res.method == "kov_lp"
+    assert res.mechanism.is_ldp(1.5)
+    assert res.mechanism.utility(p, q, "chi2") == pytest.approx(res.value, rel=1e-9)
+    assert res.num_outputs <= 7
+
+
+def test_kov_lp_refuses_large_k_and_bad_eps():
+    p = np.full(21, 1 / 21)
+    with pytest.raises(ValueError, match="k <= 20"):
+        ldpopt.kov_lp(p, p, 1.0)
+    with pytest.raises(ValueError, match="eps"):
+        ldpopt.kov_lp([0.5, 0.5], [0.2, 0.8], math.inf)
+    with pytest.raises(ValueError, match="eps"):
+        ldpopt.kov_lp([0.5, 0.5], [0.2, 0.8], 0.0)
