@@ -191,3 +191,84 @@ def kl_spr_value_decimal(p, q, eps: float, blocks, digits: int = 60) -> float:
             if m0 > 0:
                 total += m0 * (m0 / m1).ln()
         return float(total)
+
+
+# ---------------------------------------------------------------------------------------------
+# Joint range of binary-output eps-LDP channels (issue 4): LPs and an exact acceptance integral
+# ---------------------------------------------------------------------------------------------
+
+
+def binary_channel_support(p, q, eps: float, w) -> float:
+    """max of w . (z.p, z.q) over all binary eps-LDP channels, z = Q(1|.), by a direct LP (HiGHS).
+
+    Constraints written from the definition: 0 <= z <= 1, z_i <= e^eps z_j and
+    (1 - z_i) <= e^eps (1 - z_j) for every ordered pair i != j.
+    """
+    from scipy.optimize import linprog
+
+    p = np.asarray(p, float)
+    q = np.asarray(q, float)
+    k = p.size
+    E = math.exp(eps)
+    rows, rhs = [], []
+    for i in range(k):
+        for j in range(k):
+            if i != j:
+                r = np.zeros(k)
+                r[i], r[j] = 1.0, -E  # z_i - E z_j <= 0
+                rows.append(r)
+                rhs.append(0.0)
+                r = np.zeros(k)
+                r[i], r[j] = -1.0, E  # (1 - z_i) - E (1 - z_j) <= 0
+                rows.append(r)
+                rhs.append(E - 1.0)
+    obj = w[0] * p + w[1] * q
+    res = linprog(-obj, A_ub=np.array(rows) if rows else None, b_ub=np.array(rhs) if rows else None,
+                  bounds=[(0.0, 1.0)] * k, method="highs")
+    assert res.status == 0, res.message
+    return float(-res.fun)
+
+
+def extreme_margin(points, i: int) -> float:
+    """Largest t with w.(x_i - x_j) >= t for every other distinct point x_j, |w|_inf <= 1 (LP).
+
+    t >= 0 always (w = 0 is feasible); t > 0 iff x_i is a vertex of the convex hull of the points.
+    """
+    from scipy.optimize import linprog
+
+    pts = np.asarray(points, float)
+    others = [j for j in range(len(pts)) if not np.array_equal(pts[j], pts[i])]
+    if not others:
+        return math.inf
+    # variables (w0, w1, t); maximise t
+    A = np.array([[-(pts[i, 0] - pts[j, 0]), -(pts[i, 1] - pts[j, 1]), 1.0] for j in others])
+    res = linprog([0.0, 0.0, -1.0], A_ub=A, b_ub=np.zeros(len(others)),
+                  bounds=[(-1, 1), (-1, 1), (None, None)], method="highs")
+    assert res.status == 0, res.message
+    return float(-res.fun)
+
+
+def binary_rejection_acceptance(eps: float, k: int, proposal: str) -> float:
+    """P(a channel with i.i.d. first column z_x ~ F is eps-LDP), by one-dimensional quadrature.
+
+    With m = min z and M = max z the channel [z, 1 - z] is eps-LDP iff M <= r m and
+    1 - m <= r (1 - M) (r = e^eps), i.e. M <= U(m) = min(r m, 1 - (1 - m) / r).  Integrating
+    the joint density of (min, max) over M in closed form leaves
+    P = int_0^1 k f(m) (F(U(m)) - F(m))_+^{k-1} dm.
+    """
+    from scipy import integrate, stats
+
+    dist = stats.uniform() if proposal == "uniform" else stats.beta(0.3, 0.3)
+    r = math.exp(eps)
+
+    def integrand(m):
+        U = min(r * m, 1.0 - (1.0 - m) / r)
+        if U <= m:
+            return 0.0
+        return k * dist.pdf(m) * (dist.cdf(U) - dist.cdf(m)) ** (k - 1)
+
+    # the integrand has integrable singularities at 0 and 1 for the Beta proposal
+    m_star = 1.0 / (1.0 + r)  # where the two branches of U cross... split the range there too
+    pts = sorted({m_star, r / (1.0 + r), 0.5})
+    val, _ = integrate.quad(integrand, 0.0, 1.0, points=pts, limit=500, epsabs=1e-13, epsrel=1e-10)
+    return float(val)

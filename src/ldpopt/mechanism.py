@@ -175,6 +175,30 @@ class Mechanism:
         m0, m1 = self.output_distributions(p0, p1)
         return div(m0, m1)
 
+    # --- deployment (issue 6; thin wrappers, the work is in _sampling / mechanism_io) ----------
+    def privatize(self, x: Any, rng: Any = None) -> np.ndarray:
+        """Privatize input symbols exactly; see :func:`ldpopt._sampling.privatize`.
+
+        ``rng=None`` uses the operating system's CSPRNG; a seeded ``numpy.random.Generator``
+        is for reproducible experiments only, never for production.
+        """
+        from ldpopt._sampling import privatize
+
+        return privatize(self, x, rng=rng)
+
+    def to_json(self, path: Any, **kwargs: Any) -> Any:
+        """Write the versioned mechanism file; see :func:`ldpopt.mechanism_io.save_mechanism`."""
+        from ldpopt.mechanism_io import save_mechanism
+
+        return save_mechanism(self, path, **kwargs)
+
+    @classmethod
+    def from_json(cls, path: Any) -> "Mechanism":
+        """Read and re-validate a mechanism file; see :func:`ldpopt.mechanism_io.load_mechanism`."""
+        from ldpopt.mechanism_io import load_mechanism
+
+        return load_mechanism(path).mechanism
+
     def __repr__(self) -> str:
         return (f"Mechanism(name={self.name!r}, eps={self.eps!r}, inputs={self.num_inputs}, "
                 f"outputs={self.num_outputs})")

@@ -1,0 +1,358 @@
+r"""Versioned mechanism files: write a designed mechanism, read it back re-validated.
+
+Schema (``format_version`` 1; a JSON object, all keys required, ``null`` where absent)::
+
+    {
+      "format": "ldpopt.mechanism",
+      "format_version": 1,
+      "library_version": "0.1.0",          # ldpopt that wrote the file
+      "name": "spr",
+      "eps": 1.0,                          # or the string "inf"
+      "labels": ["a", "b", ...] | null,     # input symbols (str or int)
+      "output_labels": [...] | null,
+      "matrix": [[Q(y|x) ...], ...],       # rows = inputs, floats written exactly (shortest repr)
+      "partition": [[0, 3], [1, 2]] | null,  # SPR blocks (symbol indices) behind the outputs
+      "divergence": "kl" | null,           # the utility the mechanism was designed for
+      "value": 0.123 | null,               # its optimal utility
+      "p0": [...] | null, "p1": [...] | null,            # the hypotheses (optional)
+      "p0_sha256": "..." | null, "p1_sha256": "..." | null,  # digests of the hypotheses
+      "content_sha256": "..."              # SHA-256 of every other field (canonical JSON)
+    }
+
+Floats are written with Python's shortest round-trip ``repr``, so a write/read round trip is
+lossless (bit-identical matrix, eps, distributions, labels of type str/int).  Loading checks
+the structure, the content digest (an *integrity* check against accidental or naive edits;
+it is not a signature: anyone can recompute it), then re-validates everything: rows sum to
+1, the matrix is eps-LDP (the :class:`~ldpopt.Mechanism` check) *and* can be realised as an
+exactly eps-LDP channel (:func:`ldpopt._sampling.realise`), the partition is a partition of
+the inputs, the stored distributions match their digests.  Any failure raises
+:class:`MechanismFileError` (a ``ValueError``) naming the file and the problem.
+
+The digests let a mechanism file travel without the hypotheses (``include_distributions=False``)
+while the analyst can still check that the p0/p1 they test with are the ones it was designed for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "MechanismFile",
+    "MechanismFileError",
+    "distribution_digest",
+    "load_mechanism",
+    "save_mechanism",
+]
+
+FORMAT_NAME = "ldpopt.mechanism"
+FORMAT_VERSION = 1
+_KEYS = ("format", "format_version", "library_version", "name", "eps", "labels", "output_labels", "matrix",
+         "partition", "divergence", "value", "p0", "p1", "p0_sha256", "p1_sha256", "content_sha256")
+
+
+class MechanismFileError(ValueError):
+    """A mechanism file is missing, malformed, tampered with or invalid."""
+
+
+@dataclass(frozen=True)
+class MechanismFile:
+    """Contents of a mechanism file.
+
+    Attributes
+    ----------
+    mechanism : Mechanism
+        Re-validated mechanism (labels, output labels, partition, name restored).
+    p0, p1 : ndarray or None
+        The hypotheses (in the mechanism's input order) when the file stores them.
+    p0_sha256, p1_sha256 : str or None
+        Their digests (present even when the distributions are not stored).
+    divergence : str or None
+    value : float or None
+    format_version : int
+    library_version : str
+    """
+
+    mechanism: Any
+    p0: np.ndarray | None
+    p1: np.ndarray | None
+    p0_sha256: str | None
+    p1_sha256: str | None
+    divergence: str | None
+    value: float | None
+    format_version: int
+    library_version: str
+
+    def matches(self, p0: Any, p1: Any) -> bool:
+        """True when (p0, p1) have the digests stored in the file (False if none stored)."""
+        if self.p0_sha256 is None or self.p1_sha256 is None:
+            return False
+        u, v = self.mechanism._pair(p0, p1)
+        return distribution_digest(u) == self.p0_sha256 and distribution_digest(v) == self.p1_sha256
+
+
+def distribution_digest(p: Any) -> str:
+    """SHA-256 of a distribution's exact float values (shortest-repr JSON list), hex."""
+    values = [float(x) for x in np.asarray(p, dtype=float).ravel()]
+    text = "ldpopt-distribution-v1:" + json.dumps(values, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _content_digest(payload: dict) -> str:
+    body = {k: v for k, v in payload.items() if k != "content_sha256"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _label_list(labels: Any, what: str) -> list | None:
+    if labels is None:
+        return None
+    out = []
+    for lab in labels:
+        if isinstance(lab, (bool, np.bool_)):
+            raise TypeError(f"{what} must be str or int to be saved, got {lab!r}")
+        if isinstance(lab, (np.integer, int)):
+            out.append(int(lab))
+        elif isinstance(lab, (np.str_, str)):
+            out.append(str(lab))
+        else:
+            raise TypeError(f"{what} must be str or int to be saved, got {lab!r} of type {type(lab).__name__}")
+    return out
+
+
+def _library_version() -> str:
+    import ldpopt
+
+    return str(getattr(ldpopt, "__version__", "0.0.0"))
+
+
+def save_mechanism(obj: Any, path: Any, *, p0: Any = None, p1: Any = None, divergence: Any = None,
+                   value: float | None = None, include_distributions: bool = True) -> Path:
+    """Write a mechanism (or an :class:`~ldpopt.OptimalMechanismResult`) as a versioned JSON file.
+
+    Parameters
+    ----------
+    obj : Mechanism or OptimalMechanismResult
+        A result also provides ``divergence`` and ``value``.
+    path : str or Path
+        Written atomically (temporary file in the same folder, then ``os.replace``).
+    p0, p1 : optional
+        The hypotheses the mechanism was designed for (dict/Series aligned with the labels).
+        Their digests are always stored when given; the values too unless
+        ``include_distributions=False``.
+    divergence, value : optional
+        Override or supply the design divergence and its value.
+    """
+    from ldpopt.divergences import FDivergence
+
+    mech = getattr(obj, "mechanism", obj)
+    if not hasattr(mech, "matrix") or not hasattr(mech, "eps"):
+        raise TypeError(f"obj must be a Mechanism or an OptimalMechanismResult, got {type(obj).__name__}")
+    if divergence is None:
+        divergence = getattr(obj, "divergence", None)
+    if isinstance(divergence, FDivergence):
+        divergence = divergence.name
+    if value is None and hasattr(obj, "value") and obj is not mech:
+        value = obj.value
+    if (p0 is None) != (p1 is None):
+        raise ValueError("give both p0 and p1, or neither")
+    u = v = None
+    if p0 is not None:
+        u, v = mech._pair(p0, p1)
+    if value is not None:
+        value = float(value)
+        if not math.isfinite(value):
+            value = None
+    payload = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "library_version": _library_version(),
+        "name": str(mech.name),
+        "eps": "inf" if math.isinf(mech.eps) else float(mech.eps),
+        "labels": _label_list(mech.labels, "labels"),
+        "output_labels": _label_list(mech.output_labels, "output_labels"),
+        "matrix": [[float(x) for x in row] for row in np.asarray(mech.matrix)],
+        "partition": None if mech.partition is None else [[int(i) for i in b] for b in mech.partition],
+        "divergence": None if divergence is None else str(divergence),
+        "value": value,
+        "p0": [float(x) for x in u] if (u is not None and include_distributions) else None,
+        "p1": [float(x) for x in v] if (v is not None and include_distributions) else None,
+        "p0_sha256": distribution_digest(u) if u is not None else None,
+        "p1_sha256": distribution_digest(v) if v is not None else None,
+    }
+    payload["content_sha256"] = _content_digest(payload)
+    return _atomic_write_text(Path(path), _format(payload))
+
+
+def _format(payload: dict) -> str:
+    """One field per line, one matrix row per line (still plain JSON)."""
+    def dump(v: Any) -> str:
+        return json.dumps(v, separators=(", ", ": "), allow_nan=False)
+
+    lines = []
+    for key, val in payload.items():
+        if key == "matrix":
+            rows = ",\n".join("    " + dump(r) for r in val)
+            lines.append(f'  "matrix": [\n{rows}\n  ]')
+        else:
+            lines.append(f"  {dump(key)}: {dump(val)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def _atomic_write_text(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def _err(path: Any, msg: str) -> MechanismFileError:
+    return MechanismFileError(f"{path}: {msg}")
+
+
+def _is_num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _vector(payload: dict, key: str, path: Any, k: int) -> np.ndarray | None:
+    val = payload[key]
+    if val is None:
+        return None
+    if not isinstance(val, list) or len(val) != k or not all(_is_num(x) for x in val):
+        raise _err(path, f"'{key}' must be a list of {k} numbers")
+    return np.array(val, dtype=float)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(name)  # NaN / Infinity are not JSON
+
+
+def load_mechanism(path: Any) -> MechanismFile:
+    """Read a mechanism file and re-validate it (see the module docstring); raises
+    :class:`MechanismFileError` with a clear message on any problem."""
+    from ldpopt._sampling import realise
+    from ldpopt._validation import check_distribution
+    from ldpopt.mechanism import Mechanism
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise _err(path, "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _err(path, f"cannot read the file ({exc})") from None
+    if not text.strip():
+        raise _err(path, "the file is empty")
+    try:
+        payload = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise _err(path, f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except ValueError as exc:
+        raise _err(path, f"not valid JSON (non-standard constant {exc})") from None
+    if not isinstance(payload, dict):
+        raise _err(path, "not a mechanism file (the top level must be a JSON object)")
+    if payload.get("format") != FORMAT_NAME:
+        raise _err(path, f"not a mechanism file (format is {payload.get('format')!r}, expected {FORMAT_NAME!r})")
+    version = payload.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise _err(path, f"format_version must be an integer, got {version!r}")
+    if version > FORMAT_VERSION:
+        raise _err(path, f"format_version {version} is newer than this ldpopt reads ({FORMAT_VERSION}); upgrade ldpopt")
+    if version < 1:
+        raise _err(path, f"unknown format_version {version}")
+    missing = [k for k in _KEYS if k not in payload]
+    if missing:
+        raise _err(path, f"missing field(s): {', '.join(missing)}")
+    extra = sorted(set(payload) - set(_KEYS))
+    if extra:
+        raise _err(path, f"unknown field(s): {', '.join(extra)}")
+    if not isinstance(payload["content_sha256"], str) or _content_digest(payload) != payload["content_sha256"]:
+        raise _err(path, "content digest mismatch: the file was modified after it was written")
+
+    eps = payload["eps"]
+    if eps == "inf":
+        eps = math.inf
+    elif not _is_num(eps):
+        raise _err(path, f"eps must be a number or \"inf\", got {eps!r}")
+    matrix = payload["matrix"]
+    if (not isinstance(matrix, list) or not matrix or not all(isinstance(r, list) for r in matrix)
+            or len({len(r) for r in matrix}) != 1 or not all(_is_num(x) for r in matrix for x in r)):
+        raise _err(path, "matrix must be a non-empty list of equally long lists of numbers")
+    for key in ("labels", "output_labels"):
+        lab = payload[key]
+        if lab is not None and (not isinstance(lab, list) or not all(
+                isinstance(x, str) or (isinstance(x, int) and not isinstance(x, bool)) for x in lab)):
+            raise _err(path, f"{key} must be a list of strings/integers or null")
+    part = payload["partition"]
+    if part is not None:
+        if not isinstance(part, list) or not all(
+                isinstance(b, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in b) for b in part):
+            raise _err(path, "partition must be a list of lists of integers or null")
+        part = tuple(tuple(b) for b in part)
+    name = payload["name"]
+    if not isinstance(name, str):
+        raise _err(path, "name must be a string")
+    try:
+        mech = Mechanism(np.array(matrix, dtype=float), eps,
+                         labels=None if payload["labels"] is None else tuple(payload["labels"]),
+                         output_labels=None if payload["output_labels"] is None else tuple(payload["output_labels"]),
+                         partition=part, name=name)
+    except (TypeError, ValueError) as exc:
+        raise _err(path, f"invalid mechanism: {exc}") from None
+    k = mech.num_inputs
+    if part is not None:
+        flat = sorted(i for b in part for i in b)
+        if flat != list(range(k)) or any(not b for b in part):
+            raise _err(path, f"partition must split range({k}) into non-empty disjoint blocks")
+        if len(part) != mech.num_outputs:
+            raise _err(path, f"partition has {len(part)} blocks but the matrix has {mech.num_outputs} outputs")
+    try:
+        realise(mech)
+    except ValueError as exc:
+        raise _err(path, f"invalid mechanism: {exc}") from None
+    dists = {}
+    for key in ("p0", "p1"):
+        vec = _vector(payload, key, path, k)
+        digest = payload[f"{key}_sha256"]
+        if digest is not None and not isinstance(digest, str):
+            raise _err(path, f"{key}_sha256 must be a string or null")
+        if vec is not None:
+            try:
+                vec = check_distribution(vec, key)
+            except (TypeError, ValueError) as exc:
+                raise _err(path, str(exc)) from None
+            if digest is None or distribution_digest(vec) != digest:
+                raise _err(path, f"{key} does not match {key}_sha256")
+        dists[key] = vec
+    for key in ("divergence",):
+        if payload[key] is not None and not isinstance(payload[key], str):
+            raise _err(path, f"{key} must be a string or null")
+    value = payload["value"]
+    if value is not None and not _is_num(value):
+        raise _err(path, "value must be a number or null")
+    lib = payload["library_version"]
+    if not isinstance(lib, str):
+        raise _err(path, "library_version must be a string")
+    return MechanismFile(mechanism=mech, p0=dists["p0"], p1=dists["p1"], p0_sha256=payload["p0_sha256"],
+                         p1_sha256=payload["p1_sha256"], divergence=payload["divergence"],
+                         value=None if value is None else float(value), format_version=version,
+                         library_version=lib)

@@ -1,0 +1,252 @@
+"""Figures in the style of the SPR paper (matplotlib, headless).
+
+Every function builds a :class:`matplotlib.figure.Figure` with the Agg canvas directly (no
+``pyplot``, no global backend switch, no display needed) and returns it; :func:`save_figure`
+writes PNG and SVG.  The data come from :mod:`ldpopt.experiments` / :func:`ldpopt.joint_range`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "new_figure",
+    "save_figure",
+    "plot_utility_curves",
+    "plot_joint_range",
+    "plot_hull_check",
+    "plot_runtimes",
+    "plot",
+]
+
+#: line styles per mechanism, after the paper's Figure 1
+STYLES = {
+    "kov_lp": dict(color="0.55", lw=4.0, ls="-", alpha=0.6, zorder=2),
+    "spr": dict(color="tab:red", lw=1.8, ls="--", zorder=4),
+    "binary": dict(color="tab:blue", lw=1.6, ls="-.", zorder=3),
+    "rr": dict(color="tab:green", lw=1.6, ls=":", zorder=3),
+}
+HULL_STYLE = dict(facecolor="tab:blue", alpha=0.15, edgecolor="none")
+HULL_EDGE = dict(color="tab:blue", lw=1.5)
+POINT_COLOR = "tab:red"
+QUICK_NOTE = "QUICK RUN (reduced size for CI, not the paper's setting)"
+
+
+def new_figure(width: float = 6.4, height: float = 4.8):
+    """A Figure attached to an Agg canvas (safe without a display and without pyplot)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def save_figure(fig, stem: str | Path, dpi: int = 150) -> list[Path]:
+    """Write ``stem.png`` and ``stem.svg``; returns the two paths."""
+    import matplotlib
+
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".svg")]
+    fig.savefig(paths[0], dpi=dpi)
+    # the layout is settled by the first draw; reuse it rather than re-solving it for the SVG
+    engine = fig.get_layout_engine()
+    fig.set_layout_engine("none")
+    try:
+        # text stays text in the SVG (smaller, editable, searchable)
+        with matplotlib.rc_context({"svg.fonttype": "none"}):
+            fig.savefig(paths[1])
+    finally:
+        fig.set_layout_engine(engine)
+    return paths
+
+
+def _finish(fig, title: str | None, quick: bool) -> None:
+    """Set the figure title; a quick run says so in it."""
+    if quick:
+        title = f"{title}\n{QUICK_NOTE}" if title else QUICK_NOTE
+    if title:
+        fig.suptitle(title, fontsize=9.5)
+
+
+def plot_utility_curves(experiment, bands: bool | None = None):
+    r"""Figure 1 (or Figure 6 with ``bands``): one panel per k of mean normalised KL utility vs eps.
+
+    Parameters
+    ----------
+    experiment : ldpopt.experiments.UtilityExperiment
+    bands : bool, optional
+        Shade the bootstrap bands (default: when the experiment has them).
+    """
+    from ldpopt.experiments.utility import MECHANISM_LABELS
+
+    curves = experiment.curves
+    if bands is None:
+        bands = bool(experiment.bands)
+    n = len(curves)
+    fig = new_figure(5.0 * n, 4.2)
+    axes = fig.subplots(1, n, squeeze=False)[0]
+    for i, (ax, c) in enumerate(zip(axes, curves)):
+        for m in c.mechanisms:
+            st = dict(STYLES[m])
+            label = MECHANISM_LABELS[m] if m != "rr" else f"{c.k}-ary randomized response"
+            ax.plot(c.eps_grid, c.mean(m), label=label, **st)
+            if bands and experiment.bands:
+                b = experiment.bands[i]
+                ax.fill_between(c.eps_grid, b.lower[m], b.upper[m], color=st["color"], alpha=0.18, lw=0,
+                                zorder=st["zorder"] - 1)
+        ax.set_xlabel(r"$\varepsilon$")
+        ax.set_ylabel(r"$D_{kl}(M_0\,\|\,M_1)\;/\;D_{kl}(P_0\,\|\,P_1)$")
+        ax.set_xlim(float(c.eps_grid.min()), float(c.eps_grid.max()))
+        ax.set_ylim(0.0, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right", fontsize=8, frameon=True)
+        ntr = int(np.count_nonzero(c.valid))
+        ax.set_title(f"({chr(97 + i)}) k = {c.k}  (T = {ntr} pairs)", fontsize=10)
+    title = None
+    if bands and experiment.bands:
+        b = experiment.bands[0]
+        title = (f"mean over trials with {100 * b.level:g}% percentile-bootstrap bands "
+                 f"({b.resamples} resamples, shared indices)")
+    _finish(fig, title, experiment.quick)
+    return fig
+
+
+def _draw_joint_range(ax, jr, annotate: bool, point_size: float = 36.0, legend: bool = True) -> None:
+    from matplotlib.patches import Polygon
+
+    hull = np.asarray(jr.hull)
+    if hull.shape[0] >= 3:
+        ax.add_patch(Polygon(hull, closed=True, **HULL_STYLE))
+        closed = np.vstack([hull, hull[:1]])
+        ax.plot(closed[:, 0], closed[:, 1], label="predicted polytope (Thm. 3.1)", **HULL_EDGE)
+    else:
+        ax.plot(hull[:, 0], hull[:, 1], label="predicted polytope (Thm. 3.1)", **HULL_EDGE)
+    pts = np.asarray(jr.points)
+    ext = np.asarray(jr.is_extreme)
+    ax.scatter(pts[ext, 0], pts[ext, 1], s=point_size, color=POINT_COLOR, zorder=5,
+               label="SPR-induced extreme point")
+    ax.scatter(pts[~ext, 0], pts[~ext, 1], s=point_size, facecolors="white", edgecolors=POINT_COLOR,
+               linewidths=1.4, zorder=5, label="SPR-induced interior point (dominated)")
+    if annotate:
+        center = hull.mean(axis=0)
+        for (x, y), lab, e in zip(pts, jr.labels, ext):
+            d = np.array([x, y]) - center
+            nrm = float(np.hypot(*d))
+            d = d / nrm if nrm > 1e-12 else np.array([0.0, 1.0])
+            off = 18.0 * d
+            text = lab if e else f"{lab} (interior)"
+            ax.annotate(text, (x, y), xytext=(off[0], off[1]), textcoords="offset points", fontsize=6.5,
+                        ha="left" if d[0] >= 0 else "right", va="bottom" if d[1] >= 0 else "top",
+                        color="0.15", zorder=6,
+                        arrowprops=dict(arrowstyle="-", lw=0.5, color="0.6", shrinkA=0, shrinkB=3))
+    ax.set_aspect("equal")
+    ax.grid(alpha=0.3)
+
+
+def plot_joint_range(jr, annotate: bool = True, title: str | None = None, quick: bool = False):
+    r"""Figure 3: candidates (filled = extreme, hollow = dominated), labels and the shaded hull.
+
+    Parameters
+    ----------
+    jr : ldpopt.JointRange or ldpopt.experiments.JointRangeFigure
+    """
+    if hasattr(jr, "joint_range"):
+        quick = quick or jr.quick
+        jr = jr.joint_range
+    fig = new_figure(7.0, 6.4)
+    ax = fig.subplots()
+    _draw_joint_range(ax, jr, annotate)
+    ax.set_xlim(-0.2, 1.2)
+    ax.set_ylim(-0.2, 1.2)
+    ax.set_xlabel(r"$\langle Q^\top p, e_1\rangle$ (probability output 1 under $p$)")
+    ax.set_ylabel(r"$\langle Q^\top q, e_1\rangle$ (probability output 1 under $q$)")
+    ax.set_title(title or (f"joint range $\\mathcal{{R}}_2(p, q)$, k = {jr.k}, $\\varepsilon$ = {jr.eps:g}: "
+                           f"{jr.num_extreme} of {jr.num_candidates} SPR candidates extreme"), fontsize=10)
+    ax.legend(loc="lower right", fontsize=7.5)
+    _finish(fig, None, quick)
+    return fig
+
+
+def plot_hull_check(check, annotate: bool = False):
+    """Figure 5: per eps, the Monte-Carlo cloud (gray), the SPR candidates and the predicted hull."""
+    panels = check.panels
+    n = len(panels)
+    fig = new_figure(4.6 * n, 5.0)
+    axes = fig.subplots(1, n, squeeze=False)[0]
+    for ax, pn in zip(axes, panels):
+        cl = pn.cloud
+        if cl.shape[0]:
+            ax.scatter(cl[:, 0], cl[:, 1], s=1.0, color="0.6", alpha=0.35, lw=0, rasterized=True, zorder=1,
+                       label=r"random $\varepsilon$-LDP channel (Monte Carlo)")
+        _draw_joint_range(ax, pn.joint_range, annotate, point_size=28.0)
+        ax.set_xlim(-0.4, 1.4)
+        ax.set_ylim(-0.4, 1.4)
+        ax.set_xlabel(r"$\langle Q^\top p, e_1\rangle$")
+        ax.set_title(f"$\\varepsilon$ = {pn.eps:g}: {pn.extreme_count}/{pn.joint_range.num_candidates} extreme, "
+                     f"acceptance {100 * pn.acceptance_rate:.3f}%, outside hull: {pn.outside_hull}", fontsize=8.5)
+    axes[0].set_ylabel(r"$\langle Q^\top q, e_1\rangle$")
+    from matplotlib.lines import Line2D
+
+    handles, labels = axes[0].get_legend_handles_labels()
+    cloud_label = r"random $\varepsilon$-LDP channel (Monte Carlo)"
+    if cloud_label in labels:
+        handles[labels.index(cloud_label)] = Line2D([], [], ls="none", marker="o", ms=4, color="0.6")
+    fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=8, markerscale=1.5)
+    p = ", ".join(f"{x:g}" for x in check.p0)
+    q = ", ".join(f"{x:g}" for x in check.p1)
+    _finish(fig, f"Joint range $\\mathcal{{R}}_2(p, q)$ for k = {len(check.p0)}, m = 2 across "
+                 f"{n} privacy levels; p = ({p}), q = ({q})", check.quick)
+    return fig
+
+
+def plot_runtimes(table):
+    """Runtimes: seconds per solve vs k, log-log, SPR solver and KOV LP, with k^2 / k^3 guides."""
+    fig = new_figure(6.4, 4.6)
+    ax = fig.subplots()
+    ks, ts = table.series("spr")
+    lk, lt = table.series("kov_lp")
+    if lk.size:
+        ax.plot(lk, lt, "s-", color="0.3", lw=1.5, ms=5, label=r"KOV staircase LP ($2^k-1$ variables, HiGHS)")
+    if ks.size:
+        ax.plot(ks, ts, "o-", color=POINT_COLOR, lw=1.5, ms=5, label=f"SPR solver ({table.spr_method or 'dp'})")
+        big = ks >= max(8, ks.max() / 100)
+        if np.count_nonzero(big) >= 1:
+            k0, t0 = ks[big][-1], ts[big][-1]
+            grid = np.geomspace(max(ks.min(), k0 / 1000), k0, 50)
+            for power, ls in ((2, (0, (4, 3))), (3, (0, (1, 2)))):
+                ax.plot(grid, t0 * (grid / k0) ** power, ls=ls, color="0.6", lw=1, label=rf"$\propto k^{power}$")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("alphabet size k")
+    ax.set_ylabel("seconds per solve (median)")
+    ax.set_title(f"KL, $\\varepsilon$ = {table.eps:g}, no output budget", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    _finish(fig, None, table.quick)
+    return fig
+
+
+def plot(result: Any):
+    """Dispatch on the experiment result type."""
+    from ldpopt.experiments import HullCheck, JointRangeFigure, RuntimeTable, UtilityExperiment
+    from ldpopt.geometry import JointRange
+
+    if isinstance(result, UtilityExperiment):
+        return plot_utility_curves(result)
+    if isinstance(result, (JointRange, JointRangeFigure)):
+        return plot_joint_range(result)
+    if isinstance(result, HullCheck):
+        return plot_hull_check(result)
+    if isinstance(result, RuntimeTable):
+        return plot_runtimes(result)
+    raise TypeError(f"result must be an ldpopt.experiments result, got {type(result).__name__}")
