@@ -272,3 +272,57 @@ def binary_rejection_acceptance(eps: float, k: int, proposal: str) -> float:
     pts = sorted({m_star, r / (1.0 + r), 0.5})
     val, _ = integrate.quad(integrand, 0.0, 1.0, points=pts, limit=500, epsabs=1e-13, epsrel=1e-10)
     return float(val)
+
+
+# --- issue 6 (deployment) oracles: exact rationals and high-precision decimals ------------------
+def exact_exp_interval(eps: float, digits: int = 90):
+    """Rationals (lo, hi) bracketing e^eps, from a 90-digit decimal exp (independent of ldpopt)."""
+    from fractions import Fraction
+
+    with localcontext() as ctx:
+        ctx.prec = digits
+        e = Fraction(Decimal(eps).exp())
+    slack = Fraction(1, 10 ** (digits - 5))
+    return e * (1 - slack), e * (1 + slack)
+
+
+def exact_is_ldp(rows, eps: float) -> bool:
+    """Exact eps-LDP of a channel given as rows of Fractions (columns: max <= e^eps * min)."""
+    lo, hi = exact_exp_interval(eps)
+    for col in zip(*rows):
+        cmax, cmin = max(col), min(col)
+        if cmax == 0:
+            continue
+        if cmin == 0:
+            return math.isinf(eps)
+        if math.isinf(eps):
+            continue
+        r = cmax / cmin
+        assert not (lo < r < hi), "oracle bracket too wide"
+        if r >= hi:
+            return False
+    return True
+
+
+def enumerate_sum_law(probs, values, n: int) -> dict:
+    """Exact law of sum_i values[Y_i] for n i.i.d. Y ~ probs, by enumerating all count vectors
+    with exact rationals (probs renormalised exactly)."""
+    from fractions import Fraction
+
+    probs = [Fraction(float(p)) for p in probs]
+    total = sum(probs)
+    probs = [p / total for p in probs]
+    law: dict = {}
+    for c in itertools.product(range(n + 1), repeat=len(probs) - 1):
+        if sum(c) > n:
+            continue
+        cc = list(c) + [n - sum(c)]
+        coef = math.factorial(n)
+        for x in cc:
+            coef //= math.factorial(x)
+        p = Fraction(coef)
+        for x, q in zip(cc, probs):
+            p *= q**x
+        t = int(sum(x * int(v) for x, v in zip(cc, values)))
+        law[t] = law.get(t, 0) + p
+    return law

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ldpopt
-from ldpopt.audit import audit
+from ldpopt.auditing import audit
 from ldpopt.mechanism import Mechanism
 
 AUDIT_ALPHA = 1e-6  # P(lower bound > true eps) per audit
@@ -87,3 +87,22 @@ def test_labels_in_result_and_sampler_checks():
 def test_trivial_mechanisms():
     res = audit(Mechanism([[1.0], [1.0]], 1.0), n=100, rng=np.random.default_rng(0))
     assert res.eps_lower == 0.0 and not res.violation
+
+
+def test_top_level_name_is_the_function():
+    import ldpopt.auditing as module
+
+    mech = ldpopt.randomized_response(2, 1.0)
+    assert ldpopt.audit(mech, n=2_000, rng=np.random.default_rng(1)).claimed_eps == 1.0
+    assert module.audit is audit and isinstance(ldpopt.audit(mech, n=1_000), module.AuditResult)
+
+
+def test_integer_output_labels():
+    mech = ldpopt.randomized_response(3, 1.0, labels=[10, 20, 30])
+    res = audit(mech, n=20_000, rng=np.random.default_rng(4))
+    assert res.output in (10, 20, 30) and set(res.inputs) <= {10, 20, 30}
+
+    def labelled_sampler(x):  # a black box answering with labels, like Mechanism.privatize
+        return mech.privatize(np.array([10, 20, 30])[x], rng=np.random.default_rng(5))
+
+    assert not audit(mech, n=20_000, sampler=labelled_sampler, alpha=AUDIT_ALPHA).violation

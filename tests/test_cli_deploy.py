@@ -101,8 +101,8 @@ def test_samplesize_comparison_line(files):
     assert (int(m.group(2)), int(m.group(3))) == (n_rr, n_opt)
     assert float(m.group(1)) == pytest.approx(n_rr / n_opt, abs=0.05)
     # hypotheses and eps from the file
-    r = run("samplesize", "--mechanism", mfile, "--eps", "2")
-    assert r.exit_code == 0 and "eps = 2" in r.output and "file M.json" in r.output
+    r = run("samplesize", "--mechanism", mfile)
+    assert r.exit_code == 0 and "eps = 1" in r.output and "file M.json needs as many reports" in r.output
 
 
 def expect_failure(result, pattern):
@@ -172,3 +172,21 @@ def test_unlabelled_mechanism_round_trip(tmp_path):
     expect_failure(run("export", "--p0", "0.5,x", "--p1", "0.5,0.5", "--eps", 1, "--output", tmp_path / "z.json"),
                    "p0")
     assert not (tmp_path / "z.json").exists()
+
+
+def test_integer_labels_through_the_cli(tmp_path):
+    mech = ldpopt.randomized_response(3, 1.0, labels=[10, 20, 30])
+    mfile = tmp_path / "rr.json"
+    mech.to_json(mfile, p0=[0.6, 0.3, 0.1], p1=[0.1, 0.3, 0.6])
+    data = tmp_path / "d.csv"
+    data.write_text("code\n10\n30\n30\n20\n30\n")
+    out = tmp_path / "r.csv"
+    r = run("privatize", "--mechanism", mfile, "--input", data, "--output", out, "--seed", 0)
+    assert r.exit_code == 0, r.output
+    assert set(pd.read_csv(out)["report"]) <= {10, 20, 30}
+    r = run("test", "--mechanism", mfile, "--reports", out, "--prior", 0.5)
+    assert r.exit_code == 0, r.output
+    assert "Bayes decision" in r.output
+    data.write_text("code\n10\n0\n")
+    expect_failure(run("privatize", "--mechanism", mfile, "--input", data, "--output", out),
+                   r"unknown input symbol '0'.*10, 20, 30")

@@ -137,6 +137,10 @@ def test_report_writes_summary_and_figures(cli, finished, tmp_path):
     assert ((summary.lo <= summary.mean_normalized + 1e-12) & (summary.mean_normalized <= summary.hi + 1e-12)).all()
     opt = summary[summary.mechanism == "optimal"]
     assert (opt.mean_num_outputs >= 1).all() and (opt[opt.budget == 2].mean_num_outputs <= 2).all()
+    # the Python API gives the same summary (same seed, same resample indices)
+    api = runner.summarize_sweep(finished, resamples=200)
+    np.testing.assert_allclose(api[["mean_normalized", "lo", "hi"]].to_numpy(),
+                               summary[["mean_normalized", "lo", "hi"]].to_numpy(), rtol=1e-12)
 
 
 def test_report_default_dir_and_errors(cli, finished, tmp_path):

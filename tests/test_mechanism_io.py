@@ -201,3 +201,19 @@ def test_save_argument_checks(tmp_path):
     with pytest.raises(ValueError, match="p0"):
         save_mechanism(mech, tmp_path / "x.json", p0=[0.5, 0.5], p1=[0.5, 0.5])
     assert not (tmp_path / "x.json").exists()
+
+
+def test_pandas_labels_survive_design_file_and_privatize(tmp_path):
+    import pandas as pd
+
+    p0 = pd.Series([0.5, 0.3, 0.2], index=["x", "y", "z"])
+    p1 = pd.Series([0.6, 0.3, 0.1], index=["z", "y", "x"])  # other order: aligned by label
+    res = ldpopt.optimal_mechanism(p0, p1, 2.0, method="dp")
+    assert res.labels == ("x", "y", "z")
+    path = tmp_path / "s.json"
+    save_mechanism(res, path, p0=p0, p1=p1)
+    f = load_mechanism(path)
+    assert f.mechanism.labels == ("x", "y", "z")
+    assert np.array_equal(f.p1, np.array([0.1, 0.3, 0.6]))
+    assert tuple(tuple(f.mechanism.labels[i] for i in b) for b in f.mechanism.partition) == res.labelled_partition
+    assert f.mechanism.privatize(["z", "x"], rng=np.random.default_rng(0)).shape == (2,)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from decimal import Decimal, localcontext
 from fractions import Fraction
 
 import numpy as np
@@ -16,6 +15,7 @@ from scipy.stats import chisquare
 
 import ldpopt
 from ldpopt import _sampling as S
+from reference import exact_exp_interval, exact_is_ldp
 from ldpopt.mechanism import Mechanism
 
 GOF_ALPHA = 1e-6
@@ -25,30 +25,12 @@ ROW_SAMPLES = 100_000
 # ---------------------------------------------------------------------------------------------
 # independent oracles (high-precision decimal, exact fractions)
 # ---------------------------------------------------------------------------------------------
-def exp_interval(eps: float, digits: int = 90) -> tuple[Fraction, Fraction]:
-    with localcontext() as ctx:
-        ctx.prec = digits
-        e = Fraction(Decimal(eps).exp())
-    slack = Fraction(1, 10 ** (digits - 5))
-    return e * (1 - slack), e * (1 + slack)
+def exp_interval(eps: float):
+    return exact_exp_interval(eps)
 
 
-def oracle_is_ldp(rows: list[list[Fraction]], eps: float) -> bool:
-    """Exact: every column max <= e^eps * min (certified by a 90-digit bracket)."""
-    lo, hi = exp_interval(eps)
-    for col in zip(*rows):
-        cmax, cmin = max(col), min(col)
-        if cmax == 0:
-            continue
-        if cmin == 0:
-            return math.isinf(eps)
-        r = cmax / cmin
-        if math.isinf(eps):
-            continue
-        assert not (lo < r < hi), "oracle bracket too wide"
-        if r >= hi:
-            return False
-    return True
+def oracle_is_ldp(rows, eps: float) -> bool:
+    return exact_is_ldp(rows, eps)
 
 
 def maximal_channel(k: int, eps: float, seed: int) -> np.ndarray:
@@ -159,14 +141,20 @@ def test_exact_check_zero_entries_and_inf():
         S.exact_ldp_check(np.eye(2), -1.0)
 
 
-def test_large_eps_underflow_is_realised_with_smallest_subnormal():
-    mech = ldpopt.randomized_response(3, 800.0)
+@pytest.mark.parametrize("eps", [800.0, 5000.0, 1e300])
+def test_large_eps_underflow_is_realised_with_smallest_subnormal(eps):
+    mech = ldpopt.randomized_response(3, eps)
     assert np.count_nonzero(mech.matrix) == 3  # low entries underflowed to 0
     ch = S.realise(mech)
     assert ch.low == 5e-324  # 2**-1074
-    assert oracle_is_ldp(ch.exact_matrix(), 800.0)
+    if eps < 1e4:
+        assert oracle_is_ldp(ch.exact_matrix(), eps)
+    # 2^1074 / (1 - 2 * 2^-1074) < e^744.5 <= e^eps: exactly eps-LDP
+    assert (1 - 2 * Fraction(2) ** -1074) / Fraction(2) ** -1074 < Fraction(2) ** 1075
     out = mech.privatize(np.array([0, 1, 2] * 1000), rng=np.random.default_rng(0))
     assert np.array_equal(out, np.array([0, 1, 2] * 1000))  # lying has probability ~1e-323
+    wide = ldpopt.spr_mechanism([[0, 1], [2]], 3, eps)
+    assert S.realise(wide).check.ok
 
 
 def test_eps_inf_keeps_zeros_and_is_deterministic():
@@ -385,3 +373,17 @@ def test_seeded_generator_is_reproducible_and_os_source_varies():
 def test_realise_is_cached_per_mechanism():
     mech = ldpopt.randomized_response(3, 1.0)
     assert S.realise(mech) is S.realise(mech)
+
+
+def test_mixing_fallback_when_both_extremes_are_remainders():
+    # row 0 uniform (its remainder is the column-0 minimum), row 1 puts e * 0.25 on column 0
+    # (its own remainder, the maximum): nudging single floats cannot help, mixing with the
+    # uniform channel by 2^-44 does
+    e = math.e
+    for scale in (1.0, 1 + 1e-15, 1 - 1e-16):
+        r1 = [0.25 * e * scale] + [(1 - 0.25 * e * scale) / 3] * 3
+        M = np.array([[0.25] * 4, r1])
+        ch = S._realise_matrix(M, 1.0)
+        assert ch.check.ok and oracle_is_ldp(ch.exact_matrix(), 1.0)
+        assert all(sum(r) == 1 for r in ch.exact_matrix())
+        assert ch.max_change < 1e-13

@@ -44,7 +44,7 @@ _LAZY = {
     "LikelihoodRatioTest": "ldpopt.inference",
     "SequentialTest": "ldpopt.inference",
     "sample_size": "ldpopt.inference",
-    "audit": "ldpopt.audit",
+    "audit": "ldpopt.auditing",
     # sweeps at scale (issue 7)
     "run_sweep": "ldpopt.runner",
 }

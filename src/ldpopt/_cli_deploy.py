@@ -291,7 +291,7 @@ def test_cmd(
         test = LikelihoodRatioTest(mech, a, b, alpha, randomized=randomized)
         counts = np.bincount(idx, minlength=mech.num_outputs)
         res = test.decide_counts(counts)
-        bayes = test.bayes_decide(idx, prior1=prior) if prior is not None else None
+        bayes = test.bayes_decide_counts(counts, prior1=prior) if prior is not None else None
     except (ValueError, TypeError) as exc:
         fail(str(exc))
     m0, m1 = test.output_distributions

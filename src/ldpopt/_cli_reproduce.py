@@ -9,7 +9,6 @@ inside the commands so ``ldpopt --help`` stays fast.
 
 from __future__ import annotations
 
-import json
 import math
 from contextlib import contextmanager
 from pathlib import Path
@@ -111,13 +110,19 @@ def _print_summary(title: str, summary: dict, paths: list[Path]) -> None:
             table.add_row(Text(key), Text(_fmt(val)))
     console.print(table)
     if "panels" in summary:
-        pt = Table(title="Monte-Carlo panels")
-        cols = ("eps", "proposal", "samples", "accepted", "acceptance_rate", "paper_acceptance_rate",
-                "extreme_count", "paper_extreme_count", "outside_hull", "max_outside_distance")
-        for c in cols:
+        n = summary["panels"][0]["samples"] if summary["panels"] else 0
+        pt = Table(title=f"Monte-Carlo panels, N = {n:,} proposals each (paper: Appendix E.1, Figure 5)")
+        for c in ("eps", "proposal", "accepted", "rate", "paper", "extreme", "paper", "outside"):
             pt.add_column(c, justify="right")
+
+        def pct(x):
+            return "-" if x is None else f"{100 * x:.3f}%"
+
         for pn in summary["panels"]:
-            pt.add_row(*(Text(_fmt(pn.get(c))) for c in cols))
+            pt.add_row(_fmt(pn["eps"]), pn["proposal"], f"{pn['accepted']:,}",
+                       pct(pn["acceptance_rate"]), pct(pn.get("paper_acceptance_rate")),
+                       f"{pn['extreme_count']}/{pn['candidate_count']}", _fmt(pn.get("paper_extreme_count")),
+                       str(pn["outside_hull"]))
         console.print(pt)
     console.print(Text("wrote " + ", ".join(str(p) for p in paths)))
 
@@ -140,7 +145,8 @@ def _eps_grid(step: float):
     n = int(round(10.0 / step))
     if n < 1 or abs(n * step - 10.0) > 1e-9:
         fail(f"--eps-step must divide 10, got {step!r}")
-    return np.arange(n + 1) * (10.0 / n)
+    # (10 i) / n is one correctly rounded division: the grid points are exactly 0.1, 0.2, ...
+    return np.arange(n + 1) * 10.0 / n
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,7 +316,3 @@ def runtimes_cmd(
     summary = res.summary()
     paths = _write_outputs(outdir, "runtimes", plot_runtimes(res), res.to_frame(), summary)
     _print_summary("runtimes: seconds per solve", _clean(summary), paths)
-
-
-def _dump(summary: dict) -> str:  # pragma: no cover - debugging aid
-    return json.dumps(_clean(summary), indent=2)

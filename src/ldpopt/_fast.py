@@ -76,6 +76,6 @@ def solve(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int):
     c, A, lf = rescale(float(eps))
     pre = K.prefix_table(p, q)
     bounds = np.zeros(k + 1, dtype=np.int64)
-    raw, nb, code = K.solve(pre, k, l, int(div.code), float(div.param), c, A, lf, bounds, bounds, 0)
+    raw, nb, code = K.solve(pre, k, l, int(div.code), float(div.param), c, A, lf, bounds)
     cuts = [(int(bounds[j]), int(bounds[j + 1])) for j in range(int(nb))]
     return float(raw), cuts, METHOD_NAMES[int(code)]

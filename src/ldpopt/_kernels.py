@@ -182,7 +182,7 @@ def prefix_table(p, q):
     return pre
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _interval(pre, rh, rl, rsh, rsl, rx, a, b):
     # sum over [a, b) from the side with the smaller partial sums, never below its largest
     # endpoint term (spr._Prefix._interval)
@@ -194,7 +194,7 @@ def _interval(pre, rh, rl, rsh, rsl, rx, a, b):
     return total if total >= floor else floor
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def block_sums(pre, a, b):
     """(dP, dQ) over the reduced symbols a..b-1."""
     dp = _interval(pre, _PH, _PL, _SPH, _SPL, _PX, a, b)
@@ -202,7 +202,7 @@ def block_sums(pre, a, b):
     return dp, dq
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def score(pre, a, b, code, param, c, A, lf):
     """Rescaled interval score mu'[a:b) = g(c + A dP, c + A dQ, A (dP - dQ)) (eq. 31 over e^eps)."""
     dp, dq = block_sums(pre, a, b)
@@ -233,34 +233,30 @@ BOUND_SLACK_FAR = 1e-11
 #: slack relative to |d| for JS near x = y, where a + b cancels down to ~d^2/s
 BOUND_SLACK_JS = 1e-13
 _LN2 = math.log(2.0)
-_SQRT2 = math.sqrt(2.0)
-#: the exponent trick of _log_ub_far is used for normal numbers well inside this range
+_SQRT_HALF = math.sqrt(0.5)
+#: _log_ub_far is used for normal numbers well inside this range
 _Z_MIN = 1e-300
 _Z_MAX = 1e300
 
 
 @njit(cache=True)
-def _log_ub_far(z, buf, ibuf):
+def _log_ub_far(z):
     r"""Upper bound of log z for a normal z > 0, tight to ~4e-4, without calling log.
 
-    Write :math:`z = m 2^e` (exponent bits read through ``ibuf``, a view of ``buf``) with
-    :math:`m \in (1/\sqrt2, \sqrt2]`; then :math:`\log z = e\log 2 + \log m` and
-    :math:`\log m \le (m-1)(m+5)/(4m+2)` for every m > 0 (the difference has derivative
-    :math:`4(m-1)^3 / (m(4m+2)^2)`, so its minimum is 0 at m = 1).
+    Write :math:`z = m 2^e` (``frexp``, exact) with :math:`m \in [1/\sqrt2, \sqrt2)`; then
+    :math:`\log z = e\log 2 + \log m` and :math:`\log m \le (m-1)(m+5)/(4m+2)` for every
+    m > 0 (the difference has derivative :math:`4(m-1)^3 / (m(4m+2)^2)`, so its minimum is
+    0 at m = 1).
     """
-    buf[0] = z
-    bits = ibuf[0]
-    e = ((bits >> 52) & 0x7FF) - 1023
-    ibuf[0] = (bits & 0x000FFFFFFFFFFFFF) | 0x3FF0000000000000
-    m = buf[0]
-    if m > _SQRT2:
-        m = 0.5 * m
-        e += 1
+    m, e = math.frexp(z)
+    if m < _SQRT_HALF:
+        m = 2.0 * m
+        e -= 1
     return e * _LN2 + (m - 1.0) * (m + 5.0) / (4.0 * m + 2.0)
 
 
 @njit(cache=True)
-def score_bound(code, param, x, y, d, lf, buf, ibuf):
+def score_bound(code, param, x, y, d, lf):
     r"""``(v, exact)``: the score itself when it is cheap (``exact``), else a bound it cannot exceed.
 
     KL, reverse KL and JS bound every logarithm of :func:`perspective` on the same argument
@@ -277,7 +273,7 @@ def score_bound(code, param, x, y, d, lf, buf, ibuf):
                 return v + BOUND_SLACK_REL * abs(v), False
             z = x / y
             if _Z_MIN < z < _Z_MAX:
-                v = x * _log_ub_far(z, buf, ibuf)
+                v = x * _log_ub_far(z)
                 return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_FAR * x, False
         elif code == CODE_REVERSE_KL:
             if abs(d) < 0.5 * y:
@@ -286,7 +282,7 @@ def score_bound(code, param, x, y, d, lf, buf, ibuf):
                 return v + BOUND_SLACK_REL * abs(v), False
             z = y / x
             if _Z_MIN < z < _Z_MAX:
-                v = y * _log_ub_far(z, buf, ibuf)
+                v = y * _log_ub_far(z)
                 return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_FAR * y, False
         elif code == CODE_JS:
             s = x + y
@@ -298,7 +294,7 @@ def score_bound(code, param, x, y, d, lf, buf, ibuf):
             z1 = 2.0 * x / s
             z2 = 2.0 * y / s
             if _Z_MIN < z1 < _Z_MAX and _Z_MIN < z2 < _Z_MAX:
-                v = 0.5 * (x * _log_ub_far(z1, buf, ibuf) + y * _log_ub_far(z2, buf, ibuf))
+                v = 0.5 * (x * _log_ub_far(z1) + y * _log_ub_far(z2))
                 return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_FAR * s, False
     return perspective(code, param, x, y, d, lf), True
 
@@ -311,84 +307,114 @@ _EMPTY, _BOUND, _EXACT = 0, 1, 2
 
 
 @njit(cache=True)
-def penalized_pass(pre, pos, val, state, code, param, c, A, lf, pen, H, cnt, par, first):
+def sums_tables(pre, k):
+    """(dP, dQ) of every block [t, i), 0 <= t < i <= k, packed at ``i (i - 1) / 2 + t``.
+
+    They do not depend on eps, so a sweep computes them once per instance.
+    """
+    n = k * (k + 1) // 2
+    sp = np.empty(n)
+    sq = np.empty(n)
+    j = 0
+    for i in range(1, k + 1):
+        for t in range(i):
+            dp, dq = block_sums(pre, t, i)
+            sp[j] = dp
+            sq[j] = dq
+            j += 1
+    return sp, sq
+
+
+@njit(cache=True, inline="always")
+def _exact_score(pre, pos, sp, sq, base, t, b, code, param, c, A, lf):
+    if sp.shape[0] > 0:
+        dp = sp[base + t]
+        dq = sq[base + t]
+    else:
+        dp, dq = block_sums(pre, pos[t], b)
+    return perspective(code, param, c + A * dp, c + A * dq, A * (dp - dq), lf)
+
+
+@njit(cache=True)
+def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, cnt, par, U, ex):
     r"""One Dinkelbach step: :math:`H[i] = \max_{t<i} H[t] + (\mu'[pos_t:pos_i) - pen)`.
 
     Only the cut points listed in ``pos`` (increasing, ``pos[0] = 0``, ``pos[-1] = k``) are
     allowed.  Ties: the largest value, then the fewest blocks, then the smallest split point,
     the order of :func:`ldpopt.spr._dp_readable`.  Fills ``H``, ``cnt`` (block count) and
-    ``par`` (start of the last block, as a position index; on entry ``par[i]`` is the previous
-    pass's choice unless ``first``, and is tried first).
+    ``par`` (start of the last block, as a position index).
 
-    Split points are pruned exactly: a candidate whose score bound (:func:`score_bound`)
-    already gives a value strictly below the incumbent cannot be the maximiser, so its
-    logarithm is never evaluated; the result is the same as without pruning.
-    ``val``/``state`` cache the bounds and exact scores across passes (packed lower triangle
-    of the position space; empty arrays: no cache, O(m) memory).
+    Split points are pruned exactly.  For each end point, every candidate first gets a cheap
+    upper bound of its value (:func:`score_bound`); the best bound is scored exactly and
+    becomes the incumbent; then only candidates whose bound reaches the incumbent are scored
+    exactly.  A pruned candidate's computed value is strictly below the incumbent, so it can
+    neither be the maximiser nor tie with it: the result equals the unpruned program's.
+    ``val``/``state`` cache bounds and exact scores across passes (packed lower triangle of
+    the position space; empty: no cache, O(m) memory); ``sp``/``sq`` are precomputed block
+    sums (:func:`sums_tables`, only with ``pos = 0..k``) or empty; ``U``/``ex`` (length >= m)
+    are scratch.
     """
     m = pos.shape[0] - 1
     use_table = val.shape[0] > 0
-    buf = np.empty(1)
-    ibuf = buf.view(np.int64)
+    use_sums = sp.shape[0] > 0
     H[0] = 0.0
     cnt[0] = 0
     par[0] = 0
     for i in range(1, m + 1):
         b = pos[i]
         base = i * (i - 1) // 2
-        h = i - 1
-        if first:
-            if i > 1:
-                h = par[i - 1]
-        else:
-            h = par[i]
-        if h < 0 or h >= i:
-            h = i - 1
-        # incumbent: the hinted split point, scored exactly
-        if use_table and state[base + h] == _EXACT:
-            sh = val[base + h]
-        else:
-            sh = score(pre, pos[h], b, code, param, c, A, lf)
-            if use_table:
-                val[base + h] = sh
-                state[base + h] = _EXACT
-        best = H[h] + (sh - pen)
-        bc = cnt[h] + 1
-        bt = h
+        # phase 1: bounds (or cached exact scores) of every candidate, and the best of them
+        umax = -math.inf
+        tmax = 0
         for t in range(i):
-            if t == h:
-                continue
             st = _EMPTY
             if use_table:
                 st = state[base + t]
-            if st == _EXACT:
-                s = val[base + t]
-            else:
-                if st == _BOUND:
-                    ub = val[base + t]
-                    exact = False
+            if st == _EMPTY:
+                if use_sums:
+                    dp = sp[base + t]
+                    dq = sq[base + t]
                 else:
                     dp, dq = block_sums(pre, pos[t], b)
-                    x = c + A * dp
-                    y = c + A * dq
-                    d = A * (dp - dq)
-                    ub, exact = score_bound(code, param, x, y, d, lf, buf, ibuf)
-                    if use_table:
-                        val[base + t] = ub
-                        state[base + t] = _EXACT if exact else _BOUND
-                if exact:
-                    s = ub
-                else:
-                    if H[t] + (ub - pen) < best:
-                        continue  # provably below the incumbent
-                    s = score(pre, pos[t], b, code, param, c, A, lf)
-                    if use_table:
-                        val[base + t] = s
-                        state[base + t] = _EXACT
-            v = H[t] + (s - pen)
+                w, exact = score_bound(code, param, c + A * dp, c + A * dq, A * (dp - dq), lf)
+                if use_table:
+                    val[base + t] = w
+                    state[base + t] = _EXACT if exact else _BOUND
+            else:
+                w = val[base + t]
+                exact = st == _EXACT
+            u = H[t] + (w - pen)
+            U[t] = u
+            ex[t] = exact
+            if u > umax:
+                umax = u
+                tmax = t
+        # the incumbent: the candidate with the best bound, scored exactly
+        if not ex[tmax]:
+            w = _exact_score(pre, pos, sp, sq, base, tmax, b, code, param, c, A, lf)
+            if use_table:
+                val[base + tmax] = w
+                state[base + tmax] = _EXACT
+            U[tmax] = H[tmax] + (w - pen)
+        best = U[tmax]
+        bc = cnt[tmax] + 1
+        bt = tmax
+        # phase 2: only candidates that can reach the incumbent are scored exactly
+        for t in range(i):
+            u = U[t]
+            if t == tmax or u < best:
+                continue  # a bound strictly below the incumbent: provably not the maximiser
+            if not ex[t]:
+                w = _exact_score(pre, pos, sp, sq, base, t, b, code, param, c, A, lf)
+                if use_table:
+                    val[base + t] = w
+                    state[base + t] = _EXACT
+                u = H[t] + (w - pen)
+                if u < best:
+                    continue
             n = cnt[t] + 1
-            if v > best or (v == best and (n < bc or (n == bc and t < bt))):
-                best = v
+            if u > best or (u == best and (n < bc or (n == bc and t < bt))):
+                best = u
                 bc = n
                 bt = t
         H[i] = best
@@ -412,11 +438,12 @@ def _traceback(pos, par, cnt, out):
 
 
 @njit(cache=True)
-def dinkelbach(pre, pos, code, param, c, A, lf, bounds, nb):
+def dinkelbach_ws(pre, pos, sp, sq, code, param, c, A, lf, bounds, nb, H, cnt, par, cand, val, state):
     r"""Maximise :math:`\sum_t \mu'(B_t) / (1 + (s-1)c)` over partitions with cuts in ``pos``.
 
-    ``bounds[:nb + 1]`` is a feasible start partition on entry and the optimum on exit.
-    Returns ``(ratio, nb, passes)``.
+    ``bounds[:nb + 1]`` is a feasible start partition on entry and the optimum on exit;
+    ``H, cnt, par, cand`` (length >= m + 1) and ``val, state`` (cache, possibly empty) are
+    workspaces.  Returns ``(ratio, nb, passes)``.
 
     Dinkelbach: with :math:`\lambda` the ratio of the current partition, one penalised pass
     maximises :math:`N(\pi) - \lambda D(\pi) = \sum_t(\mu'(B_t) - \lambda c) - \lambda(1-c)`;
@@ -425,25 +452,19 @@ def dinkelbach(pre, pos, code, param, c, A, lf, bounds, nb):
     An infinite ratio is returned as soon as it appears (the caller settles it).
     """
     m = pos.shape[0] - 1
-    H = np.empty(m + 1)
-    cnt = np.empty(m + 1, dtype=np.int64)
-    par = np.empty(m + 1, dtype=np.int64)
-    cand = np.empty(m + 1, dtype=np.int64)
-    if m <= SCORE_CACHE_MAX_K:
-        val = np.empty(m * (m + 1) // 2)
-        state = np.zeros(m * (m + 1) // 2, dtype=np.uint8)
-    else:
-        val = np.empty(0)
-        state = np.zeros(0, dtype=np.uint8)
-    passes = 0
+    U = np.empty(m + 1)
+    ex = np.empty(m + 1, dtype=np.bool_)
+    if state.shape[0] > 0:
+        state[:] = _EMPTY
     if c == 0.0:
         # every partition has denominator 1: one unpenalised pass is the optimum
-        penalized_pass(pre, pos, val, state, code, param, c, A, lf, 0.0, H, cnt, par, True)
+        penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, 0.0, H, cnt, par, U, ex)
         nb = _traceback(pos, par, cnt, bounds)
         return partition_ratio(pre, bounds, nb, code, param, c, A, lf), nb, 1
     lam = partition_ratio(pre, bounds, nb, code, param, c, A, lf)
+    passes = 0
     while passes < MAX_DINKELBACH_STEPS and not math.isinf(lam):
-        penalized_pass(pre, pos, val, state, code, param, c, A, lf, lam * c, H, cnt, par, passes == 0)
+        penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, lam * c, H, cnt, par, U, ex)
         passes += 1
         nb2 = _traceback(pos, par, cnt, cand)
         r = partition_ratio(pre, cand, nb2, code, param, c, A, lf)
@@ -459,6 +480,17 @@ def dinkelbach(pre, pos, code, param, c, A, lf, bounds, nb):
         else:
             break
     return lam, nb, passes
+
+
+@njit(cache=True)
+def dinkelbach(pre, pos, code, param, c, A, lf, bounds, nb):
+    """:func:`dinkelbach_ws` with its own workspaces (score cache up to ``SCORE_CACHE_MAX_K`` cut points)."""
+    m = pos.shape[0] - 1
+    n = m * (m + 1) // 2 if m <= SCORE_CACHE_MAX_K else 0
+    empty = np.empty(0)
+    return dinkelbach_ws(pre, pos, empty, empty, code, param, c, A, lf, bounds, nb,
+                         np.empty(m + 1), np.empty(m + 1, dtype=np.int64), np.empty(m + 1, dtype=np.int64),
+                         np.empty(m + 1, dtype=np.int64), np.empty(n), np.zeros(n, dtype=np.uint8))
 
 
 @njit(cache=True)
@@ -535,7 +567,7 @@ def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True)
 def _coarse_start(pre, k, code, param, c, A, lf, bounds):
-    """Warm start for large k: the optimum over cuts on a coarse grid, then refined around its cuts.
+    """Start for large k: the optimum over cuts on a coarse grid, refined around its cuts.
 
     Any partition is a valid Dinkelbach start; a good one saves full O(k^2) passes.
     """
@@ -573,31 +605,37 @@ def _coarse_start(pre, k, code, param, c, A, lf, bounds):
 
 
 @njit(cache=True)
-def solve(pre, k, l, code, param, c, A, lf, bounds, warm, nwarm):
+def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, H, cnt, par, cand, val, state):
     """Optimal raw value and partition of one reduced instance with budget ``l`` (1 <= l <= k).
 
-    ``bounds`` (length >= k + 1) receives the block boundaries; ``warm[:nwarm + 1]`` is an
-    optional start partition (``nwarm = 0``: none).  Returns ``(raw, nb, method)`` with method
-    0 = Dinkelbach, 1 = budget program, 2 = trivial (one block).
+    ``bounds`` (length k + 1) receives the block boundaries; on entry ``bounds[:nwarm + 1]``
+    is a start partition when ``nwarm > 0`` (e.g. the optimum at a neighbouring eps).  The
+    other arrays are workspaces (see :func:`dinkelbach_ws`).  Returns ``(raw, nb, method)``,
+    method 0 = Dinkelbach, 1 = budget program, 2 = one block (k = 1 or l = 1).
     """
     if k == 1 or l == 1:
         bounds[0] = 0
         bounds[1] = k
         return score(pre, 0, k, code, param, c, A, lf) / 1.0, 1, 2
-    if nwarm > 0:
-        nb = nwarm
-        for j in range(nb + 1):
-            bounds[j] = warm[j]
-    elif k > COARSEN_MIN_K and c > 0.0:
-        nb = _coarse_start(pre, k, code, param, c, A, lf, bounds)
-    elif c > 0.0:
-        nb = best_two_blocks(pre, k, code, param, c, A, lf, bounds)
-    else:
+    if c == 0.0:
         nb = 1
         bounds[0] = 0
         bounds[1] = k
+    else:
+        if nwarm > 0:
+            nb = nwarm
+        else:
+            nb = best_two_blocks(pre, k, code, param, c, A, lf, bounds)
+        if k > COARSEN_MIN_K:
+            alt = np.empty(k + 1, dtype=np.int64)
+            nb_alt = _coarse_start(pre, k, code, param, c, A, lf, alt)
+            if partition_ratio(pre, alt, nb_alt, code, param, c, A, lf) > \
+                    partition_ratio(pre, bounds, nb, code, param, c, A, lf):
+                nb = nb_alt
+                for j in range(nb + 1):
+                    bounds[j] = alt[j]
     pos = np.arange(k + 1)
-    raw, nb, _ = dinkelbach(pre, pos, code, param, c, A, lf, bounds, nb)
+    raw, nb, _ = dinkelbach_ws(pre, pos, sp, sq, code, param, c, A, lf, bounds, nb, H, cnt, par, cand, val, state)
     if math.isinf(raw) and c > 0.0:
         # an overflowing score: the readable program's answer is the first budget with an
         # infinite row, and an infinite block needs at most 3 blocks (before, it, after)
@@ -615,36 +653,62 @@ def solve(pre, k, l, code, param, c, A, lf, bounds, warm, nwarm):
     return raw, nb, 1
 
 
+@njit(cache=True)
+def solve(pre, k, l, code, param, c, A, lf, bounds):
+    """:func:`solve_ws` for a single solve (own workspaces, cold start)."""
+    n = k * (k + 1) // 2 if k <= SCORE_CACHE_MAX_K else 0
+    empty = np.empty(0)
+    return solve_ws(pre, k, l, code, param, c, A, lf, bounds, 0, empty, empty,
+                    np.empty(k + 1), np.empty(k + 1, dtype=np.int64), np.empty(k + 1, dtype=np.int64),
+                    np.empty(k + 1, dtype=np.int64), np.empty(n), np.zeros(n, dtype=np.uint8))
+
+
 # ---------------------------------------------------------------------------------------------
-# Many (instance, eps) cells at once
+# Sweeps: many (instance, eps) cells
 # ---------------------------------------------------------------------------------------------
 @njit(parallel=True, cache=True)
-def sweep_cells(pres, pre_off, ks, ls, cell_inst, cell_eps, code, param, cs, As, lfs,
-                raw_out, nb_out, method_out, bounds_out, bounds_off):
-    """Solve the cells ``j`` (instance ``cell_inst[j]`` at eps index ``cell_eps[j]``) in parallel.
+def sweep_items(pres, pre_off, ks, ls, item_inst, item_e0, item_e1, code, param, cs, As, lfs,
+                raw_out, nb_out, meth_out, bounds_out, bounds_off):
+    """Solve work items in parallel; item j is instance ``item_inst[j]`` at eps ``item_e0[j]:item_e1[j]``.
 
     ``pres`` holds every instance's (10, k+1) prefix table flattened, instance ``t`` at
-    ``pre_off[t]`` (shared by all its eps); ``ls[t]`` is its effective budget.  Results go to
-    ``raw_out[j]``, ``nb_out[j]``, ``method_out[j]`` and, when ``bounds_out`` is not empty,
-    the block boundaries to ``bounds_out[bounds_off[j]:]``.
+    ``pre_off[t]``.  Within an item the block sums are computed once (they do not depend on
+    eps) and every solve is warm-started from the previous eps's optimum.  Results go to
+    ``raw_out[t, e]``, ``nb_out[t, e]``, ``meth_out[t, e]`` and, when ``bounds_out`` is not
+    empty, the block boundaries to ``bounds_out[bounds_off[t, e]:]``.
     """
-    n = cell_inst.shape[0]
     keep = bounds_out.shape[0] > 0
-    for j in prange(n):
-        t = cell_inst[j]
-        e = cell_eps[j]
+    for j in prange(item_inst.shape[0]):
+        t = item_inst[j]
         k = ks[t]
         pre = np.empty((10, k + 1))
         o = pre_off[t]
         for r in range(10):
             for i in range(k + 1):
                 pre[r, i] = pres[o + r * (k + 1) + i]
+        if k <= SCORE_CACHE_MAX_K:
+            n = k * (k + 1) // 2
+            sp, sq = sums_tables(pre, k)
+        else:
+            n = 0
+            sp = np.empty(0)
+            sq = np.empty(0)
+        H = np.empty(k + 1)
+        cnt = np.empty(k + 1, dtype=np.int64)
+        par = np.empty(k + 1, dtype=np.int64)
+        cand = np.empty(k + 1, dtype=np.int64)
+        val = np.empty(n)
+        state = np.zeros(n, dtype=np.uint8)
         bounds = np.zeros(k + 1, dtype=np.int64)
-        raw, nb, m = solve(pre, k, ls[t], code, param, cs[e], As[e], lfs[e], bounds, bounds, 0)
-        raw_out[j] = raw
-        nb_out[j] = nb
-        method_out[j] = m
-        if keep:
-            b0 = bounds_off[j]
-            for i in range(nb + 1):
-                bounds_out[b0 + i] = bounds[i]
+        nwarm = 0
+        for e in range(item_e0[j], item_e1[j]):
+            raw, nb, m = solve_ws(pre, k, ls[t], code, param, cs[e], As[e], lfs[e], bounds, nwarm,
+                                  sp, sq, H, cnt, par, cand, val, state)
+            raw_out[t, e] = raw
+            nb_out[t, e] = nb
+            meth_out[t, e] = m
+            nwarm = nb
+            if keep:
+                b0 = bounds_off[t, e]
+                for i in range(nb + 1):
+                    bounds_out[b0 + i] = bounds[i]

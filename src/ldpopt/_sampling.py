@@ -85,6 +85,11 @@ _UINT64_MAX = np.iinfo(np.uint64).max
 #: decimal digits of the first e^eps bracket; doubled until the comparison is decided
 _EXP_DIGITS = 40
 _EXP_DIGITS_MAX = 5000
+#: |log ratio - eps| beyond which float logs decide the comparison with e^eps
+_LOG_MARGIN = 1e-6
+#: eps above which e^eps exceeds every ratio of floats in [2^-1074, 1] many times over
+_EXP_HUGE = 2000.0
+_EXP_HUGE_BITS = 2800
 #: rounds of nudging before falling back to mixing with the uniform channel
 _MAX_NUDGE_ROUNDS = 12
 #: mixing weights tried (in order) when nudging single entries does not converge
@@ -165,10 +170,24 @@ def exp_bounds(eps: float, digits: int = _EXP_DIGITS) -> tuple[Fraction, Fractio
     return mid - ulp, mid + ulp
 
 
+def _exp_lower(eps: float) -> Fraction:
+    """A rational lower bound of e^eps (eps beyond _EXP_HUGE: 2**_EXP_HUGE_BITS, far above any
+    ratio of probabilities representable in float64, and no decimal overflow)."""
+    if eps > _EXP_HUGE:
+        return Fraction(2**_EXP_HUGE_BITS)
+    return exp_bounds(eps)[0]
+
+
 def _ratio_exceeds_exp(num: int, den: int, eps: float) -> bool:
     """Certified ``num/den > e^eps`` (``den > 0``); undecidable cases count as exceeding."""
     if math.isinf(eps):
         return False
+    # float logs of the integers are accurate to ~1e-13 absolute: decide clear cases fast
+    gap = math.log(num) - math.log(den) - eps
+    if gap < -_LOG_MARGIN:
+        return False
+    if gap > _LOG_MARGIN:
+        return True
     r = Fraction(num, den)
     digits = _EXP_DIGITS
     while digits <= _EXP_DIGITS_MAX:
@@ -399,7 +418,7 @@ def _check_realised(F: np.ndarray, r: np.ndarray, rem: list[int], eps: float) ->
 def _nudge(F: np.ndarray, r: np.ndarray, eps: float) -> tuple[bool, int, list[int], ExactLDPCheck]:
     """Round entries into exact eps-LDP in place.  Returns (success, entries changed, remainders, check)."""
     changed = 0
-    lo_bound = exp_bounds(eps)[0] if not math.isinf(eps) else None
+    lo_bound = _exp_lower(eps) if not math.isinf(eps) else None
     one = 1 << _SCALE_BITS
     for _ in range(_MAX_NUDGE_ROUNDS + 1):
         rem = _remainders_scaled(F, r)
@@ -456,7 +475,7 @@ def _realise_block(m: np.ndarray, eps: float, r: np.ndarray, low: float):
     new_low = low
     if n > 1 and not math.isinf(eps):
         # exact eps-LDP of (1-(n-1)l, l, ..., l) <=> l >= 1/(e^eps + n - 1); use lo <= e^eps
-        lo_bound = exp_bounds(eps)[0]
+        lo_bound = _exp_lower(eps)
         need = 1 / (lo_bound + (n - 1))
         new_low = max(low, _float_ceil(need))
     F = np.full((k, n), new_low)
@@ -487,7 +506,7 @@ def _realise_matrix(matrix: np.ndarray, eps: float) -> RealisedChannel:
             # mixing with the constant channel 1/n only shrinks every column ratio
             F = (1.0 - t) * m + t / n
             r = np.argmax(F, axis=1)
-            ok, changed2, rem, check = _nudge(F, r, eps)
+            ok, _, rem, check = _nudge(F, r, eps)
             if ok:
                 changed = k * n
                 break

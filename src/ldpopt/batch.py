@@ -35,6 +35,8 @@ __all__ = ["SweepResult", "sweep"]
 PROGRESS_DELAY = 2.0
 #: target wall time of one compiled batch between progress updates (seconds)
 BATCH_SECONDS = 0.25
+#: an item (one instance, consecutive eps solved with warm starts) spans at most this / k^2 eps
+ITEM_WORK = 20_000_000
 
 _warned_user_divergence = False
 
@@ -243,6 +245,23 @@ class _Progress:
             self.bar.stop()
 
 
+def _work_items(ks: np.ndarray, E: int, threads: int) -> list[tuple[int, int, int]]:
+    """Split the (instance, eps) grid into items (t, e0, e1) solved sequentially with warm starts.
+
+    An item covers at most ITEM_WORK / k^2 eps values (so progress updates stay frequent for
+    large alphabets) and instances are split further until there are >= 2 items per thread.
+    """
+    T = ks.shape[0]
+    chunks = max(1, min(E, -(-2 * threads // T)))
+    items = []
+    for t in range(T):
+        k = int(ks[t])
+        span = max(1, min(-(-E // chunks), ITEM_WORK // max(1, k * k)))
+        for e0 in range(0, E, span):
+            items.append((t, e0, min(E, e0 + span)))
+    return items
+
+
 def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
     import numba
 
@@ -255,27 +274,33 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
     pre_off[1:] = np.cumsum(10 * (ks + 1))
     pres = np.empty(int(pre_off[-1]))
     for t, r in enumerate(reds):
-        pres[pre_off[t]:pre_off[t + 1]] = K.prefix_table(np.ascontiguousarray(r.p), np.ascontiguousarray(r.q)).reshape(-1)
+        table = K.prefix_table(np.ascontiguousarray(r.p, dtype=float), np.ascontiguousarray(r.q, dtype=float))
+        pres[pre_off[t]:pre_off[t + 1]] = table.reshape(-1)
     scal = [_fast.rescale(float(e)) for e in grid]
     cs = np.array([s[0] for s in scal])
     As = np.array([s[1] for s in scal])
     lfs = np.array([s[2] for s in scal])
-    n = T * E
-    cell_inst = np.repeat(np.arange(T, dtype=np.int64), E)
-    cell_eps = np.tile(np.arange(E, dtype=np.int64), T)
-    raw = np.empty(n)
-    nb = np.empty(n, dtype=np.int64)
-    meth = np.empty(n, dtype=np.int64)
+    raw = np.empty((T, E))
+    nb = np.empty((T, E), dtype=np.int64)
+    meth = np.empty((T, E), dtype=np.int64)
     if keep_bounds:
-        bounds_off = np.zeros(n, dtype=np.int64)
-        bounds_off[1:] = np.cumsum((ks + 1)[cell_inst])[:-1]
-        bounds = np.empty(int(bounds_off[-1] + ks[cell_inst[-1]] + 1), dtype=np.int64)
+        sizes = np.repeat(ks + 1, E)
+        bounds_off = np.zeros(T * E, dtype=np.int64)
+        bounds_off[1:] = np.cumsum(sizes)[:-1]
+        bounds = np.empty(int(sizes.sum()), dtype=np.int64)
+        bounds_off = bounds_off.reshape(T, E)
     else:
-        bounds_off = np.zeros(n, dtype=np.int64)
+        bounds_off = np.zeros((T, E), dtype=np.int64)
         bounds = np.empty(0, dtype=np.int64)
     code, param = int(div.code), float(div.param)
     threads = max(1, int(numba.get_num_threads()))
-    bar = _Progress(n, progress, f"sweep {T} x {E} ({div.name})")
+    items = _work_items(ks, E, threads)
+    item_inst = np.array([it[0] for it in items], dtype=np.int64)
+    item_e0 = np.array([it[1] for it in items], dtype=np.int64)
+    item_e1 = np.array([it[2] for it in items], dtype=np.int64)
+    cells = item_e1 - item_e0
+    n = len(items)
+    bar = _Progress(T * E, progress, f"sweep {T} x {E} ({div.name})")
     done = 0
     size = min(n, 2 * threads)
     try:
@@ -283,14 +308,13 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
             while done < n:
                 sl = slice(done, min(n, done + size))
                 t0 = time.perf_counter()
-                K.sweep_cells(pres, pre_off, ks, ls, cell_inst[sl], cell_eps[sl], code, param, cs, As, lfs,
-                              raw[sl], nb[sl], meth[sl], bounds, bounds_off[sl])
+                K.sweep_items(pres, pre_off, ks, ls, item_inst[sl], item_e0[sl], item_e1[sl], code, param,
+                              cs, As, lfs, raw, nb, meth, bounds, bounds_off)
                 dt = time.perf_counter() - t0
-                count = sl.stop - sl.start
                 done = sl.stop
-                bar.update(count)
-                per_cell = dt / count if dt > 0 else 1e-6
-                size = int(min(max(threads, BATCH_SECONDS / max(per_cell, 1e-9)), 1 << 20))
+                bar.update(int(cells[sl].sum()))
+                per_item = dt / (sl.stop - sl.start)
+                size = int(min(max(threads, BATCH_SECONDS / max(per_item, 1e-9)), 1 << 20))
     finally:
         bar.close()
     bounds_list = None
@@ -299,12 +323,11 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
         for t in range(T):
             row = []
             for e in range(E):
-                j = t * E + e
-                b0 = bounds_off[j]
-                b = bounds[b0:b0 + nb[j] + 1]
-                row.append([(int(b[i]), int(b[i + 1])) for i in range(int(nb[j]))])
+                b0 = bounds_off[t, e]
+                b = bounds[b0:b0 + nb[t, e] + 1]
+                row.append([(int(b[i]), int(b[i + 1])) for i in range(int(nb[t, e]))])
             bounds_list.append(row)
-    return raw.reshape(T, E), nb.reshape(T, E), bounds_list
+    return raw, nb, bounds_list
 
 
 def _sweep_readable(reds, ls, grid, div, keep_bounds, progress):

@@ -214,11 +214,13 @@ def plot_runtimes(table):
         ax.plot(lk, lt, "s-", color="0.3", lw=1.5, ms=5, label=r"KOV staircase LP ($2^k-1$ variables, HiGHS)")
     if ks.size:
         ax.plot(ks, ts, "o-", color=POINT_COLOR, lw=1.5, ms=5, label=f"SPR solver ({table.spr_method or 'dp'})")
-        big = ks >= max(8, ks.max() / 100)
-        if np.count_nonzero(big) >= 1:
-            k0, t0 = ks[big][-1], ts[big][-1]
-            grid = np.geomspace(max(ks.min(), k0 / 1000), k0, 50)
+        # k^2 / k^3 guides through the largest SPR measurement, kept within the data's time range
+        k0, t0 = float(ks[-1]), float(ts[-1])
+        ymin = float(min(ts.min(), lt.min() if lt.size else np.inf))
+        if k0 > ks.min():
             for power, ls in ((2, (0, (4, 3))), (3, (0, (1, 2)))):
+                kmin = max(float(ks.min()), k0 * (ymin / t0) ** (1.0 / power))
+                grid = np.geomspace(kmin, k0, 50)
                 ax.plot(grid, t0 * (grid / k0) ** power, ls=ls, color="0.6", lw=1, label=rf"$\propto k^{power}$")
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -61,6 +61,8 @@ from ldpopt._warnings import LdpoptWarning
 __all__ = [
     "run_sweep",
     "load_results",
+    "summarize_sweep",
+    "write_report",
     "read_manifest",
     "plan_chunks",
     "parse_partition",
@@ -278,9 +280,26 @@ def _limit_threads() -> None:
         pass
 
 
+def _warm_up(single_thread: bool = True) -> None:
+    """Run a tiny chunk so imports and compiled kernels are loaded before the timed work.
+
+    Failures are ignored here: a real chunk meets them again and records them.
+    """
+    try:
+        spec = InstanceSpec(kind="dirichlet", k=3, trials=1, alpha=(1.0, 1.0, 1.0), seed=0)
+        if single_thread:
+            _limit_threads()
+        _compute_chunk(ChunkTask(chunk_id=-1, start=0, stop=1, ids=("w",), spec=spec, pairs=None, eps=(1.0,),
+                                 divergences=("kl",), budgets=(0, 2), baselines=("binary", "rr")))
+    except Exception:  # pragma: no cover - depends on the worker's environment
+        pass
+
+
 def _worker_init() -> None:
+    # One solver thread per worker process: the parallelism comes from the chunks.
     for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
+    _warm_up()
 
 
 def _apply_faults(task: ChunkTask) -> None:
@@ -469,6 +488,8 @@ class _Inline:
         self.workers = 1
 
     def run(self, tasks: list[ChunkTask], store: SweepStore) -> Iterator[ChunkOutcome]:
+        if tasks:
+            _warm_up(single_thread=False)
         for task in tasks:
             yield run_chunk(task)
 
@@ -567,18 +588,23 @@ class _Dask:
         self.cluster = None
         self.name = address or kind
         if kind == "dask-local":
-            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                        host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR)
+            try:
+                self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                            host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR)
+            except Exception as exc:  # e.g. workers that cannot start (spawned processes re-import __main__)
+                raise SchedulerError(f"could not start a local Dask cluster ({type(exc).__name__}: {exc})") from None
             self.client = Client(self.cluster)
             self.workers = workers
         else:
             try:
                 self.client = Client(address, timeout=connect_timeout)
-            except (OSError, TimeoutError) as exc:
+            except Exception as exc:  # OSError / TimeoutError for an unreachable address, ValueError...
                 raise SchedulerError(
-                    f"cannot reach the Dask scheduler at {address} within {connect_timeout:g} s ({exc})"
+                    f"cannot reach the Dask scheduler at {address} within {connect_timeout:g} s "
+                    f"({type(exc).__name__}: {exc})"
                 ) from None
             self._check_workers()
+        self.client.run(_warm_up)
 
     def _check_workers(self) -> None:
         import ldpopt
@@ -626,9 +652,21 @@ class _Dask:
                 self.cluster = None
 
 
+def _check_spawnable(kind: str) -> None:
+    """Spawned workers re-import the main script; fail early when it is not a file (``python - <``)."""
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    if main_file is not None and not os.path.exists(main_file):
+        raise SchedulerError(
+            f"scheduler {kind!r} starts worker processes that re-import the main script, but it is not a "
+            f"file here ({main_file!r}); run from a script file or use scheduler='inline'"
+        )
+
+
 def _make_executor(kind: str, address: str | None, workers: int, connect_timeout: float):
     if kind == "inline":
         return _Inline(workers)
+    if kind in ("processes", "dask-local"):
+        _check_spawnable(kind)
     if kind == "processes":
         return _Processes(workers)
     return _Dask(kind, address, workers, connect_timeout)
@@ -848,3 +886,27 @@ def load_results(directory: str | os.PathLike, columns: list[str] | None = None)
             raise ValueError(f"columns {unknown} are not sweep columns; available: {', '.join(COLUMNS)}")
     read_manifest(directory)  # a clear error for a directory that is not a sweep
     return read_results(directory, columns).to_pandas()
+
+
+def summarize_sweep(results, resamples: int = 1000, seed: int = 0, level: float = 0.95):
+    """Mean curves with percentile-bootstrap bands per divergence, budget, mechanism and eps.
+
+    ``results`` is a sweep directory or a DataFrame of its rows; see ``docs/sweeps.md``
+    (``ldpopt sweep-report``) for the columns and the bootstrap (shared resample indices across
+    mechanisms, as in the SPR paper's Appendix E).
+    """
+    from ldpopt._sweep_report import summarize
+
+    df = load_results(results) if isinstance(results, (str, os.PathLike)) else results
+    return summarize(df, resamples=resamples, seed=seed, level=level)
+
+
+def write_report(directory: str | os.PathLike, out_dir: str | os.PathLike | None = None, resamples: int = 1000,
+                 seed: int = 0, formats=("png", "svg")):
+    """``summary.csv`` plus utility-vs-eps and outputs-vs-eps figures for a sweep directory.
+
+    Returns (summary DataFrame, list of written paths); ``out_dir`` defaults to ``DIR/report``.
+    """
+    from ldpopt._sweep_report import write_report as _write
+
+    return _write(directory, out_dir, resamples=resamples, seed=seed, formats=formats)

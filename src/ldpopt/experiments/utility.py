@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -50,6 +50,7 @@ __all__ = [
     "UtilityExperiment",
     "draw_pairs",
     "utility_curves",
+    "progress_total",
     "bootstrap_bands",
     "fig1",
     "fig6",

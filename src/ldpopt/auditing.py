@@ -24,7 +24,6 @@ A lower bound above the claimed eps is a **violation** (with confidence 1 - alph
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -134,16 +133,14 @@ def audit(mech: Any, n: int = 100_000, *, alpha: float = 0.05, n_select: int | N
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got alpha={alpha!r}")
     k, n_out = mech.num_inputs, mech.num_outputs
-    if sampler is None:
-        ch = realise(mech)
-        source = bit_source(rng)
-
-        def sampler(x: np.ndarray) -> np.ndarray:
-            return sample_indices(ch, x, source)
-    elif not callable(sampler):
+    if sampler is not None and not callable(sampler):
         raise TypeError(f"sampler must be callable, got {sampler!r}")
+    ch = realise(mech) if sampler is None else None
+    source = bit_source(rng)
 
     def draw(x: np.ndarray) -> np.ndarray:
+        if sampler is None:
+            return sample_indices(ch, x, source)  # output indices already
         out = sampler(x)
         try:
             idx = encode_outputs(mech, out, name="sampler output")
