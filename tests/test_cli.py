@@ -60,3 +60,12 @@ def test_demo_runs_and_compares():
     p0 = np.array([v[0] for v in DEMO_EVENTS.values()])
     p1 = np.array([v[1] for v in DEMO_EVENTS.values()])
     assert abs(p0.sum() - 1) < 1e-12 and abs(p1.sum() - 1) < 1e-12
+
+
+def test_design_with_labels_and_normalize():
+    r = runner.invoke(app, ["design", "--p0", "a=1,b=2,c=7", "--p1", "c=4,b=3,a=3", "--eps", "1",
+                            "--normalize"])
+    assert r.exit_code == 0, r.output
+    ref = ldpopt.optimal_mechanism([0.1, 0.2, 0.7], [0.3, 0.3, 0.4], 1.0)
+    assert f"{ref.value:.6g}" in r.output
+    assert "a, b" in r.output  # the low-ratio block, shown by label

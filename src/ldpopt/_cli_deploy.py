@@ -18,37 +18,12 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ldpopt.cli import app, console, fail
+from ldpopt.cli import app, console, fail, parse_distribution
 
 
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
-def _parse_dist(text: str, name: str) -> Any:
-    """``"0.5,0.3,0.2"`` -> array, ``"a=0.5,b=0.3,c=0.2"`` -> dict label -> prob."""
-    parts = [t.strip() for t in text.replace(";", ",").split(",") if t.strip()]
-    if not parts:
-        fail(f"--{name} must not be empty")
-    if any("=" in t for t in parts):
-        out = {}
-        for t in parts:
-            key, sep, val = t.partition("=")
-            key = key.strip()
-            if not sep or not key:
-                fail(f"--{name}: expected label=probability, got {t!r}")
-            if key in out:
-                fail(f"--{name}: label {key!r} appears twice")
-            try:
-                out[key] = float(val)
-            except ValueError:
-                fail(f"--{name}: {val.strip()!r} is not a number (in {t!r})")
-        return out
-    try:
-        return np.array([float(t) for t in parts])
-    except ValueError:
-        fail(f"--{name} must be comma-separated numbers or label=probability pairs, got {text!r}")
-
-
 def _align(dist: Any, mech: Any, name: str) -> Any:
     """A CLI dict (string keys) aligned with the mechanism's labels, compared as strings."""
     if not isinstance(dist, dict) or mech.labels is None:
@@ -185,8 +160,8 @@ def export_cmd(
     import ldpopt
     from ldpopt.mechanism_io import save_mechanism
 
-    a = _parse_dist(p0, "p0")
-    b = _parse_dist(p1, "p1")
+    a = parse_distribution(p0, "p0")
+    b = parse_distribution(p1, "p1")
     try:
         res = ldpopt.optimal_mechanism(a, b, eps, divergence, max_outputs)
     except (ValueError, TypeError) as exc:
@@ -256,8 +231,8 @@ def _hypotheses(mf: Any, p0: Optional[str], p1: Optional[str]):
         if mf.p0 is None:
             fail("the mechanism file does not store p0/p1: give --p0 and --p1")
         return mf.p0, mf.p1
-    a = _align(_parse_dist(p0, "p0"), mech, "p0")
-    b = _align(_parse_dist(p1, "p1"), mech, "p1")
+    a = _align(parse_distribution(p0, "p0"), mech, "p0")
+    b = _align(parse_distribution(p1, "p1"), mech, "p1")
     try:
         matches = mf.matches(a, b)
     except (ValueError, TypeError) as exc:
@@ -376,7 +351,7 @@ def samplesize_cmd(
     elif p0 is None or p1 is None:
         fail("give --p0 and --p1 (or --mechanism with a file that stores them)")
     else:
-        a, b = _parse_dist(p0, "p0"), _parse_dist(p1, "p1")
+        a, b = parse_distribution(p0, "p0"), parse_distribution(p1, "p1")
         if mf is not None:
             a, b = _align(a, mf.mechanism, "p0"), _align(b, mf.mechanism, "p1")
     eps_values = _eps_list(eps)

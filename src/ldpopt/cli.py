@@ -12,7 +12,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import typer
@@ -70,6 +70,31 @@ def parse_vector(text: str, name: str) -> np.ndarray:
     if not values:
         fail(f"--{name} must not be empty")
     return np.array(values)
+
+
+def parse_distribution(text: str, name: str) -> Any:
+    """``"0.5,0.3,0.2"`` -> array, ``"a=0.5,b=0.3,c=0.2"`` -> dict label -> prob."""
+    parts = [t.strip() for t in text.replace(";", ",").split(",") if t.strip()]
+    if not parts:
+        fail(f"--{name} must not be empty")
+    if any("=" in t for t in parts):
+        out = {}
+        for t in parts:
+            key, sep, val = t.partition("=")
+            key = key.strip()
+            if not sep or not key:
+                fail(f"--{name}: expected label=probability, got {t!r}")
+            if key in out:
+                fail(f"--{name}: label {key!r} appears twice")
+            try:
+                out[key] = float(val)
+            except ValueError:
+                fail(f"--{name}: {val.strip()!r} is not a number (in {t!r})")
+        return out
+    try:
+        return np.array([float(t) for t in parts])
+    except ValueError:
+        fail(f"--{name} must be comma-separated numbers or label=probability pairs, got {text!r}")
 
 
 def _fmt(x: float) -> str:
@@ -145,8 +170,8 @@ def _print_comparison(res, rows, title: str | None = None) -> None:
 
 @app.command()
 def design(
-    p0: str = typer.Option(..., "--p0", help="P0 as comma-separated probabilities."),
-    p1: str = typer.Option(..., "--p1", help="P1 as comma-separated probabilities."),
+    p0: str = typer.Option(..., "--p0", help="P0: comma-separated probabilities or label=prob pairs."),
+    p1: str = typer.Option(..., "--p1", help="P1: comma-separated probabilities or label=prob pairs."),
     eps: float = typer.Option(..., "--eps", help="Privacy level eps > 0 ('inf' for none)."),
     divergence: str = typer.Option("kl", "--divergence", help="kl, reverse_kl, tv, chi2, hellinger, js, egamma:G, renyi:A."),
     max_outputs: Optional[int] = typer.Option(None, "--max-outputs", help="Output budget l."),
@@ -154,15 +179,19 @@ def design(
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the result as JSON to FILE."),
 ) -> None:
     """Design the optimal eps-LDP mechanism for P0 vs P1 and compare with binary and k-RR."""
-    a = parse_vector(p0, "p0")
-    b = parse_vector(p1, "p1")
+    a = parse_distribution(p0, "p0")
+    b = parse_distribution(p1, "p1")
     try:
         if normalize:
-            a, b = a / a.sum(), b / b.sum()
+            from ldpopt._validation import check_labelled_pair
+
+            a, b, labels = check_labelled_pair(a, b, normalize=True)
+            if labels is not None:
+                a, b = dict(zip(labels, a)), dict(zip(labels, b))
         res, rows = _comparison_rows(a, b, eps, divergence, max_outputs)
     except (ValueError, TypeError) as exc:
-        fail(str(exc))
-    _print_design(res, rows)
+        fail(str(exc).replace("normalize=True", "--normalize"))
+    _print_design(res, rows, labels=None if res.labels is None else [str(x) for x in res.labels])
     console.print(f"value = {_fmt(res.value)}   D_f(P0||P1) = {_fmt(res.input_divergence)}   "
                   f"normalised = {_fmt(res.normalized_value)}")
     if json_out is not None:
