@@ -10,9 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -198,6 +196,10 @@ def test_scheduler_errors_come_before_any_work(tmp_path, monkeypatch):
         m.setattr(sys.modules["__main__"], "__file__", "<stdin>", raising=False)
         with pytest.raises(runner.SchedulerError, match="re-import the main script"):
             runner.run_sweep(GRID, tmp_path / "a", scheduler="processes")
+    with monkeypatch.context() as m:  # Dask is an optional extra
+        m.setitem(sys.modules, "distributed", None)
+        with pytest.raises(runner.SchedulerError, match=r"needs Dask: pip install 'ldpopt\[dask\]'"):
+            runner.run_sweep(GRID, tmp_path / "a", scheduler="dask-local")
     with pytest.raises(runner.SchedulerError, match="tcp://HOST:PORT"):
         runner.run_sweep(GRID, tmp_path / "b", scheduler="tcp://127.0.0.1")
     pytest.importorskip("distributed")
@@ -349,4 +351,6 @@ def test_argument_validation(tmp_path):
         runner.run_sweep(GRID, tmp_path, scheduler="inline", workers=0)
     with pytest.raises(ValueError, match="connect_timeout must be a positive number"):
         runner.run_sweep(GRID, tmp_path, scheduler="inline", connect_timeout=-1)
+    with pytest.raises(ValueError, match="max_rows_in_memory must be an integer >= 0"):
+        runner.run_sweep(GRID, tmp_path, scheduler="inline", max_rows_in_memory=1.5)
     assert ldpopt.run_sweep is runner.run_sweep

@@ -257,8 +257,8 @@ class SweepStore:
         return dt
 
     def record_error(self, cid: int, error: str, tb: str | None, attempts: int = 1) -> None:
+        """Note a failed chunk (the caller writes the manifest)."""
         self.errors[str(cid)] = {"error": error, "traceback": tb, "attempts": attempts, "time": _now()}
-        self.write_manifest()
 
     def record_retry(self, cid: int) -> None:
         self.retries[str(cid)] = self.retries.get(str(cid), 0) + 1

@@ -209,6 +209,10 @@ def _write_json(path: Path, payload: dict) -> None:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "w") as fh:
             json.dump(payload, fh, indent=2)
+        # mkstemp creates 0600; give the file the mode a plain open() would have
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except OSError as exc:
         fail(f"cannot write --json {path}: {exc.strerror or exc}")

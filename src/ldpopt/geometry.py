@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -57,9 +58,11 @@ class JointRange:
         ``[1]`` (at (1, 1)) and ``[2]`` (at (0, 0)).
     labels : tuple of str
         Figure-3 style labels, e.g. ``"{1,2} | {3,4,5} [1,2]"`` (1-based original symbols or the
-        user's symbol labels; ``[a,b]`` means block 1 -> output a, block 2 -> output b).
+        user's symbol labels; ``[a,b]`` means block 1 -> output a, block 2 -> output b).  Built on
+        first access (O(k^2) characters in total); :meth:`label` gives one.
     partitions : tuple
-        The blocks of each candidate (0-based original symbol indices, LR order).
+        The blocks of each candidate (0-based original symbol indices, LR order); built on first
+        access, :meth:`partition` gives one.
     assignments : tuple of tuple of int
         Output (1 or 2) of each block.
     is_extreme : ndarray of bool, shape (n,)
@@ -77,8 +80,6 @@ class JointRange:
     """
 
     points: np.ndarray
-    labels: tuple
-    partitions: tuple
     assignments: tuple
     is_extreme: np.ndarray
     hull: np.ndarray
@@ -87,6 +88,45 @@ class JointRange:
     k: int
     max_outputs: int = 2
     symbol_labels: tuple | None = field(default=None, repr=False)
+    #: reduced symbols (classes of original indices) in LR order, symbols without mass, split per candidate
+    _classes: tuple = field(default=(), repr=False)
+    _dropped: tuple = field(default=(), repr=False)
+    _splits: tuple = field(default=(), repr=False)
+
+    @cached_property
+    def labels(self) -> tuple:
+        """Figure-3 style label of every candidate."""
+        return tuple(self.label(i) for i in range(self.num_candidates))
+
+    @cached_property
+    def partitions(self) -> tuple:
+        """Blocks (original indices) of every candidate."""
+        return tuple(self.partition(i) for i in range(self.num_candidates))
+
+    def partition(self, i: int) -> tuple:
+        """Blocks of candidate ``i``: two blocks in LR order, or one block for a constant."""
+        j = self._splits[self._check_index(i)]
+        if j < 0:
+            return (tuple(range(self.k)),)
+        b1 = sorted([x for cls in self._classes[:j] for x in cls] + list(self._dropped))
+        b2 = sorted(x for cls in self._classes[j:] for x in cls)
+        return (tuple(b1), tuple(b2))
+
+    def label(self, i: int) -> str:
+        """Label of candidate ``i``, e.g. ``"{1,2} | {3,4,5} [2,1]"``."""
+        sym = self.symbol_labels
+
+        def name(x: int) -> str:
+            return str(x + 1) if sym is None else str(sym[x])
+
+        blocks = " | ".join("{" + ",".join(name(x) for x in b) + "}" for b in self.partition(i))
+        return f"{blocks} [{','.join(str(a) for a in self.assignments[int(i)])}]"
+
+    def _check_index(self, i: int) -> int:
+        i = int(i)
+        if not 0 <= i < self.num_candidates:
+            raise ValueError(f"i must be in range({self.num_candidates}), got i={i}")
+        return i
 
     @property
     def num_candidates(self) -> int:
@@ -100,10 +140,8 @@ class JointRange:
 
     def mechanism(self, i: int) -> Mechanism:
         """The 2-output SPR mechanism of candidate ``i`` (column j = output j + 1)."""
-        i = int(i)
-        if not 0 <= i < self.num_candidates:
-            raise ValueError(f"i must be in range({self.num_candidates}), got i={i}")
-        blocks = self.partitions[i]
+        i = self._check_index(i)
+        blocks = self.partition(i)
         assign = self.assignments[i]
         if len(blocks) == 1:
             m = np.zeros((self.k, 2))
@@ -186,27 +224,25 @@ def joint_range(p0: Any, p1: Any, eps: float, max_outputs: int = 2, *, normalize
 
     norm_f: list[tuple[float, float]] = []  # normalised float coordinates
     norm_x: list[tuple[Fraction, Fraction]] = []  # the same, exact
-    partitions: list[tuple] = []
+    splits: list[int] = []
     assignments: list[tuple] = []
     for j in range(1, kr):
         pb1 = Ph[j] + Pl[j]
         qb1 = Qh[j] + Ql[j]
         pb2 = (Pt - Ph[j]) - Pl[j]
         qb2 = (Qt - Qh[j]) - Ql[j]
-        blocks = red.lift_blocks([(0, j), (j, kr)])
         for assign, xy, ex in (((1, 2), (pb1, qb1), (exact_P[j], exact_Q[j])),
                                ((2, 1), (pb2, qb2), (exact_P[kr] - exact_P[j], exact_Q[kr] - exact_Q[j]))):
             norm_f.append(xy)
             norm_x.append(ex)
-            partitions.append(blocks)
+            splits.append(j)
             assignments.append(assign)
-    whole = (tuple(range(red.k_original)),)
     tf = float(t_exact)
     for assign, xy, ex in (((1,), (1.0 + tf, 1.0 + tf), (1 + t_exact, 1 + t_exact)),
                            ((2,), (-tf, -tf), (-t_exact, -t_exact))):
         norm_f.append(xy)
         norm_x.append(ex)
-        partitions.append(whole)
+        splits.append(-1)
         assignments.append(assign)
 
     n = len(norm_f)
@@ -218,21 +254,12 @@ def joint_range(p0: Any, p1: Any, eps: float, max_outputs: int = 2, *, normalize
     np.clip(pts, 0.0, 1.0, out=pts)
 
     hull_idx, extreme = _exact_hull(nf, norm_x, 1.0 + tf)
-    labels = tuple(_label(b, a, sym) for b, a in zip(partitions, assignments))
     hull = pts[hull_idx].copy()
     for arr in (pts, hull, extreme, hull_idx):
         arr.setflags(write=False)
-    return JointRange(points=pts, labels=labels, partitions=tuple(partitions), assignments=tuple(assignments),
-                      is_extreme=extreme, hull=hull, hull_indices=hull_idx, eps=eps, k=red.k_original,
-                      max_outputs=2, symbol_labels=sym)
-
-
-def _label(blocks: tuple, assign: tuple, sym: tuple | None) -> str:
-    def name(i: int) -> str:
-        return str(i + 1) if sym is None else str(sym[i])
-
-    parts = " | ".join("{" + ",".join(name(i) for i in b) + "}" for b in blocks)
-    return f"{parts} [{','.join(str(a) for a in assign)}]"
+    return JointRange(points=pts, assignments=tuple(assignments), is_extreme=extreme, hull=hull,
+                      hull_indices=hull_idx, eps=eps, k=red.k_original, max_outputs=2, symbol_labels=sym,
+                      _classes=red.classes, _dropped=red.dropped, _splits=tuple(splits))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ import traceback
 import uuid
 import warnings
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -115,7 +115,7 @@ class SchedulerError(ValueError):
 # ---------------------------------------------------------------------------------------------
 def partition_string(blocks) -> str:
     """``((0, 3), (1,), (2, 4))`` -> ``"0,3|1|2,4"`` (blocks in output order, original indices)."""
-    return "|".join(",".join(str(int(i)) for i in b) for b in blocks)
+    return "|".join([",".join(map(str, b.tolist() if hasattr(b, "tolist") else map(int, b))) for b in blocks])
 
 
 def parse_partition(text: str) -> tuple:
@@ -413,10 +413,10 @@ def _compute_chunk(task: ChunkTask):
 
 def _cached_partition_string(blocks, cache: dict) -> str:
     # neighbouring eps often share the optimal partition: format each distinct one once
-    key = tuple(tuple(b) for b in blocks)
+    key = blocks if isinstance(blocks, tuple) else tuple(map(tuple, blocks))
     s = cache.get(key)
     if s is None:
-        s = cache[key] = partition_string(key)
+        s = cache[key] = "|".join([",".join(map(str, b)) for b in key])
     return s
 
 
@@ -768,7 +768,8 @@ def run_sweep(config: Any, out: str | os.PathLike, scheduler: str = "processes",
     connect_timeout : float
         Seconds to wait for a ``tcp://`` scheduler.
     max_rows_in_memory : int
-        Above this many rows the dataset directory is returned instead of a DataFrame.
+        Above this many rows the dataset directory is returned instead of a DataFrame
+        (default 20 million, about 2 GB in memory).
 
     Returns
     -------
@@ -796,8 +797,10 @@ def run_sweep(config: Any, out: str | os.PathLike, scheduler: str = "processes",
 
         workers = check_positive_int(workers, "workers")
     n_workers = workers or cfg.workers or os.cpu_count() or 1
-    if not (isinstance(connect_timeout, (int, float)) and connect_timeout > 0):
+    if isinstance(connect_timeout, bool) or not (isinstance(connect_timeout, (int, float)) and connect_timeout > 0):
         raise ValueError(f"connect_timeout must be a positive number of seconds, got {connect_timeout!r}")
+    if isinstance(max_rows_in_memory, bool) or not isinstance(max_rows_in_memory, int) or max_rows_in_memory < 0:
+        raise ValueError(f"max_rows_in_memory must be an integer >= 0, got {max_rows_in_memory!r}")
     ipc = plan_chunks(cfg)
     fingerprint = cfg.fingerprint(ipc)
     probe = _tasks(cfg, ipc, (), False)
@@ -812,6 +815,7 @@ def run_sweep(config: Any, out: str | os.PathLike, scheduler: str = "processes",
     }
     store = SweepStore(out, fingerprint, len(probe), [t.num_rows for t in probe], [t.num_cells for t in probe],
                        resume, base)
+    t_start = time.perf_counter()
     executor = _make_executor(kind, address, n_workers, float(connect_timeout))
     try:
         store.prepare()
@@ -822,7 +826,6 @@ def run_sweep(config: Any, out: str | os.PathLike, scheduler: str = "processes",
                                 "workers": executor.workers, "chunks_computed": 0, "chunks_failed": 0}
     solve_s = build_s = 0.0
     write_before = store.write_seconds
-    t_start = time.perf_counter()
     try:
         store.write_manifest(running=True, run=run_info)
         tasks = [t for t in _tasks(cfg, ipc, _faults_from_env(), executor.in_worker) if t.chunk_id not in store.done]
@@ -843,6 +846,7 @@ def run_sweep(config: Any, out: str | os.PathLike, scheduler: str = "processes",
                 else:
                     run_info["chunks_failed"] += 1
                     store.record_error(outcome.chunk_id, outcome.error, outcome.traceback, outcome.attempts)
+                    store.write_manifest(running=True, run=run_info)
                     progress.error(f"chunk {outcome.chunk_id}: {outcome.error}")
                     progress.advance(0, f"chunk {outcome.chunk_id} failed")
     except BaseException:
