@@ -11,6 +11,7 @@ difference of the optimal values (0: the same code path).
 
 Run:  python benchmarks/bench_sweep.py            (Figure-1b grid)
       python benchmarks/bench_sweep.py --quick    (T = 20, for a smoke test)
+      python benchmarks/bench_sweep.py --trials 400   (a longer sweep: worker start-up amortised)
 """
 
 from __future__ import annotations
@@ -52,11 +53,12 @@ def reference(cfg: dict):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="T = 20 instead of 100")
+    ap.add_argument("--trials", type=int, default=None, help="T (default 100, the Figure-1b grid)")
     ap.add_argument("--skip-dask", action="store_true", help="only the local process pool")
     args = ap.parse_args()
     from ldpopt import runner
 
-    trials = 20 if args.quick else 100
+    trials = args.trials or (20 if args.quick else 100)
     cfg = config(trials)
     cores = os.cpu_count()
     t_ref, ref_values, parsed = reference(cfg)

@@ -326,6 +326,10 @@ def test_manifest_contents_and_dataset_readers(tmp_path, reference):
     path = runner.run_sweep(GRID, tmp_path, scheduler="inline", quiet=True, max_rows_in_memory=10)
     assert path == tmp_path / "chunks"  # large result: the dataset directory instead of a DataFrame
     m = runner.read_manifest(tmp_path)
+    umask = os.umask(0)
+    os.umask(umask)
+    for f in (tmp_path / "manifest.json", *chunk_files(tmp_path).values()):
+        assert f.stat().st_mode & 0o777 == 0o666 & ~umask, f  # as a plain open() would create it
     assert m["format"] == "ldpopt-sweep/1" and m["ldpopt_version"] == ldpopt.__version__
     assert m["config"]["grid"]["divergences"] == GRID["grid"]["divergences"]
     assert m["resolved"]["instances_per_chunk"] == 2 and m["resolved"]["eps"] == GRID["grid"]["eps"]

@@ -52,7 +52,7 @@ def sweep_command(
             runner.run_sweep(config, out, scheduler=scheduler, resume=resume, quiet=quiet, workers=workers,
                              max_rows_in_memory=0)
     except (ValueError, TypeError) as exc:  # config, scheduler and store errors, all before any work
-        fail(escape(str(exc)))
+        fail(str(exc))
     finally:
         if handler is not None:
             runner.log.removeHandler(handler)
@@ -103,11 +103,11 @@ def sweep_report_command(
     fmts = tuple(f.strip().lower() for f in formats.split(",") if f.strip())
     bad = [f for f in fmts if f not in ("png", "svg", "pdf")]
     if not fmts or bad:
-        fail(escape(f"--format must list png, svg or pdf, got {formats!r}"))
+        fail(f"--format must list png, svg or pdf, got {formats!r}")
     try:
         summary, paths = write_report(directory, out, resamples=resamples, seed=seed, formats=fmts)
     except (StoreError, ValueError) as exc:
-        fail(escape(str(exc)))
+        fail(str(exc))
     eps_all = sorted(summary["eps"].unique())
     picks = sorted({eps_all[0], eps_all[len(eps_all) // 2], eps_all[-1]})
     band_note = f"{resamples} bootstrap resamples, 95% band" if resamples else "no bands"

@@ -76,6 +76,19 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+_FILE_MODE: int | None = None
+
+
+def _file_mode() -> int:
+    """The mode a plain ``open()`` would give a new file (mkstemp's files are 0600)."""
+    global _FILE_MODE
+    if _FILE_MODE is None:
+        umask = os.umask(0)
+        os.umask(umask)
+        _FILE_MODE = 0o666 & ~umask
+    return _FILE_MODE
+
+
 def _atomic_write_bytes(path: Path, writer) -> None:
     """Write through ``writer(fileobj)`` into a temp file beside ``path``, fsync, then os.replace."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -84,6 +97,7 @@ def _atomic_write_bytes(path: Path, writer) -> None:
             writer(fh)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, _file_mode())
         os.replace(tmp, path)
     except BaseException:
         try:

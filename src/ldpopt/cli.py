@@ -57,7 +57,10 @@ DEMO_EPS = (0.5, 1.0, 2.0, 4.0)
 
 def fail(message: str, code: int = 2) -> None:
     """Print a one-line error and exit non-zero (no traceback)."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    from rich.markup import escape
+
+    # messages quote user input ("[instances]", "[1, 2]"): never let rich read them as markup
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

@@ -37,7 +37,7 @@ import warnings
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -123,50 +123,6 @@ def parse_partition(text: str) -> tuple:
     if not isinstance(text, str):
         raise TypeError(f"partition must be a string, got {text!r}")
     return tuple(tuple(int(i) for i in b.split(",")) if b else () for b in text.split("|"))
-
-
-# ---------------------------------------------------------------------------------------------
-# The batched solver (ldpopt.batch.sweep) and its readable fallback
-# ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _LoopSweepResult:
-    values: np.ndarray
-    num_outputs: np.ndarray
-    partitions: list | None
-    eps_grid: tuple
-    divergence: str
-
-
-def _loop_sweep(p0s, p1s, eps_grid, divergence="kl", max_outputs=None, return_partitions=False,
-                progress=None) -> _LoopSweepResult:
-    """``ldpopt.sweep``'s contract by looping :func:`ldpopt.optimal_mechanism` (used until the batched solver exists)."""
-    from ldpopt.spr import optimal_mechanism
-
-    eps_list = [float(e) for e in eps_grid]
-    T, E = len(p0s), len(eps_list)
-    values = np.empty((T, E))
-    nout = np.empty((T, E), dtype=np.int64)
-    parts: list | None = [] if return_partitions else None
-    for t in range(T):
-        row = []
-        for j, e in enumerate(eps_list):
-            res = optimal_mechanism(p0s[t], p1s[t], e, divergence, max_outputs)
-            values[t, j] = res.value
-            nout[t, j] = res.num_outputs
-            row.append(res.partition)
-        if parts is not None:
-            parts.append(row)
-    return _LoopSweepResult(values, nout, parts, tuple(eps_list), str(divergence))
-
-
-def _sweep_function() -> Callable:
-    try:
-        from ldpopt.batch import sweep
-    except ModuleNotFoundError as exc:
-        if exc.name != "ldpopt.batch":
-            raise
-        return _loop_sweep
-    return sweep
 
 
 # ---------------------------------------------------------------------------------------------
@@ -351,7 +307,7 @@ def _compute_chunk(task: ChunkTask):
     inputs = np.empty((n, len(task.divergences)))
     ks = np.array([u.shape[0] for u, _ in pairs], dtype=np.int64)
     by_k = {int(k): np.flatnonzero(ks == k) for k in np.unique(ks)}
-    sweep = _sweep_function()
+    from ldpopt.batch import sweep
     solve_s = build_s = 0.0
     cache: dict = {}
     for g, (di, mech, budget) in enumerate(groups):
