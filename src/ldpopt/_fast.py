@@ -47,7 +47,7 @@ def rescale(eps: float) -> tuple[float, float, float]:
 
 
 def solve(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int):
-    """Optimum over SPR mechanisms of the reduced instance ``(p, q)`` with at most ``l`` blocks.
+    r"""Optimum over SPR mechanisms of the reduced instance ``(p, q)`` with at most ``l`` blocks.
 
     Parameters
     ----------
@@ -76,6 +76,15 @@ def solve(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int):
     c, A, lf = rescale(float(eps))
     pre = K.prefix_table(p, q)
     bounds = np.zeros(k + 1, dtype=np.int64)
-    raw, nb, code = K.solve(pre, k, l, int(div.code), float(div.param), c, A, lf, bounds)
+    if k <= K.SCORE_CACHE_MAX_K:
+        sp, sq, val, state = K._new_cache(pre, np.arange(k + 1, dtype=np.int64))
+    else:
+        sp = sq = val = np.empty(0)
+        state = np.empty(0, dtype=np.uint8)
+    # ``solve_ws`` runs as Python here and calls the compiled kernels: each of them is then
+    # compiled only when first needed (the budget program only if a budget binds, the coarse
+    # start only for huge k), which keeps the first call short; the overhead is a few us
+    solve_ws = getattr(K.solve_ws, "py_func", K.solve_ws)  # (a plain function with NUMBA_DISABLE_JIT)
+    raw, nb, code = solve_ws(pre, k, l, int(div.code), float(div.param), c, A, lf, bounds, 0, sp, sq, val, state)
     cuts = [(int(bounds[j]), int(bounds[j + 1])) for j in range(int(nb))]
     return float(raw), cuts, METHOD_NAMES[int(code)]

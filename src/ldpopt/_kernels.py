@@ -2,33 +2,40 @@ r"""Compiled (numba) kernels of the exact SPR solvers.
 
 Only arrays and scalars go in and out; validation, the likelihood-ratio reduction and the
 result objects live in :mod:`ldpopt._fast` and :mod:`ldpopt.batch`.  Every kernel is
-``@njit(cache=True)`` without ``fastmath`` so that its floating-point operations are the
-ones of the readable reference :func:`ldpopt.spr._dp_readable`:
+``@njit(cache=True)`` without ``fastmath`` and with numpy's floating-point error model, so
+that its floating-point operations are those of the readable reference
+:func:`ldpopt.spr._dp_readable`:
 
-* the perspective :func:`perspective` mirrors :func:`ldpopt.divergences._perspective_scalar`
-  (same branches, same boundary conventions, same ``(x, y, d)`` stable forms);
+* :func:`perspective` mirrors :func:`ldpopt.divergences._perspective_scalar` (same branches,
+  boundary conventions and ``(x, y, d)`` stable forms);
 * interval sums come from the same compensated (Neumaier hi/lo) prefix and suffix sums (the
-  smaller side, floored at the largest endpoint term) and the score of ``[a, b)`` is
-  ``g(c + A dP, c + A dQ, A (dP - dQ))`` with ``c = e^{-eps}``, ``A = -expm1(-eps)``
-  (SPR eq. 31 divided by :math:`e^\varepsilon`);
+  side with the smaller partial sums, floored at the largest endpoint term) and the score of
+  ``[a, b)`` is ``g(c + A dP, c + A dQ, A (dP - dQ))`` with ``c = e^{-eps}``,
+  ``A = -expm1(-eps)`` (SPR eq. 31 divided by :math:`e^\varepsilon`);
 * partition sums are accumulated left to right, as ``F[s, i] = F[s-1, t] + mu'[t:i)`` does.
 
-Solvers (see ``docs/fast.md`` for the exactness arguments):
+Solvers (``docs/fast.md`` has the exactness arguments):
 
-* :func:`dinkelbach` - the unconstrained optimum of
-  :math:`\max_\pi \sum_t \mu'(B_t) / ((1-c) + s c)` by Dinkelbach's iteration; every step is
-  the 1-D partition program :func:`penalized_pass` (per-block penalty ``lambda c``).
-* :func:`budget_dp` - the O(l k^2) program of Prop. 3.3 for an output budget, O(l k) memory.
-* :func:`solve` - both, with the budget logic; :func:`sweep_cells` - many (instance, eps) cells
-  in parallel (``prange``).
+* :func:`dinkelbach_ws` - the unconstrained optimum of
+  :math:`\max_\pi \sum_t \mu'(B_t) / ((1-c) + s c)` by Dinkelbach's iteration; each step is
+  the 1-D partition program :func:`penalized_pass` (per-block penalty ``lambda c``) with
+  exact pruning of split points by cheap score bounds (:func:`score_bound`);
+* :func:`budget_dp` - the O(l k^2) program of Prop. 3.3 for an output budget, O(l k) memory;
+* :func:`solve` / :func:`solve_ws` - one instance, with the budget logic;
+  :func:`solve_item` - one instance at many eps (GIL released: :mod:`ldpopt.batch` runs
+  items in parallel threads).
 """
 
 from __future__ import annotations
 
 import math
+import struct
 
+import numba
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 # Keep in sync with ldpopt.divergences.CODE_*
 CODE_KL = 0
@@ -41,28 +48,27 @@ CODE_EGAMMA = 6
 CODE_POWER_UP = 7
 CODE_POWER_DOWN = 8
 
-#: below this many reduced symbols the interval scores are computed once and kept
-#: (k (k + 1) / 2 doubles, 16.8 MB at the threshold); above it they are recomputed from
-#: the prefix sums on every pass, so memory stays O(k)
-SCORE_CACHE_MAX_K = 2048
+#: up to this many cut points the block sums, score bounds and scores are cached across
+#: Dinkelbach passes (packed lower triangles, ~12.6 MB at the threshold); above it nothing of
+#: size k^2 is kept and every pass recomputes from the prefix sums, so memory stays O(k)
+SCORE_CACHE_MAX_K = 1024
 #: Dinkelbach never needs more steps than there are partitions with distinct ratios; this
 #: cap only guards against a floating-point cycle (each accepted step strictly increases lambda)
 MAX_DINKELBACH_STEPS = 200
 #: below this c = e^{-eps} (eps > 27.6) the Dinkelbach penalty lambda c is lost in rounding,
-#: so optimal partitions with different block counts tie in floating point
+#: so optimal partitions with different block counts tie in floating point ...
 TIE_C = 1e-12
 #: ... and the tie is then settled by the budget program when nb k^2 is at most this
 TIE_WORK = 30_000_000
-#: solves with more reduced symbols than this are warm-started from a coarsened alphabet
+#: solves with more reduced symbols than this start from the optimum over a coarse grid of cuts
 COARSEN_MIN_K = 4096
-#: number of groups of the coarsened alphabet
+#: number of groups of the coarse grid
 COARSE_GROUPS = 1024
-
 
 # ---------------------------------------------------------------------------------------------
 # Perspective g(x, y) = y f(x / y) (mirror of divergences._perspective_scalar)
 # ---------------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def log_ratio(x, y, d):
     """log(x / y): log1p(d / y) when x and y are close, else a difference of logs."""
     if abs(d) < 0.5 * y:
@@ -70,7 +76,18 @@ def log_ratio(x, y, d):
     return math.log(x) - math.log(y)
 
 
-@njit(cache=True)
+#: expm1 overflows beyond log(DBL_MAX)
+_EXPM1_MAX = 709.782712893384
+
+
+@njit(cache=True, error_model="numpy")
+def _expm1(t):
+    # inf beyond the overflow threshold, as numpy and compiled code give; plain Python's
+    # math.expm1 would raise instead (kernels run as Python with NUMBA_DISABLE_JIT=1)
+    return math.inf if t > _EXPM1_MAX else math.expm1(t)
+
+
+@njit(cache=True, error_model="numpy")
 def perspective(code, param, x, y, d, log_floor):
     """Scalar perspective for built-in ``code``; ``d`` = x - y known accurately.
 
@@ -119,27 +136,38 @@ def perspective(code, param, x, y, d, log_floor):
             return math.inf
         if x == 0.0:
             return -y
-        return y * math.expm1(param * log_ratio(x, y, d))
+        return y * _expm1(param * log_ratio(x, y, d))
     if code == CODE_POWER_DOWN:
         if y == 0.0:
             return 0.0
         if x == 0.0:
             return y
-        return -y * math.expm1(param * log_ratio(x, y, d))
+        return -y * _expm1(param * log_ratio(x, y, d))
     return math.nan
 
 
 # ---------------------------------------------------------------------------------------------
-# Prefix sums and interval scores
+# Prefix sums and interval sums
 # ---------------------------------------------------------------------------------------------
-@njit(cache=True)
-def _compensated_into(x, hi, lo):
-    # Neumaier summation, operation for operation as spr.compensated_prefix
+# rows of the table built by prefix_table
+_PH, _PL, _QH, _QL, _SPH, _SPL, _SQH, _SQL, _PX, _QX = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
+
+
+@njit(cache=True, error_model="numpy")
+def _compensated_into(x, hi, lo, reverse):
+    # Neumaier summation, operation for operation as spr.compensated_prefix; ``reverse`` sums
+    # from the end (suffix sums S[i] = sum_{j >= i} x[j], as spr._suffix)
+    n = x.shape[0]
     s = 0.0
     comp = 0.0
-    hi[0] = 0.0
-    lo[0] = 0.0
-    for i in range(x.shape[0]):
+    if reverse:
+        hi[n] = 0.0
+        lo[n] = 0.0
+    else:
+        hi[0] = 0.0
+        lo[0] = 0.0
+    for j in range(n):
+        i = n - 1 - j if reverse else j
         v = x[i]
         t = s + v
         if abs(s) >= abs(v):
@@ -147,42 +175,34 @@ def _compensated_into(x, hi, lo):
         else:
             comp += (v - t) + s
         s = t
-        hi[i + 1] = s
-        lo[i + 1] = comp
+        if reverse:
+            hi[i] = s
+            lo[i] = comp
+        else:
+            hi[i + 1] = s
+            lo[i + 1] = comp
 
 
-# rows of the prefix table built by prefix_table
-_PH, _PL, _QH, _QL, _SPH, _SPL, _SQH, _SQL, _PX, _QX = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
-
-
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def prefix_table(p, q):
     """(10, k+1) table of what the interval sums need, as ``spr._Prefix`` keeps it.
 
     Rows: compensated prefix sums (hi, lo) of p and q, compensated suffix sums (hi, lo) of p
-    and q (``S[i] = sum_{j >= i}``), and p, q themselves (for the endpoint floor).
+    and q, and p, q themselves (for the endpoint floor; entry k unused).
     """
     k = p.shape[0]
     pre = np.zeros((10, k + 1))
-    _compensated_into(p, pre[_PH], pre[_PL])
-    _compensated_into(q, pre[_QH], pre[_QL])
-    rev = np.empty(k)
-    hi = np.empty(k + 1)
-    lo = np.empty(k + 1)
-    for r, x in ((_SPH, p), (_SQH, q)):
-        for i in range(k):
-            rev[i] = x[k - 1 - i]
-        _compensated_into(rev, hi, lo)
-        for i in range(k + 1):
-            pre[r, i] = hi[k - i]
-            pre[r + 1, i] = lo[k - i]
+    _compensated_into(p, pre[_PH], pre[_PL], False)
+    _compensated_into(q, pre[_QH], pre[_QL], False)
+    _compensated_into(p, pre[_SPH], pre[_SPL], True)
+    _compensated_into(q, pre[_SQH], pre[_SQL], True)
     for i in range(k):
         pre[_PX, i] = p[i]
         pre[_QX, i] = q[i]
     return pre
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _interval(pre, rh, rl, rsh, rsl, rx, a, b):
     # sum over [a, b) from the side with the smaller partial sums, never below its largest
     # endpoint term (spr._Prefix._interval)
@@ -194,7 +214,7 @@ def _interval(pre, rh, rl, rsh, rsl, rx, a, b):
     return total if total >= floor else floor
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def block_sums(pre, a, b):
     """(dP, dQ) over the reduced symbols a..b-1."""
     dp = _interval(pre, _PH, _PL, _SPH, _SPL, _PX, a, b)
@@ -202,14 +222,14 @@ def block_sums(pre, a, b):
     return dp, dq
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def score(pre, a, b, code, param, c, A, lf):
     """Rescaled interval score mu'[a:b) = g(c + A dP, c + A dQ, A (dP - dQ)) (eq. 31 over e^eps)."""
     dp, dq = block_sums(pre, a, b)
     return perspective(code, param, c + A * dp, c + A * dq, A * (dp - dq), lf)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def partition_ratio(pre, bounds, nb, code, param, c, A, lf):
     """Raw value of the partition with boundaries ``bounds[0] = 0 < ... < bounds[nb] = k``.
 
@@ -220,6 +240,27 @@ def partition_ratio(pre, bounds, nb, code, param, c, A, lf):
     for j in range(1, nb):
         total = total + score(pre, bounds[j], bounds[j + 1], code, param, c, A, lf)
     return total / (1.0 + (nb - 1) * c)
+
+
+@njit(cache=True, error_model="numpy")
+def sums_tables(pre, pos):
+    """(dP, dQ) of every block [pos[t], pos[i]), t < i, packed at ``i (i - 1) / 2 + t``.
+
+    They do not depend on eps: a sweep computes them once per instance.
+    """
+    m = pos.shape[0] - 1
+    n = m * (m + 1) // 2
+    sp = np.empty(n)
+    sq = np.empty(n)
+    j = 0
+    for i in range(1, m + 1):
+        b = pos[i]
+        for t in range(i):
+            dp, dq = block_sums(pre, pos[t], b)
+            sp[j] = dp
+            sq[j] = dq
+            j += 1
+    return sp, sq
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,29 +274,65 @@ BOUND_SLACK_FAR = 1e-11
 #: slack relative to |d| for JS near x = y, where a + b cancels down to ~d^2/s
 BOUND_SLACK_JS = 1e-13
 _LN2 = math.log(2.0)
-_SQRT_HALF = math.sqrt(0.5)
+_SQRT2 = math.sqrt(2.0)
 #: _log_ub_far is used for normal numbers well inside this range
 _Z_MIN = 1e-300
 _Z_MAX = 1e300
 
 
-@njit(cache=True)
+if numba.config.DISABLE_JIT:  # pure-Python fallbacks of the two bit casts below
+
+    def _float_bits(x):
+        return struct.unpack("<q", struct.pack("<d", x))[0]
+
+    def _bits_float(b):
+        return struct.unpack("<d", struct.pack("<q", b))[0]
+
+else:
+
+    @intrinsic
+    def _float_bits(typingctx, x):
+        """The IEEE-754 bits of a float64 as an int64 (no conversion)."""
+
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], ir.IntType(64))
+
+        return types.int64(types.float64), codegen
+
+    @intrinsic
+    def _bits_float(typingctx, b):
+        """The float64 whose IEEE-754 bits are the int64 ``b``."""
+
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], ir.DoubleType())
+
+        return types.float64(types.int64), codegen
+
+
+_MANTISSA = 0x000FFFFFFFFFFFFF
+_EXP_ZERO = 0x3FF0000000000000
+
+
+@njit(cache=True, error_model="numpy")
 def _log_ub_far(z):
     r"""Upper bound of log z for a normal z > 0, tight to ~4e-4, without calling log.
 
-    Write :math:`z = m 2^e` (``frexp``, exact) with :math:`m \in [1/\sqrt2, \sqrt2)`; then
-    :math:`\log z = e\log 2 + \log m` and :math:`\log m \le (m-1)(m+5)/(4m+2)` for every
-    m > 0 (the difference has derivative :math:`4(m-1)^3 / (m(4m+2)^2)`, so its minimum is
-    0 at m = 1).
+    Write :math:`z = m 2^e` (exponent and mantissa read from the bits, exact) with
+    :math:`m \in (1/\sqrt2, \sqrt2]`; then :math:`\log z = e\log 2 + \log m` and
+    :math:`\log m \le (m-1)(m+5)/(4m+2)` for every m > 0 (the difference has derivative
+    :math:`4(m-1)^3 / (m(4m+2)^2)`, so its minimum is 0 at m = 1).  In floating point the
+    result may be a few ulp of e log 2 below log z; :func:`score_bound` adds a larger slack.
     """
-    m, e = math.frexp(z)
-    if m < _SQRT_HALF:
-        m = 2.0 * m
-        e -= 1
+    bits = _float_bits(z)
+    e = (bits >> 52) - 1023
+    m = _bits_float((bits & _MANTISSA) | _EXP_ZERO)
+    if m > _SQRT2:
+        m = 0.5 * m
+        e += 1
     return e * _LN2 + (m - 1.0) * (m + 5.0) / (4.0 * m + 2.0)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def score_bound(code, param, x, y, d, lf):
     r"""``(v, exact)``: the score itself when it is cheap (``exact``), else a bound it cannot exceed.
 
@@ -277,7 +354,7 @@ def score_bound(code, param, x, y, d, lf):
                 return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_FAR * x, False
         elif code == CODE_REVERSE_KL:
             if abs(d) < 0.5 * y:
-                # -log1p(u) = log1p(v), v = -d / (y + d)
+                # -log1p(u) = log1p(v) with v = -d / (y + d)
                 v = -y * d * (6.0 * y + 5.0 * d) / ((y + d) * (6.0 * y + 2.0 * d))
                 return v + BOUND_SLACK_REL * abs(v), False
             z = y / x
@@ -302,41 +379,40 @@ def score_bound(code, param, x, y, d, lf):
 # ---------------------------------------------------------------------------------------------
 # Unconstrained optimum: Dinkelbach's iteration over 1-D penalised partition programs
 # ---------------------------------------------------------------------------------------------
-#: states of a cached score: not computed yet, an upper bound, the exact score
-_EMPTY, _BOUND, _EXACT = 0, 1, 2
+#: states of a cached score: not computed yet, an upper bound, the exact score, and an upper
+#: bound carried over from a larger eps (:func:`carry_bounds`)
+_EMPTY, _BOUND, _EXACT, _CARRIED = 0, 1, 2, 3
+#: slack of a carried bound: relative, and relative to the block masses x + y at both eps
+#: (an error budget of the computed scores, >= 10x the worst rounding error of KL/JS forms)
+CARRY_SLACK_REL = 1e-12
+CARRY_SLACK_MASS = 1e-11
 
 
-@njit(cache=True)
-def sums_tables(pre, k):
-    """(dP, dQ) of every block [t, i), 0 <= t < i <= k, packed at ``i (i - 1) / 2 + t``.
+@njit(cache=True, error_model="numpy")
+def carry_bounds(val, state, sp, sq, c0, A0, c1, A1):
+    r"""Turn the cached scores at eps0 into upper bounds at eps1 <= eps0 (both finite, c > 0).
 
-    They do not depend on eps, so a sweep computes them once per instance.
+    By 1-homogeneity :math:`\mu'_\varepsilon = A\, g(\theta + dP, \theta + dQ)` with
+    :math:`\theta = c/A = 1/(e^\varepsilon - 1)`, and :math:`\theta \mapsto g(\theta+a,\theta+b)`
+    is nonincreasing for every convex f with f(1) = 0 (``docs/fast.md``), so
+    :math:`\mu'_{\varepsilon_1} \le (A_1/A_0)\,\mu'_{\varepsilon_0}`.  Every cached value v
+    (a bound or the computed score at eps0) becomes :math:`(A_1/A_0)(v + E_0) + E_1` with
+    error budgets :math:`E = 10^{-12}|v| + 10^{-11}(x+y)`, so it bounds the computed score
+    at eps1.
     """
-    n = k * (k + 1) // 2
-    sp = np.empty(n)
-    sq = np.empty(n)
-    j = 0
-    for i in range(1, k + 1):
-        for t in range(i):
-            dp, dq = block_sums(pre, t, i)
-            sp[j] = dp
-            sq[j] = dq
-            j += 1
-    return sp, sq
+    rho = A1 / A0
+    for j in range(state.shape[0]):
+        if state[j] == _EMPTY:
+            continue
+        v = val[j]
+        m = sp[j] + sq[j]
+        w = rho * (v + CARRY_SLACK_REL * abs(v) + CARRY_SLACK_MASS * (2.0 * c0 + A0 * m))
+        val[j] = w + CARRY_SLACK_REL * abs(w) + CARRY_SLACK_MASS * (2.0 * c1 + A1 * m)
+        state[j] = _CARRIED
 
 
-@njit(cache=True, inline="always")
-def _exact_score(pre, pos, sp, sq, base, t, b, code, param, c, A, lf):
-    if sp.shape[0] > 0:
-        dp = sp[base + t]
-        dq = sq[base + t]
-    else:
-        dp, dq = block_sums(pre, pos[t], b)
-    return perspective(code, param, c + A * dp, c + A * dq, A * (dp - dq), lf)
-
-
-@njit(cache=True)
-def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, cnt, par, U, ex):
+@njit(cache=True, error_model="numpy")
+def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, cnt, par, U, ex, DPr, DQr):
     r"""One Dinkelbach step: :math:`H[i] = \max_{t<i} H[t] + (\mu'[pos_t:pos_i) - pen)`.
 
     Only the cut points listed in ``pos`` (increasing, ``pos[0] = 0``, ``pos[-1] = k``) are
@@ -345,37 +421,38 @@ def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, 
     ``par`` (start of the last block, as a position index).
 
     Split points are pruned exactly.  For each end point, every candidate first gets a cheap
-    upper bound of its value (:func:`score_bound`); the best bound is scored exactly and
-    becomes the incumbent; then only candidates whose bound reaches the incumbent are scored
-    exactly.  A pruned candidate's computed value is strictly below the incumbent, so it can
-    neither be the maximiser nor tie with it: the result equals the unpruned program's.
-    ``val``/``state`` cache bounds and exact scores across passes (packed lower triangle of
-    the position space; empty: no cache, O(m) memory); ``sp``/``sq`` are precomputed block
-    sums (:func:`sums_tables`, only with ``pos = 0..k``) or empty; ``U``/``ex`` (length >= m)
-    are scratch.
+    upper bound of its value (:func:`score_bound`, or a cached score/bound); the best bound
+    is scored exactly and becomes the incumbent; then only candidates whose bound reaches the
+    incumbent are scored exactly.  A pruned candidate's computed value is strictly below the
+    incumbent, so it can neither be the maximiser nor tie with it: the result equals the
+    unpruned program's.
+
+    With a cache (``val``/``state`` and the block sums ``sp``/``sq``, packed lower
+    triangles of the position space) bounds and exact scores persist across passes; without
+    (empty arrays) the block sums of the current end point go to the O(m) scratch
+    ``DPr``/``DQr`` and nothing of size m^2 exists.  ``U``/``ex`` are O(m) scratch.
     """
     m = pos.shape[0] - 1
     use_table = val.shape[0] > 0
-    use_sums = sp.shape[0] > 0
     H[0] = 0.0
     cnt[0] = 0
     par[0] = 0
     for i in range(1, m + 1):
         b = pos[i]
         base = i * (i - 1) // 2
-        # phase 1: bounds (or cached exact scores) of every candidate, and the best of them
+        # phase 1: a bound (or a cached exact score) for every candidate; the best of them
         umax = -math.inf
         tmax = 0
         for t in range(i):
-            st = _EMPTY
-            if use_table:
-                st = state[base + t]
+            st = state[base + t] if use_table else _EMPTY
             if st == _EMPTY:
-                if use_sums:
+                if use_table:
                     dp = sp[base + t]
                     dq = sq[base + t]
                 else:
                     dp, dq = block_sums(pre, pos[t], b)
+                    DPr[t] = dp
+                    DQr[t] = dq
                 w, exact = score_bound(code, param, c + A * dp, c + A * dq, A * (dp - dq), lf)
                 if use_table:
                     val[base + t] = w
@@ -389,29 +466,45 @@ def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, 
             if u > umax:
                 umax = u
                 tmax = t
-        # the incumbent: the candidate with the best bound, scored exactly
-        if not ex[tmax]:
-            w = _exact_score(pre, pos, sp, sq, base, tmax, b, code, param, c, A, lf)
-            if use_table:
-                val[base + tmax] = w
-                state[base + tmax] = _EXACT
-            U[tmax] = H[tmax] + (w - pen)
-        best = U[tmax]
-        bc = cnt[tmax] + 1
-        bt = tmax
-        # phase 2: only candidates that can reach the incumbent are scored exactly
-        for t in range(i):
+        # phase 2: the best bound is scored exactly and becomes the incumbent (t = tmax,
+        # visited first); then only candidates that can reach the incumbent are scored
+        best = -math.inf
+        bc = 0
+        bt = 0
+        for r in range(i + 1):
+            t = tmax if r == 0 else r - 1
+            if r > 0 and t == tmax:
+                continue
             u = U[t]
-            if t == tmax or u < best:
+            if u < best:
                 continue  # a bound strictly below the incumbent: provably not the maximiser
             if not ex[t]:
-                w = _exact_score(pre, pos, sp, sq, base, t, b, code, param, c, A, lf)
                 if use_table:
+                    dp = sp[base + t]
+                    dq = sq[base + t]
+                else:
+                    dp = DPr[t]
+                    dq = DQr[t]
+                x = c + A * dp
+                y = c + A * dq
+                d = A * (dp - dq)
+                if r > 0 and use_table and state[base + t] == _CARRIED:
+                    # a bound carried from a larger eps: tighten it first
+                    w, exact = score_bound(code, param, x, y, d, lf)
                     val[base + t] = w
-                    state[base + t] = _EXACT
-                u = H[t] + (w - pen)
-                if u < best:
-                    continue
+                    state[base + t] = _EXACT if exact else _BOUND
+                    u = H[t] + (w - pen)
+                    if u < best:
+                        continue
+                    ex[t] = exact
+                if not ex[t]:
+                    w = perspective(code, param, x, y, d, lf)
+                    if use_table:
+                        val[base + t] = w
+                        state[base + t] = _EXACT
+                    u = H[t] + (w - pen)
+                    if u < best:
+                        continue
             n = cnt[t] + 1
             if u > best or (u == best and (n < bc or (n == bc and t < bt))):
                 best = u
@@ -422,7 +515,7 @@ def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, 
         par[i] = bt
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _traceback(pos, par, cnt, out):
     """Boundaries (symbol indices) of the partition ending at position m; returns the block count."""
     m = pos.shape[0] - 1
@@ -437,13 +530,14 @@ def _traceback(pos, par, cnt, out):
     return nb
 
 
-@njit(cache=True)
-def dinkelbach_ws(pre, pos, sp, sq, code, param, c, A, lf, bounds, nb, H, cnt, par, cand, val, state):
+@njit(cache=True, error_model="numpy")
+def dinkelbach_ws(pre, pos, sp, sq, val, state, code, param, c, A, lf, bounds, nb):
     r"""Maximise :math:`\sum_t \mu'(B_t) / (1 + (s-1)c)` over partitions with cuts in ``pos``.
 
-    ``bounds[:nb + 1]`` is a feasible start partition on entry and the optimum on exit;
-    ``H, cnt, par, cand`` (length >= m + 1) and ``val, state`` (cache, possibly empty) are
-    workspaces.  Returns ``(ratio, nb, passes)``.
+    ``bounds[:nb + 1]`` is a feasible start partition on entry and the optimum on exit.
+    ``sp, sq, val, state`` is the cache of :func:`penalized_pass` (all empty: none; else its
+    entries must be valid for this eps: empty, exact, bounds or carried bounds).
+    Returns ``(ratio, nb)``.
 
     Dinkelbach: with :math:`\lambda` the ratio of the current partition, one penalised pass
     maximises :math:`N(\pi) - \lambda D(\pi) = \sum_t(\mu'(B_t) - \lambda c) - \lambda(1-c)`;
@@ -452,19 +546,24 @@ def dinkelbach_ws(pre, pos, sp, sq, code, param, c, A, lf, bounds, nb, H, cnt, p
     An infinite ratio is returned as soon as it appears (the caller settles it).
     """
     m = pos.shape[0] - 1
+    H = np.empty(m + 1)
     U = np.empty(m + 1)
+    cnt = np.empty(m + 1, dtype=np.int64)
+    par = np.empty(m + 1, dtype=np.int64)
+    cand = np.empty(m + 1, dtype=np.int64)
     ex = np.empty(m + 1, dtype=np.bool_)
-    if state.shape[0] > 0:
-        state[:] = _EMPTY
+    nr = 0 if val.shape[0] > 0 else m + 1
+    DPr = np.empty(nr)
+    DQr = np.empty(nr)
     if c == 0.0:
         # every partition has denominator 1: one unpenalised pass is the optimum
-        penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, 0.0, H, cnt, par, U, ex)
+        penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, 0.0, H, cnt, par, U, ex, DPr, DQr)
         nb = _traceback(pos, par, cnt, bounds)
-        return partition_ratio(pre, bounds, nb, code, param, c, A, lf), nb, 1
+        return partition_ratio(pre, bounds, nb, code, param, c, A, lf), nb
     lam = partition_ratio(pre, bounds, nb, code, param, c, A, lf)
     passes = 0
     while passes < MAX_DINKELBACH_STEPS and not math.isinf(lam):
-        penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, lam * c, H, cnt, par, U, ex)
+        penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, lam * c, H, cnt, par, U, ex, DPr, DQr)
         passes += 1
         nb2 = _traceback(pos, par, cnt, cand)
         r = partition_ratio(pre, cand, nb2, code, param, c, A, lf)
@@ -479,27 +578,31 @@ def dinkelbach_ws(pre, pos, sp, sq, code, param, c, A, lf, bounds, nb, H, cnt, p
                 break
         else:
             break
-    return lam, nb, passes
+    return lam, nb
 
 
-@njit(cache=True)
-def dinkelbach(pre, pos, code, param, c, A, lf, bounds, nb):
-    """:func:`dinkelbach_ws` with its own workspaces (score cache up to ``SCORE_CACHE_MAX_K`` cut points)."""
+@njit(cache=True, error_model="numpy")
+def _new_cache(pre, pos):
+    """Empty score cache for the cut points ``pos`` (no cache above ``SCORE_CACHE_MAX_K``)."""
     m = pos.shape[0] - 1
-    n = m * (m + 1) // 2 if m <= SCORE_CACHE_MAX_K else 0
-    empty = np.empty(0)
-    return dinkelbach_ws(pre, pos, empty, empty, code, param, c, A, lf, bounds, nb,
-                         np.empty(m + 1), np.empty(m + 1, dtype=np.int64), np.empty(m + 1, dtype=np.int64),
-                         np.empty(m + 1, dtype=np.int64), np.empty(n), np.zeros(n, dtype=np.uint8))
+    if m <= SCORE_CACHE_MAX_K:
+        sp, sq = sums_tables(pre, pos)
+        n = sp.shape[0]
+    else:
+        sp = np.empty(0)
+        sq = np.empty(0)
+        n = 0
+    return sp, sq, np.empty(n), np.zeros(n, dtype=np.uint8)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def best_two_blocks(pre, k, code, param, c, A, lf, bounds):
     """Best partition into at most two blocks, O(k): a cheap, usually good, Dinkelbach start."""
-    best = score(pre, 0, k, code, param, c, A, lf)
+    z = np.int64(0)  # not a literal: one compiled specialisation of score
+    best = score(pre, z, k, code, param, c, A, lf)
     bt = 0
     for t in range(1, k):
-        v = (score(pre, 0, t, code, param, c, A, lf) + score(pre, t, k, code, param, c, A, lf)) / (1.0 + c)
+        v = (score(pre, z, t, code, param, c, A, lf) + score(pre, t, k, code, param, c, A, lf)) / (1.0 + c)
         if v > best:
             best = v
             bt = t
@@ -515,7 +618,7 @@ def best_two_blocks(pre, k, code, param, c, A, lf, bounds):
 # ---------------------------------------------------------------------------------------------
 # Output budget: the O(l k^2) program of Prop. 3.3 (mirror of spr._dp_readable)
 # ---------------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
     r"""Best partition into at most ``l`` blocks: ``F[s, i] = max_t F[s-1, t] + mu'[t:i)``.
 
@@ -531,9 +634,10 @@ def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
         smax = min(l, i) if i == k else min(l - 1, i)
         if smax >= 2:
             for t in range(i):
-                sc[t] = score(pre, t, i, code, param, c, A, lf)
+                dp, dq = block_sums(pre, t, i)
+                sc[t] = perspective(code, param, c + A * dp, c + A * dq, A * (dp - dq), lf)
         else:
-            sc[0] = score(pre, 0, i, code, param, c, A, lf)
+            sc[0] = score(pre, np.int64(0), i, code, param, c, A, lf)
         F[1, i] = sc[0]
         for s in range(2, smax + 1):
             best = -math.inf
@@ -565,11 +669,12 @@ def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
 # ---------------------------------------------------------------------------------------------
 # One solve: unconstrained first, the budget program only when it is needed
 # ---------------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _coarse_start(pre, k, code, param, c, A, lf, bounds):
     """Start for large k: the optimum over cuts on a coarse grid, refined around its cuts.
 
     Any partition is a valid Dinkelbach start; a good one saves full O(k^2) passes.
+    Returns the block count written to ``bounds``.
     """
     g = min(COARSE_GROUPS, k)
     pos = np.empty(g + 1, dtype=np.int64)
@@ -577,48 +682,50 @@ def _coarse_start(pre, k, code, param, c, A, lf, bounds):
         pos[j] = (j * k) // g
     bounds[0] = 0
     bounds[1] = k
-    _, nb, _ = dinkelbach(pre, pos, code, param, c, A, lf, bounds, 1)
-    # refine: allow every cut within two groups of a coarse cut
-    w = 2 * ((k + g - 1) // g)
-    mark = np.zeros(k + 1, dtype=np.bool_)
-    mark[0] = True
-    mark[k] = True
-    for j in range(1, nb):
-        lo = max(0, bounds[j] - w)
-        hi = min(k, bounds[j] + w)
-        for t in range(lo, hi + 1):
-            mark[t] = True
-    m = 0
-    for t in range(k + 1):
-        if mark[t]:
-            m += 1
-    if m - 1 > SCORE_CACHE_MAX_K:
-        return nb
-    pos2 = np.empty(m, dtype=np.int64)
-    m = 0
-    for t in range(k + 1):
-        if mark[t]:
-            pos2[m] = t
-            m += 1
-    _, nb, _ = dinkelbach(pre, pos2, code, param, c, A, lf, bounds, nb)
+    nb = np.int64(1)
+    for rnd in range(2):
+        sp, sq, val, state = _new_cache(pre, pos)
+        nb = dinkelbach_ws(pre, pos, sp, sq, val, state, code, param, c, A, lf, bounds, nb)[1]
+        if rnd == 1:
+            break
+        # refine: allow every cut within two groups of a coarse cut
+        w = 2 * ((k + g - 1) // g)
+        mark = np.zeros(k + 1, dtype=np.bool_)
+        mark[0] = True
+        mark[k] = True
+        for j in range(1, nb):
+            for t in range(max(0, bounds[j] - w), min(k, bounds[j] + w) + 1):
+                mark[t] = True
+        m = 0
+        for t in range(k + 1):
+            m += mark[t]
+        if m - 1 > SCORE_CACHE_MAX_K:
+            break
+        pos = np.empty(m, dtype=np.int64)
+        m = 0
+        for t in range(k + 1):
+            if mark[t]:
+                pos[m] = t
+                m += 1
     return nb
 
 
-@njit(cache=True)
-def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, H, cnt, par, cand, val, state):
+@njit(cache=True, error_model="numpy")
+def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, val, state):
     """Optimal raw value and partition of one reduced instance with budget ``l`` (1 <= l <= k).
 
     ``bounds`` (length k + 1) receives the block boundaries; on entry ``bounds[:nwarm + 1]``
-    is a start partition when ``nwarm > 0`` (e.g. the optimum at a neighbouring eps).  The
-    other arrays are workspaces (see :func:`dinkelbach_ws`).  Returns ``(raw, nb, method)``,
-    method 0 = Dinkelbach, 1 = budget program, 2 = one block (k = 1 or l = 1).
+    is a start partition when ``nwarm > 0`` (e.g. the optimum at a neighbouring eps).
+    ``sp, sq, val, state`` is the score cache over all cut points (see
+    :func:`penalized_pass`; empty arrays: none).  Returns ``(raw, nb, method)``, method
+    0 = Dinkelbach, 1 = budget program, 2 = one block (k = 1 or l = 1).
     """
     if k == 1 or l == 1:
         bounds[0] = 0
         bounds[1] = k
-        return score(pre, 0, k, code, param, c, A, lf) / 1.0, 1, 2
+        return score(pre, np.int64(0), k, code, param, c, A, lf) / 1.0, np.int64(1), np.int64(2)
     if c == 0.0:
-        nb = 1
+        nb = np.int64(1)
         bounds[0] = 0
         bounds[1] = k
     else:
@@ -635,7 +742,7 @@ def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, H, cnt, pa
                 for j in range(nb + 1):
                     bounds[j] = alt[j]
     pos = np.arange(k + 1)
-    raw, nb, _ = dinkelbach_ws(pre, pos, sp, sq, code, param, c, A, lf, bounds, nb, H, cnt, par, cand, val, state)
+    raw, nb = dinkelbach_ws(pre, pos, sp, sq, val, state, code, param, c, A, lf, bounds, nb)
     if math.isinf(raw) and c > 0.0:
         # an overflowing score: the readable program's answer is the first budget with an
         # infinite row, and an infinite block needs at most 3 blocks (before, it, after)
@@ -653,62 +760,57 @@ def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, H, cnt, pa
     return raw, nb, 1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def solve(pre, k, l, code, param, c, A, lf, bounds):
-    """:func:`solve_ws` for a single solve (own workspaces, cold start)."""
-    n = k * (k + 1) // 2 if k <= SCORE_CACHE_MAX_K else 0
-    empty = np.empty(0)
-    return solve_ws(pre, k, l, code, param, c, A, lf, bounds, 0, empty, empty,
-                    np.empty(k + 1), np.empty(k + 1, dtype=np.int64), np.empty(k + 1, dtype=np.int64),
-                    np.empty(k + 1, dtype=np.int64), np.empty(n), np.zeros(n, dtype=np.uint8))
+    """:func:`solve_ws` for a single solve: own score cache (up to ``SCORE_CACHE_MAX_K``), cold start."""
+    sp, sq, val, state = _new_cache(pre, np.arange(k + 1))
+    return solve_ws(pre, k, l, code, param, c, A, lf, bounds, 0, sp, sq, val, state)
 
 
 # ---------------------------------------------------------------------------------------------
 # Sweeps: many (instance, eps) cells
 # ---------------------------------------------------------------------------------------------
-@njit(parallel=True, cache=True)
-def sweep_items(pres, pre_off, ks, ls, item_inst, item_e0, item_e1, code, param, cs, As, lfs,
-                raw_out, nb_out, meth_out, bounds_out, bounds_off):
-    """Solve work items in parallel; item j is instance ``item_inst[j]`` at eps ``item_e0[j]:item_e1[j]``.
+@njit(cache=True, error_model="numpy", nogil=True)
+def solve_item(pres, pre_off, ks, ls, t, e0, e1, order, code, param, cs, As, lfs,
+               raw_out, nb_out, meth_out, bounds_out, bounds_off):
+    """Instance ``t`` at the eps indices ``order[e0:e1]`` (by decreasing eps), sequentially.
 
-    ``pres`` holds every instance's (10, k+1) prefix table flattened, instance ``t`` at
-    ``pre_off[t]``.  Within an item the block sums are computed once (they do not depend on
-    eps) and every solve is warm-started from the previous eps's optimum.  Results go to
-    ``raw_out[t, e]``, ``nb_out[t, e]``, ``meth_out[t, e]`` and, when ``bounds_out`` is not
-    empty, the block boundaries to ``bounds_out[bounds_off[t, e]:]``.
+    The block sums are computed once (they do not depend on eps), every solve is warm-started
+    from the previous eps's optimum and, for KL, reverse KL and JS, the cached scores and
+    bounds are carried down to the next eps as bounds (:func:`carry_bounds`).  ``pres``
+    holds every instance's (10, k+1) prefix table flattened, instance ``t`` at
+    ``pre_off[t]``.  Results go to ``raw_out[t, e]``, ``nb_out[t, e]``, ``meth_out[t, e]``
+    and, when ``bounds_out`` is not empty, the block boundaries to
+    ``bounds_out[bounds_off[t, e]:]``.  Releases the GIL, so items run in parallel threads.
     """
-    keep = bounds_out.shape[0] > 0
-    for j in prange(item_inst.shape[0]):
-        t = item_inst[j]
-        k = ks[t]
-        pre = np.empty((10, k + 1))
-        o = pre_off[t]
-        for r in range(10):
-            for i in range(k + 1):
-                pre[r, i] = pres[o + r * (k + 1) + i]
-        if k <= SCORE_CACHE_MAX_K:
-            n = k * (k + 1) // 2
-            sp, sq = sums_tables(pre, k)
+    k = ks[t]
+    o = pre_off[t]
+    pre = np.empty((10, k + 1))
+    for r in range(10):
+        for i in range(k + 1):
+            pre[r, i] = pres[o + r * (k + 1) + i]
+    sp, sq, val, state = _new_cache(pre, np.arange(k + 1))
+    carry_ok = code == CODE_KL or code == CODE_REVERSE_KL or code == CODE_JS
+    bounds = np.zeros(k + 1, dtype=np.int64)
+    nwarm = 0
+    c_prev = 0.0
+    A_prev = 0.0
+    for idx in range(e0, e1):
+        e = order[idx]
+        c = cs[e]
+        A = As[e]
+        if carry_ok and c_prev > 0.0 and c > 0.0 and A <= A_prev:
+            carry_bounds(val, state, sp, sq, c_prev, A_prev, c, A)
         else:
-            n = 0
-            sp = np.empty(0)
-            sq = np.empty(0)
-        H = np.empty(k + 1)
-        cnt = np.empty(k + 1, dtype=np.int64)
-        par = np.empty(k + 1, dtype=np.int64)
-        cand = np.empty(k + 1, dtype=np.int64)
-        val = np.empty(n)
-        state = np.zeros(n, dtype=np.uint8)
-        bounds = np.zeros(k + 1, dtype=np.int64)
-        nwarm = 0
-        for e in range(item_e0[j], item_e1[j]):
-            raw, nb, m = solve_ws(pre, k, ls[t], code, param, cs[e], As[e], lfs[e], bounds, nwarm,
-                                  sp, sq, H, cnt, par, cand, val, state)
-            raw_out[t, e] = raw
-            nb_out[t, e] = nb
-            meth_out[t, e] = m
-            nwarm = nb
-            if keep:
-                b0 = bounds_off[t, e]
-                for i in range(nb + 1):
-                    bounds_out[b0 + i] = bounds[i]
+            state[:] = _EMPTY
+        raw, nb, m = solve_ws(pre, k, ls[t], code, param, c, A, lfs[e], bounds, nwarm, sp, sq, val, state)
+        c_prev = c
+        A_prev = A
+        raw_out[t, e] = raw
+        nb_out[t, e] = nb
+        meth_out[t, e] = m
+        nwarm = nb
+        if bounds_out.shape[0] > 0:
+            b0 = bounds_off[t, e]
+            for j in range(nb + 1):
+                bounds_out[b0 + j] = bounds[j]

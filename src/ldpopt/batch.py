@@ -27,14 +27,12 @@ import numpy as np
 from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int
 from ldpopt._warnings import LdpoptWarning
 from ldpopt.divergences import FDivergence, get_divergence
-from ldpopt.spr import _dp_readable, _reduce
+from ldpopt.spr import _NEAR_TIE_RTOL, LRReduction, _dp_readable, _reduce
 
 __all__ = ["SweepResult", "sweep"]
 
 #: the progress bar appears once a sweep has run this long (seconds) with ``progress=None``
 PROGRESS_DELAY = 2.0
-#: target wall time of one compiled batch between progress updates (seconds)
-BATCH_SECONDS = 0.25
 #: an item (one instance, consecutive eps solved with warm starts) spans at most this / k^2 eps
 ITEM_WORK = 20_000_000
 
@@ -120,6 +118,30 @@ def _as_eps_grid(eps_grid: Any) -> np.ndarray:
     return np.array([check_eps(e, name=f"eps_grid[{j}]") for j, e in enumerate(items)], dtype=float)
 
 
+def _reduce_pair(u: np.ndarray, v: np.ndarray) -> LRReduction:
+    """``spr._reduce`` with a vectorised fast path for the common case of no (near-)tied ratios.
+
+    When no two adjacent sorted log-ratios are within the near-tie tolerance, every class is a
+    single symbol and the reduction is just the sort (what ``_reduce`` computes then, without
+    its per-symbol Python loop); otherwise ``_reduce`` itself runs.
+    """
+    keep = (u > 0) | (v > 0)
+    idx = np.flatnonzero(keep)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        key = np.log(u[idx]) - np.log(v[idx])
+        order = idx[np.argsort(key, kind="stable")]
+        skey = np.sort(key, kind="stable")
+        a, b = skey[:-1], skey[1:]
+        finite = np.isfinite(a) & np.isfinite(b)
+        scale = np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
+        near = (a == b) | (finite & (np.abs(b - a) <= _NEAR_TIE_RTOL * np.where(finite, scale, 1.0)))
+    if idx.size == 0 or np.any(near):
+        return _reduce(u, v)
+    return LRReduction(p=u[order].astype(float), q=v[order].astype(float),
+                       classes=tuple((int(i),) for i in order),
+                       dropped=tuple(int(i) for i in np.flatnonzero(~keep)), k_original=int(u.shape[0]))
+
+
 def sweep(
     p0s: Any,
     p1s: Any,
@@ -174,7 +196,7 @@ def sweep(
     grid = _as_eps_grid(eps_grid)
     pairs = [check_labelled_pair(a, b, names=(f"p0s[{t}]", f"p1s[{t}]"), normalize=normalize)[:2]
              for t, (a, b) in enumerate(zip(a_list, b_list))]
-    reds = [_reduce(u, v) for u, v in pairs]
+    reds = [_reduce_pair(u, v) for u, v in pairs]
     input_div = np.array([div(u, v) for u, v in pairs], dtype=float)
     T, E = len(reds), grid.shape[0]
     ls = np.array([r.k if l_user is None else min(l_user, r.k) for r in reds], dtype=np.int64)
@@ -246,10 +268,11 @@ class _Progress:
 
 
 def _work_items(ks: np.ndarray, E: int, threads: int) -> list[tuple[int, int, int]]:
-    """Split the (instance, eps) grid into items (t, e0, e1) solved sequentially with warm starts.
+    """Split the (pair, eps) grid into items (t, e0, e1): pair t at the eps ranks e0..e1-1.
 
-    An item covers at most ITEM_WORK / k^2 eps values (so progress updates stay frequent for
-    large alphabets) and instances are split further until there are >= 2 items per thread.
+    An item is solved sequentially with warm starts and carried bounds, so items should be
+    long; but one covers at most ITEM_WORK / k^2 eps values (progress stays live for large
+    alphabets) and pairs are split further until there are >= 2 items per thread.
     """
     T = ks.shape[0]
     chunks = max(1, min(E, -(-2 * threads // T)))
@@ -262,8 +285,14 @@ def _work_items(ks: np.ndarray, E: int, threads: int) -> list[tuple[int, int, in
     return items
 
 
-def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
+def _threads() -> int:
     import numba
+
+    return max(1, int(numba.config.NUMBA_NUM_THREADS))
+
+
+def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
+    from concurrent.futures import ThreadPoolExecutor
 
     from ldpopt import _fast
     from ldpopt import _kernels as K
@@ -280,6 +309,7 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
     cs = np.array([s[0] for s in scal])
     As = np.array([s[1] for s in scal])
     lfs = np.array([s[2] for s in scal])
+    order = np.argsort(-grid, kind="stable").astype(np.int64)  # decreasing eps: bounds carry down
     raw = np.empty((T, E))
     nb = np.empty((T, E), dtype=np.int64)
     meth = np.empty((T, E), dtype=np.int64)
@@ -293,28 +323,25 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
         bounds_off = np.zeros((T, E), dtype=np.int64)
         bounds = np.empty(0, dtype=np.int64)
     code, param = int(div.code), float(div.param)
-    threads = max(1, int(numba.get_num_threads()))
+    threads = _threads()
     items = _work_items(ks, E, threads)
-    item_inst = np.array([it[0] for it in items], dtype=np.int64)
-    item_e0 = np.array([it[1] for it in items], dtype=np.int64)
-    item_e1 = np.array([it[2] for it in items], dtype=np.int64)
-    cells = item_e1 - item_e0
-    n = len(items)
+
+    def run(item):
+        t, e0, e1 = item
+        # the kernel releases the GIL: items of different threads run on different cores
+        K.solve_item(pres, pre_off, ks, ls, t, e0, e1, order, code, param, cs, As, lfs,
+                     raw, nb, meth, bounds, bounds_off)
+        return e1 - e0
+
     bar = _Progress(T * E, progress, f"sweep {T} x {E} ({div.name})")
-    done = 0
-    size = min(n, 2 * threads)
     try:
-        with numba.parallel_chunksize(1):
-            while done < n:
-                sl = slice(done, min(n, done + size))
-                t0 = time.perf_counter()
-                K.sweep_items(pres, pre_off, ks, ls, item_inst[sl], item_e0[sl], item_e1[sl], code, param,
-                              cs, As, lfs, raw, nb, meth, bounds, bounds_off)
-                dt = time.perf_counter() - t0
-                done = sl.stop
-                bar.update(int(cells[sl].sum()))
-                per_item = dt / (sl.stop - sl.start)
-                size = int(min(max(threads, BATCH_SECONDS / max(per_item, 1e-9)), 1 << 20))
+        if threads == 1 or len(items) == 1:
+            for item in items:
+                bar.update(run(item))
+        else:
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                for count in pool.map(run, items):
+                    bar.update(count)
     finally:
         bar.close()
     bounds_list = None

@@ -1,0 +1,495 @@
+r"""LP machinery over the maximal-channel polytope (private; used by :mod:`ldpopt.decision`).
+
+All LPs here use the rescaled extreme rows :math:`\tilde S_y = \mathbf 1_y + c_0\mathbf 1_{\bar y}`,
+:math:`c_0=e^{-\varepsilon}`, and *pair* columns :math:`z_{y,a}\ge 0` (output y, decision a):
+
+* Bayes:   :math:`\min \sum z_{y,a}\,\tilde S_y\!\cdot\! B_{:,a}` s.t. :math:`\sum z_{y,a}\tilde S_y=\mathbf 1`;
+* minimax: :math:`\min t` s.t. :math:`\sum z_{y,a}\, l(\theta,a)\,\tilde S_y\!\cdot\! P_{:,\theta}\le t\ \forall\theta`,
+  :math:`\sum z_{y,a}\tilde S_y=\mathbf 1`.
+
+The equality rows are written sparsely with the auxiliary total :math:`\sigma=\sum z`:
+:math:`(1-c_0)\sum_{y\ni x} z_{y,a} + c_0\sigma = 1`, :math:`\sigma-\sum z=0`, so a column has
+:math:`|y|+1` non-zeros instead of m.  The dual :math:`u` of the x-rows is then the dual of the dense
+rows, and the reduced cost of a pair is
+
+.. math:: \bar c(y,a) = \tilde S_y\cdot(B^\lambda_{:,a}-u)
+          = c_0\sum_x d_x + (1-c_0)\sum_{x\in y} d_x,\qquad d = B^\lambda_{:,a}-u,
+
+with :math:`B^\lambda=P\,\mathrm{diag}(\lambda)\,L` (:math:`\lambda` = prior for Bayes, the duals of the
+:math:`\theta`-rows for minimax).  For fixed a it is modular in y, so the cheapest non-empty proper
+subset is a prefix of the order of d: pricing is exact and costs :math:`O(|A|\,m\log m)` per round.
+
+Solvers: :func:`solve_pair_lp` (one HiGHS solve over given columns: full enumeration and the
+final re-solve of :func:`channel_lp`), :func:`column_generation` (exact CG with in-out dual smoothing)
+and :func:`channel_lp` (the polynomial LP over channels X -> A, "revelation principle").
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+#: HiGHS primal/dual feasibility tolerances
+LP_TOL = 1e-10
+#: a column prices out when its reduced cost is below -RC_RTOL * scale
+RC_RTOL = 1e-9
+#: column generation stops when (master value - best Lagrangian bound) <= GAP_RTOL * scale
+GAP_RTOL = 1e-9
+#: default smoothing weight of the stability centre (Wentges / in-out pricing)
+SMOOTHING = 0.9
+#: columns added per action and round
+PER_ACTION = 4
+#: weights below SUPPORT_RTOL * max weight are read as zero
+SUPPORT_RTOL = 1e-12
+
+
+@dataclass
+class PairLP:
+    """Solution of a pair LP: support columns, weights, value, duals."""
+
+    rows: np.ndarray  # (n, m) bool, support only
+    actions: np.ndarray  # (n,)
+    z: np.ndarray  # (n,) scaled weights
+    value: float
+    u: np.ndarray  # (m,)
+    prior: np.ndarray | None  # (T,) minimax duals, normalised
+    status: int
+    message: str
+    iterations: int = 1
+    columns: int = 0
+
+
+# --------------------------------------------------------------------------------------------
+# column data
+# --------------------------------------------------------------------------------------------
+
+
+def effective_B(P: np.ndarray, L: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    r""":math:`B^\lambda_{x,a}=\sum_\theta\lambda_\theta P(x|\theta)l(\theta,a)`."""
+    return P @ (lam[:, None] * L)
+
+
+def pair_costs(rows: np.ndarray, actions: np.ndarray, B: np.ndarray, c0: float) -> np.ndarray:
+    r"""Bayes cost :math:`\tilde S_y\cdot B_{:,a}` of pair columns."""
+    colsum = B.sum(axis=0)
+    inside = np.einsum("nm,mn->n", rows.astype(float), B[:, actions]) if rows.shape[0] else np.zeros(0)
+    return c0 * colsum[actions] + (1.0 - c0) * inside
+
+
+def pair_risks(rows: np.ndarray, actions: np.ndarray, P: np.ndarray, L: np.ndarray, c0: float) -> np.ndarray:
+    r"""Per-parameter risk coefficients :math:`l(\theta,a)\,\tilde S_y\cdot P_{:,\theta}`, shape (n, T)."""
+    py = rows.astype(float) @ P  # P(y|theta) summed over x in y
+    return L[:, actions].T * (c0 + (1.0 - c0) * py)
+
+
+def price(D: np.ndarray, c0: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""Exact pricing for every action at once.
+
+    ``D`` is (m, K) with columns :math:`d=B^\lambda_{:,a}-u`.  Returns ``(order, rc)``: ``order[:, a]``
+    sorts d increasingly and ``rc[j, a]`` is the reduced cost of the prefix set of the j+1 smallest
+    entries, j = 0 .. m-2; the minimum over j is the minimum over all non-empty proper subsets.
+    """
+    order = np.argsort(D, axis=0, kind="stable")
+    cs = np.cumsum(np.take_along_axis(D, order, axis=0), axis=0)
+    rc = c0 * cs[-1][None, :] + (1.0 - c0) * cs[:-1]
+    return order, rc
+
+
+def min_reduced_cost(B_eff: np.ndarray, u: np.ndarray, c0: float) -> float:
+    """Exact minimum reduced cost over all (subset, action) pairs."""
+    if B_eff.shape[0] < 2:
+        return 0.0
+    _, rc = price(B_eff - u[:, None], c0)
+    return float(rc.min())
+
+
+def column_bound(m: int, c0: float) -> float:
+    r"""Upper bound on :math:`\sum_y\tilde c_y` over the polytope: summing the x-rows gives
+    :math:`\sum_y \tilde c_y(|y|+(m-|y|)c_0)=m` and :math:`|y|+(m-|y|)c_0\ge 1+(m-1)c_0`."""
+    return m / (1.0 + (m - 1) * c0)
+
+
+# --------------------------------------------------------------------------------------------
+# one LP over given pair columns (sparse sigma formulation, linprog/HiGHS)
+# --------------------------------------------------------------------------------------------
+
+
+def _sparse_eq(rows: np.ndarray, c0: float):
+    """Equality block [(1-c0) R^T, c0 1 ; -1^T, 1] for columns [z, sigma]."""
+    from scipy import sparse
+
+    n, m = rows.shape
+    r_idx, c_idx = np.nonzero(rows.T)
+    data = np.full(r_idx.size, 1.0 - c0)
+    top = sparse.csr_matrix((data, (r_idx, c_idx)), shape=(m, n))
+    A = sparse.bmat([[top, sparse.csr_matrix(np.full((m, 1), c0))],
+                     [sparse.csr_matrix(-np.ones((1, n))), sparse.csr_matrix(np.ones((1, 1)))]], format="csr")
+    b = np.concatenate([np.ones(m), [0.0]])
+    return A, b
+
+
+def solve_pair_lp(rows: np.ndarray, actions: np.ndarray, c0: float, *, costs: np.ndarray | None = None,
+                  risks: np.ndarray | None = None) -> PairLP:
+    r"""Solve the pair LP over the given columns with HiGHS (Bayes if ``risks`` is None, else minimax).
+
+    ``costs`` (n,) are the Bayes costs; ``risks`` (n, T) the minimax risk coefficients.
+    Returns the support of a basic optimal solution and the duals.
+    """
+    from scipy import sparse
+    from scipy.optimize import linprog
+
+    n, m = rows.shape
+    A_eq, b_eq = _sparse_eq(rows, c0)
+    opts = {"primal_feasibility_tolerance": LP_TOL, "dual_feasibility_tolerance": LP_TOL}
+    if risks is None:
+        c = np.concatenate([costs, [0.0]])
+        res = linprog(c, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs-ds", options=opts)
+        T = 0
+    else:
+        T = risks.shape[1]
+        A_eq = sparse.hstack([A_eq, sparse.csr_matrix((m + 1, 1))], format="csr")
+        A_ub = sparse.hstack([sparse.csr_matrix(risks.T), sparse.csr_matrix((T, 1)),
+                              sparse.csr_matrix(-np.ones((T, 1)))], format="csr")
+        c = np.zeros(n + 2)
+        c[-1] = 1.0
+        bounds = [(0, None)] * (n + 1) + [(None, None)]
+        res = linprog(c, A_ub=A_ub, b_ub=np.zeros(T), A_eq=A_eq, b_eq=b_eq, bounds=bounds,
+                      method="highs-ds", options=opts)
+    if res.status != 0:
+        return PairLP(rows[:0], actions[:0], np.zeros(0), math.nan, np.zeros(m), None, int(res.status),
+                      str(res.message), 1, n)
+    z = np.asarray(res.x[:n])
+    u = np.asarray(res.eqlin.marginals[:m])
+    prior = None
+    if T:
+        lam = np.clip(-np.asarray(res.ineqlin.marginals), 0.0, None)
+        prior = lam / lam.sum() if lam.sum() > 0 else np.full(T, 1.0 / T)
+    sup = np.flatnonzero(z > SUPPORT_RTOL * max(z.max(), 1e-300))
+    return PairLP(rows[sup], actions[sup], z[sup], float(res.fun), u, prior, 0, str(res.message), 1, n)
+
+
+# --------------------------------------------------------------------------------------------
+# restricted master problems for column generation
+# --------------------------------------------------------------------------------------------
+
+
+def _highs_core():
+    """The HiGHS object bundled with scipy (>= 1.15), or None.  It lets the master keep its basis
+    between rounds (warm start after adding columns); ``scipy.optimize.linprog`` re-solves from scratch."""
+    try:
+        from scipy.optimize._highspy import _core  # type: ignore[attr-defined]
+
+        _core._Highs  # noqa: B018 - probe the attribute
+        return _core
+    except Exception:  # pragma: no cover - depends on the scipy version
+        return None
+
+
+class _Master:
+    """Restricted master LP: rows [x-rows (=1), sigma-row (=0), theta-rows (<=0)]; columns [sigma, (t), pairs]."""
+
+    def __init__(self, m: int, c0: float, T: int):
+        self.m, self.c0, self.T = m, c0, T
+        self.rows = np.zeros((0, m), dtype=bool)
+        self.actions = np.zeros(0, dtype=int)
+        self.costs = np.zeros(0)
+        self.risks = np.zeros((0, T))
+
+    def _col_entries(self, rows, risks):
+        """CSC pieces (starts, index, value) of new pair columns."""
+        m, T = self.m, self.T
+        starts, idx, val = [], [], []
+        pos = 0
+        for j in range(rows.shape[0]):
+            xs = np.flatnonzero(rows[j])
+            starts.append(pos)
+            idx.extend(xs.tolist())
+            val.extend([1.0 - self.c0] * xs.size)
+            idx.append(m)
+            val.append(-1.0)
+            pos += xs.size + 1
+            if T:
+                idx.extend(range(m + 1, m + 1 + T))
+                val.extend(risks[j].tolist())
+                pos += T
+        return np.array(starts, dtype=np.int32), np.array(idx, dtype=np.int32), np.array(val, dtype=float), pos
+
+    def add(self, rows, actions, costs, risks):
+        self.rows = np.vstack([self.rows, rows])
+        self.actions = np.concatenate([self.actions, actions])
+        self.costs = np.concatenate([self.costs, costs])
+        self.risks = np.vstack([self.risks, risks]) if self.T else self.risks
+
+
+class _HighsMaster(_Master):
+    def __init__(self, m, c0, T, core):
+        super().__init__(m, c0, T)
+        self._h = core
+        h = self.h = core._Highs()
+        for key, val in (("output_flag", False), ("presolve", "off"), ("solver", "simplex"),
+                         ("simplex_strategy", 4), ("primal_feasibility_tolerance", LP_TOL),
+                         ("dual_feasibility_tolerance", LP_TOL)):
+            h.setOptionValue(key, val)
+        inf = core.kHighsInf
+        lower = np.concatenate([np.ones(m), [0.0], np.full(T, -inf)])
+        upper = np.concatenate([np.ones(m), [0.0], np.zeros(T)])
+        empty_i = np.zeros(0, dtype=np.int32)
+        h.addRows(m + 1 + T, lower, upper, 0, empty_i, empty_i, np.zeros(0))
+        # sigma column: c0 on x-rows, +1 on the sigma row
+        h.addCols(1, np.zeros(1), np.zeros(1), np.full(1, inf), m + 1, np.zeros(1, dtype=np.int32),
+                  np.arange(m + 1, dtype=np.int32), np.concatenate([np.full(m, c0), [1.0]]))
+        self.offset = 1
+        if T:
+            h.addCols(1, np.ones(1), np.full(1, -inf), np.full(1, inf), T, np.zeros(1, dtype=np.int32),
+                      np.arange(m + 1, m + 1 + T, dtype=np.int32), -np.ones(T))
+            self.offset = 2
+
+    def add(self, rows, actions, costs, risks):
+        super().add(rows, actions, costs, risks)
+        k = rows.shape[0]
+        starts, idx, val, nnz = self._col_entries(rows, risks)
+        cost = costs if not self.T else np.zeros(k)
+        self.h.addCols(k, np.asarray(cost, dtype=float), np.zeros(k), np.full(k, self._h.kHighsInf),
+                       nnz, starts, idx, val)
+
+    def solve(self):
+        self.h.run()
+        if self.h.getModelStatus() != self._h.HighsModelStatus.kOptimal:
+            return False, math.nan, None, None, None, self.h.modelStatusToString(self.h.getModelStatus())
+        sol = self.h.getSolution()
+        x = np.asarray(sol.col_value)[self.offset:]
+        dual = np.asarray(sol.row_dual)
+        u = dual[: self.m]
+        lam = np.clip(-dual[self.m + 1:], 0.0, None) if self.T else None
+        return True, float(self.h.getInfo().objective_function_value), x, u, lam, "optimal"
+
+
+class _LinprogMaster(_Master):
+    """Fallback master: re-solves with scipy.optimize.linprog each round."""
+
+    def solve(self):
+        res = solve_pair_lp(self.rows, self.actions, self.c0, costs=None if self.T else self.costs,
+                            risks=self.risks if self.T else None)
+        if res.status != 0:
+            return False, math.nan, None, None, None, res.message
+        x = np.zeros(self.rows.shape[0])
+        # map the support back to positions (rows/actions pairs are unique in the master)
+        key = {(r.tobytes(), int(a)): i for i, (r, a) in enumerate(zip(self.rows, self.actions))}
+        for r, a, w in zip(res.rows, res.actions, res.z):
+            x[key[(r.tobytes(), int(a))]] = w
+        lam = None
+        if self.T:
+            lam = res.prior
+        return True, res.value, x, res.u, lam, res.message
+
+
+def make_master(m: int, c0: float, T: int, backend: str = "auto") -> _Master:
+    core = _highs_core() if backend in ("auto", "highs") else None
+    if backend == "highs" and core is None:
+        raise RuntimeError("the incremental HiGHS backend (scipy >= 1.15) is not available")
+    if core is not None:
+        try:
+            return _HighsMaster(m, c0, T, core)
+        except Exception:  # pragma: no cover - private API changed: fall back to linprog
+            if backend == "highs":
+                raise
+    return _LinprogMaster(m, c0, T)
+
+
+# --------------------------------------------------------------------------------------------
+# column generation
+# --------------------------------------------------------------------------------------------
+
+
+def _seed_columns(B0: np.ndarray, c0: float) -> tuple[np.ndarray, np.ndarray]:
+    """Initial columns: randomized response (singletons, each with its cheapest action) and the decision
+    regions {x : a is the best action at x} of the non-private problem and their complements."""
+    m, K = B0.shape
+    eye = np.eye(m, dtype=bool)
+    cand = [eye[x] for x in range(m)]
+    best = np.argmin(B0, axis=1)
+    for a in range(K):
+        y = best == a
+        if 0 < y.sum() < m:
+            cand.extend([y, ~y])
+    rows = np.array(cand, dtype=bool)
+    # each candidate subset with its cheapest action: S~_y . B0[:, a]
+    costs = c0 * B0.sum(axis=0)[None, :] + (1.0 - c0) * rows.astype(float) @ B0
+    acts = np.argmin(costs, axis=1)
+    out_r, out_a, seen = [], [], set()
+    for r, a in zip(rows, acts):
+        key = (r.tobytes(), int(a))
+        if key not in seen:
+            seen.add(key)
+            out_r.append(r)
+            out_a.append(int(a))
+    return np.array(out_r, dtype=bool), np.array(out_a, dtype=int)
+
+
+def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray | None = None,
+                      L: np.ndarray | None = None, max_iter: int = 20000, time_limit: float | None = None,
+                      smoothing: float = SMOOTHING, per_action: int = PER_ACTION,
+                      backend: str = "auto") -> PairLP:
+    r"""Exact column generation for the Bayes (``B`` given) or minimax (``P`` and ``L`` given) pair LP.
+
+    Each round solves the restricted master, prices all pairs exactly (:func:`price`) at the
+    smoothed dual :math:`\alpha\,\bar u + (1-\alpha)u` (in-out separation; :math:`\bar u` = dual with the best
+    Lagrangian bound so far, :math:`\alpha` halved on a mispricing) and adds up to ``per_action`` columns
+    with negative reduced cost per action.  It stops when no column prices out at the master duals
+    or when the Lagrangian bound :math:`\sum_x u_x + \kappa\min(0,\min\bar c)`, :math:`\kappa` from
+    :func:`column_bound`, meets the master value.  The returned duals certify optimality.
+    """
+    minimax = B is None
+    if minimax:
+        m, T = P.shape
+        K = L.shape[1]
+        B0 = effective_B(P, L, np.full(T, 1.0 / T))
+    else:
+        m, K = B.shape
+        T = 0
+        B0 = B
+    kappa = column_bound(m, c0)
+    master = make_master(m, c0, T, backend)
+    rows, acts = _seed_columns(B0, c0)
+    seen = {(r.tobytes(), int(a)) for r, a in zip(rows, acts)}
+
+    def add(rows, acts):
+        if minimax:
+            master.add(rows, acts, np.zeros(len(acts)), pair_risks(rows, acts, P, L, c0))
+        else:
+            master.add(rows, acts, pair_costs(rows, acts, B, c0), None)
+
+    add(rows, acts)
+    start = time.perf_counter()
+    best_bound, centre = -math.inf, None
+    status, message = 1, "iteration limit reached"
+    value, x, u, lam = math.nan, None, None, None
+    scale = float(np.abs(B0).sum(axis=0).max()) or 1.0
+    it = 0
+    for it in range(1, max_iter + 1):
+        ok, value, x, u, lam, msg = master.solve()
+        if not ok:
+            status, message = 4, f"restricted master failed: {msg}"
+            break
+        if minimax:
+            lam = lam / lam.sum() if lam.sum() > 0 else np.full(T, 1.0 / T)
+            Beff = effective_B(P, L, lam)
+        else:
+            Beff = B
+        dual = np.concatenate([u, lam]) if minimax else u
+        rcmin = min_reduced_cost(Beff, u, c0)
+        tol = RC_RTOL * max(scale, abs(value))
+        bound = float(u.sum()) + kappa * min(0.0, rcmin)
+        if bound > best_bound:
+            best_bound, centre = bound, dual.copy()
+        if rcmin >= -tol:
+            status, message = 0, "optimal: no column prices out"
+            break
+        if value - best_bound <= GAP_RTOL * max(scale, abs(value)):
+            status, message = 0, "optimal: Lagrangian bound meets the master value"
+            u = centre[:m]
+            lam = centre[m:] if minimax else None
+            break
+        if time_limit is not None and time.perf_counter() - start > time_limit:
+            status, message = 1, "time limit reached"
+            break
+        alpha = smoothing
+        new_r, new_a = [], []
+        while True:
+            sep = alpha * centre + (1.0 - alpha) * dual
+            us = sep[:m]
+            Bs = effective_B(P, L, sep[m:]) if minimax else B
+            order, rc = price(Bs - us[:, None], c0)
+            for a in range(K):
+                for j in np.argsort(rc[:, a], kind="stable")[:per_action]:
+                    y = np.zeros(m, dtype=bool)
+                    y[order[: j + 1, a]] = True
+                    # keep the column only if it has negative reduced cost at the master duals
+                    rc_master = c0 * float((Beff[:, a] - u).sum()) + (1.0 - c0) * float((Beff[y, a] - u[y]).sum())
+                    if rc_master < -tol:
+                        key = (y.tobytes(), a)
+                        if key not in seen:
+                            seen.add(key)
+                            new_r.append(y)
+                            new_a.append(a)
+            if new_r or alpha == 0.0:
+                break
+            alpha = 0.0 if alpha < 0.1 else alpha / 2.0  # mispricing: move towards the master duals
+        if not new_r:
+            # every priced-out column is already in the master: converged to the LP tolerance
+            status, message = 0, "optimal within the LP tolerance (no new column)"
+            break
+        add(np.array(new_r, dtype=bool), np.array(new_a, dtype=int))
+    if x is None:
+        return PairLP(np.zeros((0, m), bool), np.zeros(0, int), np.zeros(0), math.nan, np.zeros(m), None,
+                      status, message, it, master.rows.shape[0])
+    sup = np.flatnonzero(x > SUPPORT_RTOL * max(float(x.max()), 1e-300))
+    return PairLP(master.rows[sup], master.actions[sup], x[sup], value, u,
+                  lam if minimax else None, status, message, it, master.rows.shape[0])
+
+
+# --------------------------------------------------------------------------------------------
+# the channel LP over X -> A (revelation principle)
+# --------------------------------------------------------------------------------------------
+
+
+def channel_lp(c0: float, *, B: np.ndarray | None = None, P: np.ndarray | None = None,
+               L: np.ndarray | None = None):
+    r"""Optimal :math:`\varepsilon`-LDP channel from X to the decisions A with the identity decoder.
+
+    Composing a channel with its decision rule gives a channel :math:`W(a|x)` that is again
+    :math:`\varepsilon`-LDP and has the same risk for every :math:`\theta`, so the optimum over all
+    (channel, rule) pairs equals the LP over W (m |A| variables):
+
+    .. math:: \min \sum_{x,a} W_{x,a}B_{x,a}\ \ (\text{or } \min t,\ \sum_{x,a}P(x|\theta)W_{x,a}l(\theta,a)\le t)
+              \quad\text{s.t.}\quad \sum_a W_{x,a}=1,\quad c_0 W_{x,a}\le \ell_a \le W_{x,a}.
+
+    The auxiliary :math:`\ell_a` is a lower envelope of column a, so :math:`\max_x W_{x,a}\le e^\varepsilon\min_x W_{x,a}`.
+    Returns ``(W, value, u, prior, status, message)`` with u the duals of the row sums and ``prior``
+    the duals of the :math:`\theta`-rows (minimax).
+    """
+    from scipy import sparse
+    from scipy.optimize import linprog
+
+    minimax = B is None
+    if minimax:
+        m, T = P.shape
+        K = L.shape[1]
+    else:
+        m, K = B.shape
+        T = 0
+    nq = m * K
+    ident = sparse.identity(nq, format="csr")
+    lo = sparse.kron(np.ones((m, 1)), sparse.identity(K), format="csr")
+    ldp = sparse.vstack([sparse.hstack([-ident, lo]), sparse.hstack([c0 * ident, -lo])], format="csr")
+    rowsum = sparse.hstack([sparse.kron(sparse.identity(m), np.ones((1, K))), sparse.csr_matrix((m, K))], format="csr")
+    opts = {"primal_feasibility_tolerance": LP_TOL, "dual_feasibility_tolerance": LP_TOL}
+    if not minimax:
+        cost = np.concatenate([B.ravel(), np.zeros(K)])
+        res = linprog(cost, A_ub=ldp, b_ub=np.zeros(2 * nq), A_eq=rowsum, b_eq=np.ones(m), bounds=(0, None),
+                      method="highs", options=opts)
+        if res.status != 0:
+            return None, math.nan, None, None, int(res.status), str(res.message)
+        W = res.x[:nq].reshape(m, K)
+        return W, float(res.fun), np.asarray(res.eqlin.marginals), None, 0, str(res.message)
+    # risk rows: sum_{x,a} P[x,theta] L[theta,a] W[x,a] - t <= 0
+    R = np.einsum("xt,ta->txa", P, L).reshape(T, nq)
+    A_ub = sparse.vstack([
+        sparse.hstack([ldp, sparse.csr_matrix((2 * nq, 1))]),
+        sparse.hstack([sparse.csr_matrix(R), sparse.csr_matrix((T, K)), sparse.csr_matrix(-np.ones((T, 1)))]),
+    ], format="csr")
+    A_eq = sparse.hstack([rowsum, sparse.csr_matrix((m, 1))], format="csr")
+    cost = np.zeros(nq + K + 1)
+    cost[-1] = 1.0
+    bounds = [(0, None)] * (nq + K) + [(None, None)]
+    res = linprog(cost, A_ub=A_ub, b_ub=np.zeros(2 * nq + T), A_eq=A_eq, b_eq=np.ones(m), bounds=bounds,
+                  method="highs", options=opts)
+    if res.status != 0:
+        return None, math.nan, None, None, int(res.status), str(res.message)
+    W = res.x[:nq].reshape(m, K)
+    lam = np.clip(-np.asarray(res.ineqlin.marginals[2 * nq:]), 0.0, None)
+    lam = lam / lam.sum() if lam.sum() > 0 else np.full(T, 1.0 / T)
+    return W, float(res.fun), np.asarray(res.eqlin.marginals), lam, 0, str(res.message)
