@@ -84,7 +84,7 @@ def test_sweep_equals_loop_small(divergence, l):
     p0s, p1s = random_pairs(rng, 4, [1, 3, 6, 8], conc=0.4)
     p0s[2][1] = 0.0  # a zero: an infinite likelihood ratio
     p0s[2] /= p0s[2].sum()
-    grid = [2.0, 1e-6, 0.3, math.inf, 5.0, 2.0, 60.0]  # unsorted, with a duplicate and inf
+    grid = [2.0, 1e-6, 0.3, math.inf, 5.0, 2.0, 60.0, 800.0]  # unsorted, a duplicate, inf, e^-eps = 0
     res = ldpopt.sweep(p0s, p1s, grid, divergence, l, return_partitions=True, progress=False)
     assert res.method == "fast"
     assert_matches_loop(res, p0s, p1s, grid, divergence, l)

@@ -359,17 +359,17 @@ def test_large_alphabets_coarse_start_and_no_cache():
 
 @pytest.mark.nojit
 def test_uncached_pass_equals_cached_pass():
-    """The O(k)-memory pass (no tables) gives bit-identical results to the cached one."""
+    """The O(k)-memory pass (no tables, group bounds) gives bit-identical results to the cached one."""
     rng = np.random.default_rng(12)
-    for divergence in ("kl", "js", "hellinger"):
+    for divergence in ("kl", "js", "hellinger", "renyi:2"):
         div = get_divergence(divergence)
-        for _ in range(4):
-            k = int(rng.integers(2, 30))
+        for n in range(4):
+            k = int(rng.integers(2, 30)) if n < 2 else int(rng.integers(70, 160))  # groups of 32
             p, q = random_instance(rng, k, 0.5)
             red = _reduce(p, q)
             pre = K.prefix_table(red.p, red.q)
             pos = np.arange(red.k + 1, dtype=np.int64)
-            for eps in (0.1, 3.0, 12.0):
+            for eps in (0.1, 3.0, 12.0, math.inf):
                 c, A, lf = _fast.rescale(eps)
                 out = []
                 for cached in (True, False):
@@ -380,7 +380,8 @@ def test_uncached_pass_equals_cached_pass():
                         state = np.empty(0, dtype=np.uint8)
                     bounds = np.zeros(red.k + 1, dtype=np.int64)
                     bounds[1] = red.k
-                    raw, nb = K.dinkelbach_ws(pre, pos, sp, sq, val, state, div.code, div.param, c, A, lf,
+                    raw, nb = K.dinkelbach_ws(pre, pos, sp, sq, val, state, np.empty(0, dtype=np.int64), div.code,
+                                              div.param, c, A, lf,
                                               bounds, np.int64(1))
                     out.append((raw, list(bounds[:nb + 1])))
                 assert out[0] == out[1]

@@ -5,8 +5,9 @@ r"""Dispatcher of the compiled exact solvers (used by :func:`ldpopt.optimal_mech
 strictly likelihood-ratio-sorted alphabet of :class:`ldpopt.LRReduction`), so this module
 only converts to the kernels' array/scalar arguments and back.
 
-* no output budget binding: Dinkelbach's iteration (:func:`ldpopt._kernels.dinkelbach`),
-  O(k^2) per step, a handful of steps, O(k) memory above ``SCORE_CACHE_MAX_K`` symbols;
+* no output budget binding: Dinkelbach's iteration (:func:`ldpopt._kernels.dinkelbach_ws`),
+  O(k^2) per step with exact pruning of split points, a handful of steps, O(k) memory above
+  ``SCORE_CACHE_MAX_K`` symbols;
 * budget ``l`` below the unconstrained optimum's block count: the compiled O(l k^2) program.
 
 Both return exactly the optimum of the readable program :func:`ldpopt.spr._dp_readable`
@@ -85,6 +86,7 @@ def solve(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int):
     # compiled only when first needed (the budget program only if a budget binds, the coarse
     # start only for huge k), which keeps the first call short; the overhead is a few us
     solve_ws = getattr(K.solve_ws, "py_func", K.solve_ws)  # (a plain function with NUMBA_DISABLE_JIT)
-    raw, nb, code = solve_ws(pre, k, l, int(div.code), float(div.param), c, A, lf, bounds, 0, sp, sq, val, state)
+    raw, nb, code = solve_ws(pre, k, l, int(div.code), float(div.param), c, A, lf, bounds, 0, sp, sq, val, state,
+                              np.empty(0, dtype=np.int64))
     cuts = [(int(bounds[j]), int(bounds[j + 1])) for j in range(int(nb))]
     return float(raw), cuts, METHOD_NAMES[int(code)]

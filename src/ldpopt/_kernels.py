@@ -21,9 +21,9 @@ Solvers (``docs/fast.md`` has the exactness arguments):
   the 1-D partition program :func:`penalized_pass` (per-block penalty ``lambda c``) with
   exact pruning of split points by cheap score bounds (:func:`score_bound`);
 * :func:`budget_dp` - the O(l k^2) program of Prop. 3.3 for an output budget, O(l k) memory;
-* :func:`solve` / :func:`solve_ws` - one instance, with the budget logic;
-  :func:`solve_item` - one instance at many eps (GIL released: :mod:`ldpopt.batch` runs
-  items in parallel threads).
+* :func:`solve_ws` - one instance, with the budget logic (:mod:`ldpopt._fast` runs it as
+  Python, so each kernel is compiled only when first needed); :func:`solve_item` - one
+  instance at many eps (GIL released: :mod:`ldpopt.batch` runs items in parallel threads).
 """
 
 from __future__ import annotations
@@ -49,8 +49,9 @@ CODE_POWER_UP = 7
 CODE_POWER_DOWN = 8
 
 #: up to this many cut points the block sums, score bounds and scores are cached across
-#: Dinkelbach passes (packed lower triangles, ~12.6 MB at the threshold); above it nothing of
-#: size k^2 is kept and every pass recomputes from the prefix sums, so memory stays O(k)
+#: Dinkelbach passes (packed lower triangles, 25 bytes per block, 13 MB at the threshold);
+#: above it nothing of size k^2 is kept and every pass recomputes from the prefix sums with
+#: group bounds, so memory stays O(k)
 SCORE_CACHE_MAX_K = 1024
 #: Dinkelbach never needs more steps than there are partitions with distinct ratios; this
 #: cap only guards against a floating-point cycle (each accepted step strictly increases lambda)
@@ -273,6 +274,9 @@ BOUND_SLACK_REL = 1e-12
 BOUND_SLACK_FAR = 1e-11
 #: slack relative to |d| for JS near x = y, where a + b cancels down to ~d^2/s
 BOUND_SLACK_JS = 1e-13
+#: states of a cached score: not computed yet, an upper bound, the exact score, and an upper
+#: bound carried over from a larger eps (:func:`carry_bounds`)
+_EMPTY, _BOUND, _EXACT, _CARRIED = 0, 1, 2, 3
 _LN2 = math.log(2.0)
 _SQRT2 = math.sqrt(2.0)
 #: _log_ub_far is used for normal numbers well inside this range
@@ -333,6 +337,53 @@ def _log_ub_far(z):
 
 
 @njit(cache=True, error_model="numpy")
+def _kl_ub(x, y, d):
+    """Upper bound of the computed KL score x log(x/y) (NaN: no cheap bound, score it exactly)."""
+    if x > 0.0 and y > 0.0:
+        if abs(d) < 0.5 * y:  # the log1p(d / y) branch of perspective
+            v = x * d * (6.0 * y + d) / (y * (6.0 * y + 4.0 * d))
+            return v + BOUND_SLACK_REL * abs(v)
+        z = x / y
+        if _Z_MIN < z < _Z_MAX:  # the log(x) - log(y) branch
+            v = x * _log_ub_far(z)
+            return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_FAR * x
+    return math.nan
+
+
+@njit(cache=True, error_model="numpy")
+def _rkl_ub(x, y, d):
+    """Upper bound of the computed reverse-KL score -y log(x/y) (NaN: none)."""
+    if x > 0.0 and y > 0.0:
+        if abs(d) < 0.5 * y:
+            # -log1p(u) = log1p(v) with v = -d / (y + d)
+            v = -y * d * (6.0 * y + 5.0 * d) / ((y + d) * (6.0 * y + 2.0 * d))
+            return v + BOUND_SLACK_REL * abs(v)
+        z = y / x
+        if _Z_MIN < z < _Z_MAX:
+            v = y * _log_ub_far(z)
+            return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_FAR * y
+    return math.nan
+
+
+@njit(cache=True, error_model="numpy")
+def _js_ub(x, y, d):
+    """Upper bound of the computed JS score (NaN: none)."""
+    if x > 0.0 and y > 0.0:
+        s = x + y
+        if abs(d) < 0.5 * s:
+            a = x * d * (6.0 * s + d) / (s * (6.0 * s + 4.0 * d))
+            b = -y * d * (6.0 * s - d) / (s * (6.0 * s - 4.0 * d))
+            v = 0.5 * (a + b)
+            return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_JS * abs(d)
+        z1 = 2.0 * x / s
+        z2 = 2.0 * y / s
+        if _Z_MIN < z1 < _Z_MAX and _Z_MIN < z2 < _Z_MAX:
+            v = 0.5 * (x * _log_ub_far(z1) + y * _log_ub_far(z2))
+            return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_FAR * s
+    return math.nan
+
+
+@njit(cache=True, error_model="numpy")
 def score_bound(code, param, x, y, d, lf):
     r"""``(v, exact)``: the score itself when it is cheap (``exact``), else a bound it cannot exceed.
 
@@ -343,45 +394,69 @@ def score_bound(code, param, x, y, d, lf):
     evaluations is added, so the *computed* score never exceeds ``v``.  Everything else
     (cheap divergences, power divergences, zero masses, extreme ratios) is evaluated exactly.
     """
-    if x > 0.0 and y > 0.0:
-        if code == CODE_KL:
-            if abs(d) < 0.5 * y:
-                v = x * d * (6.0 * y + d) / (y * (6.0 * y + 4.0 * d))
-                return v + BOUND_SLACK_REL * abs(v), False
-            z = x / y
-            if _Z_MIN < z < _Z_MAX:
-                v = x * _log_ub_far(z)
-                return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_FAR * x, False
-        elif code == CODE_REVERSE_KL:
-            if abs(d) < 0.5 * y:
-                # -log1p(u) = log1p(v) with v = -d / (y + d)
-                v = -y * d * (6.0 * y + 5.0 * d) / ((y + d) * (6.0 * y + 2.0 * d))
-                return v + BOUND_SLACK_REL * abs(v), False
-            z = y / x
-            if _Z_MIN < z < _Z_MAX:
-                v = y * _log_ub_far(z)
-                return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_FAR * y, False
-        elif code == CODE_JS:
-            s = x + y
-            if abs(d) < 0.5 * s:
-                a = x * d * (6.0 * s + d) / (s * (6.0 * s + 4.0 * d))
-                b = -y * d * (6.0 * s - d) / (s * (6.0 * s - 4.0 * d))
-                v = 0.5 * (a + b)
-                return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_JS * abs(d), False
-            z1 = 2.0 * x / s
-            z2 = 2.0 * y / s
-            if _Z_MIN < z1 < _Z_MAX and _Z_MIN < z2 < _Z_MAX:
-                v = 0.5 * (x * _log_ub_far(z1) + y * _log_ub_far(z2))
-                return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_FAR * s, False
+    v = math.nan
+    if code == CODE_KL:
+        v = _kl_ub(x, y, d)
+    elif code == CODE_REVERSE_KL:
+        v = _rkl_ub(x, y, d)
+    elif code == CODE_JS:
+        v = _js_ub(x, y, d)
+    if v == v:
+        return v, False
     return perspective(code, param, x, y, d, lf), True
+
+
+@njit(cache=True, error_model="numpy")
+def bounds_into(sp, sq, n, code, param, c, A, lf, out, st):
+    """``out[j], st[j]`` = :func:`score_bound` of the blocks with sums ``sp[j], sq[j]``, j < n.
+
+    One loop per divergence, so the hot loop holds only that divergence's bound.
+    """
+    if code == CODE_KL:
+        for j in range(n):
+            x = c + A * sp[j]
+            y = c + A * sq[j]
+            d = A * (sp[j] - sq[j])
+            v = _kl_ub(x, y, d)
+            if v == v:
+                out[j] = v
+                st[j] = _BOUND
+            else:
+                out[j] = perspective(code, param, x, y, d, lf)
+                st[j] = _EXACT
+    elif code == CODE_REVERSE_KL:
+        for j in range(n):
+            x = c + A * sp[j]
+            y = c + A * sq[j]
+            d = A * (sp[j] - sq[j])
+            v = _rkl_ub(x, y, d)
+            if v == v:
+                out[j] = v
+                st[j] = _BOUND
+            else:
+                out[j] = perspective(code, param, x, y, d, lf)
+                st[j] = _EXACT
+    elif code == CODE_JS:
+        for j in range(n):
+            x = c + A * sp[j]
+            y = c + A * sq[j]
+            d = A * (sp[j] - sq[j])
+            v = _js_ub(x, y, d)
+            if v == v:
+                out[j] = v
+                st[j] = _BOUND
+            else:
+                out[j] = perspective(code, param, x, y, d, lf)
+                st[j] = _EXACT
+    else:
+        for j in range(n):
+            out[j] = perspective(code, param, c + A * sp[j], c + A * sq[j], A * (sp[j] - sq[j]), lf)
+            st[j] = _EXACT
 
 
 # ---------------------------------------------------------------------------------------------
 # Unconstrained optimum: Dinkelbach's iteration over 1-D penalised partition programs
 # ---------------------------------------------------------------------------------------------
-#: states of a cached score: not computed yet, an upper bound, the exact score, and an upper
-#: bound carried over from a larger eps (:func:`carry_bounds`)
-_EMPTY, _BOUND, _EXACT, _CARRIED = 0, 1, 2, 3
 #: slack of a carried bound: relative, and relative to the block masses x + y at both eps
 #: (an error budget of the computed scores, >= 10x the worst rounding error of KL/JS forms)
 CARRY_SLACK_REL = 1e-12
@@ -400,10 +475,10 @@ def carry_bounds(val, state, sp, sq, c0, A0, c1, A1):
     error budgets :math:`E = 10^{-12}|v| + 10^{-11}(x+y)`, so it bounds the computed score
     at eps1.
     """
+    if state.shape[0] == 0 or state[0] == _EMPTY:
+        return  # an empty cache stays empty (it is complete or empty, never partial)
     rho = A1 / A0
     for j in range(state.shape[0]):
-        if state[j] == _EMPTY:
-            continue
         v = val[j]
         m = sp[j] + sq[j]
         w = rho * (v + CARRY_SLACK_REL * abs(v) + CARRY_SLACK_MASS * (2.0 * c0 + A0 * m))
@@ -412,7 +487,92 @@ def carry_bounds(val, state, sp, sq, c0, A0, c1, A1):
 
 
 @njit(cache=True, error_model="numpy")
-def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, cnt, par, U, ex, DPr, DQr):
+def fill_cache(sp, sq, val, state, code, param, c, A, lf):
+    """Fresh bounds (or exact scores, for cheap divergences) of every block of an empty cache."""
+    bounds_into(sp, sq, sp.shape[0], code, param, c, A, lf, val, state)
+
+
+#: split points are pruned in groups of GROUP, and GROUP groups form a super group, when there
+#: is no score cache (large k): a whole group is skipped when a bound over it cannot reach the
+#: incumbent (docs/fast.md, "group bounds")
+GROUP = 32
+SUPER = GROUP * GROUP
+
+
+@njit(cache=True, error_model="numpy")
+def _box_prunes(pre, pos, ta, tb, b, hmax, best, code, param, c, A, lf, pen):
+    r"""True when no split point t in ``pos[ta..tb]`` can reach ``best`` for the end point ``b``.
+
+    The block sums of [pos_t, b) lie in the box [dP(tb), dP(ta)] x [dQ(tb), dQ(ta)] (they
+    shrink as t grows) and the score g is convex in them, so it is at most its largest
+    corner value; each corner is bounded by :func:`score_bound`.  With ``hmax`` >= every
+    H[t] of the range, ``hmax + max corner - pen`` (plus the rounding budget of the scores,
+    1e-12 relative + 1e-11 per unit of block mass) bounds every candidate's computed value.
+    """
+    pa, qa = block_sums(pre, pos[ta], b)
+    pb, qb = block_sums(pre, pos[tb], b)
+    v1, _ = score_bound(code, param, c + A * pa, c + A * qa, A * (pa - qa), lf)
+    v2, _ = score_bound(code, param, c + A * pa, c + A * qb, A * (pa - qb), lf)
+    v3, _ = score_bound(code, param, c + A * pb, c + A * qa, A * (pb - qa), lf)
+    v4, _ = score_bound(code, param, c + A * pb, c + A * qb, A * (pb - qb), lf)
+    vmax = max(max(v1, v2), max(v3, v4))
+    if not vmax < math.inf:  # an infinite (or NaN) corner: no bound
+        return False
+    mass = 2.0 * c + A * (pa + qa)
+    gub = vmax + BOUND_SLACK_REL * (abs(vmax) + mass) + BOUND_SLACK_FAR * mass
+    return hmax + (gub - pen) < best
+
+
+@njit(cache=True, error_model="numpy")
+def _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH):
+    """``(best, count, split)`` of end point ``i`` without a score cache (O(m) memory).
+
+    The hint ``h`` is scored first (the incumbent); super groups, then groups, of split points
+    are skipped by :func:`_box_prunes`; the rest are pruned one by one by :func:`score_bound`.
+    Ties as :func:`penalized_pass`.
+    """
+    b = pos[i]
+    dp, dq = block_sums(pre, pos[h], b)
+    w = perspective(code, param, c + A * dp, c + A * dq, A * (dp - dq), lf)
+    best = H[h] + (w - pen)
+    bc = cnt[h] + 1
+    bt = h
+    for sg in range(i // SUPER + 1):
+        s0 = sg * SUPER
+        s1 = min(s0 + SUPER, i)
+        if s1 - s0 == SUPER and _box_prunes(pre, pos, s0, s1 - 1, b, SH[sg], best, code, param, c, A, lf, pen):
+            continue
+        for g in range(s0 // GROUP, (s1 + GROUP - 1) // GROUP):
+            t0 = g * GROUP
+            t1 = min(t0 + GROUP, s1)
+            if t1 - t0 == GROUP and _box_prunes(pre, pos, t0, t1 - 1, b, GH[g], best, code, param, c, A, lf, pen):
+                continue
+            for t in range(t0, t1):
+                if t == h:
+                    continue
+                dp, dq = block_sums(pre, pos[t], b)
+                x = c + A * dp
+                y = c + A * dq
+                d = A * (dp - dq)
+                w, exact = score_bound(code, param, x, y, d, lf)
+                u = H[t] + (w - pen)
+                if u < best:
+                    continue
+                if not exact:
+                    w = perspective(code, param, x, y, d, lf)
+                    u = H[t] + (w - pen)
+                    if u < best:
+                        continue
+                n = cnt[t] + 1
+                if u > best or (u == best and (n < bc or (n == bc and t < bt))):
+                    best = u
+                    bc = n
+                    bt = t
+    return best, bc, bt
+
+
+@njit(cache=True, error_model="numpy")
+def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, cnt, par, hinted, GH, SH):
     r"""One Dinkelbach step: :math:`H[i] = \max_{t<i} H[t] + (\mu'[pos_t:pos_i) - pen)`.
 
     Only the cut points listed in ``pos`` (increasing, ``pos[0] = 0``, ``pos[-1] = k``) are
@@ -420,17 +580,19 @@ def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, 
     the order of :func:`ldpopt.spr._dp_readable`.  Fills ``H``, ``cnt`` (block count) and
     ``par`` (start of the last block, as a position index).
 
-    Split points are pruned exactly.  For each end point, every candidate first gets a cheap
-    upper bound of its value (:func:`score_bound`, or a cached score/bound); the best bound
-    is scored exactly and becomes the incumbent; then only candidates whose bound reaches the
-    incumbent are scored exactly.  A pruned candidate's computed value is strictly below the
-    incumbent, so it can neither be the maximiser nor tie with it: the result equals the
-    unpruned program's.
+    Split points are pruned exactly.  Every candidate has an upper bound of its value (a
+    cached score or bound, or :func:`score_bound`); one candidate is scored exactly and becomes
+    the incumbent - the hint ``par[i]`` (the previous pass's or previous eps's choice) when
+    ``hinted``, else the candidate with the best bound; then only candidates whose bound
+    reaches the incumbent are scored exactly.  A pruned candidate's computed value is strictly
+    below the incumbent (rounding is monotone), so it can neither be the maximiser nor tie
+    with it: the result equals the unpruned program's.
 
-    With a cache (``val``/``state`` and the block sums ``sp``/``sq``, packed lower
-    triangles of the position space) bounds and exact scores persist across passes; without
-    (empty arrays) the block sums of the current end point go to the O(m) scratch
-    ``DPr``/``DQr`` and nothing of size m^2 exists.  ``U``/``ex`` are O(m) scratch.
+    With a cache (``val``/``state`` complete for this eps - bounds, exact scores or carried
+    bounds - and the block sums ``sp``/``sq``, packed lower triangles of the position space)
+    bounds and exact scores persist across passes.  Without one (empty arrays) nothing of
+    size m^2 exists: :func:`_uncached_row` bounds whole groups of split points at once, with
+    the maxima of H per group and super group kept in ``GH``/``SH`` (O(m) memory).
     """
     m = pos.shape[0] - 1
     use_table = val.shape[0] > 0
@@ -438,70 +600,71 @@ def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, 
     cnt[0] = 0
     par[0] = 0
     for i in range(1, m + 1):
-        b = pos[i]
+        if not use_table:
+            h = par[i] if hinted else par[i - 1]
+            if h < 0 or h >= i:
+                h = i - 1
+            best, bc, bt = _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH)
+            H[i] = best
+            cnt[i] = bc
+            par[i] = bt
+            if (i + 1) % GROUP == 0:  # group i // GROUP of split points is complete
+                g = i // GROUP
+                mx = H[i]
+                for t in range(i - GROUP + 1, i):
+                    mx = max(mx, H[t])
+                GH[g] = mx
+                if (g + 1) % GROUP == 0:
+                    sg = g // GROUP
+                    mx = GH[g]
+                    for j in range(g - GROUP + 1, g):
+                        mx = max(mx, GH[j])
+                    SH[sg] = mx
+            continue
         base = i * (i - 1) // 2
-        # phase 1: a bound (or a cached exact score) for every candidate; the best of them
-        umax = -math.inf
-        tmax = 0
+        src = val[base:base + i]
+        sts = state[base:base + i]
+        dps = sp[base:base + i]
+        dqs = sq[base:base + i]
+        # the incumbent: the hint, or the candidate with the best bound
+        h = par[i] if hinted else -1
+        if h < 0 or h >= i:
+            umax = -math.inf
+            h = 0
+            for t in range(i):
+                u = H[t] + (src[t] - pen)
+                if u > umax:
+                    umax = u
+                    h = t
+        if sts[h] != _EXACT:
+            src[h] = perspective(code, param, c + A * dps[h], c + A * dqs[h], A * (dps[h] - dqs[h]), lf)
+            sts[h] = _EXACT
+        best = H[h] + (src[h] - pen)
+        bc = cnt[h] + 1
+        bt = h
+        # only candidates whose bound reaches the incumbent are scored exactly
         for t in range(i):
-            st = state[base + t] if use_table else _EMPTY
-            if st == _EMPTY:
-                if use_table:
-                    dp = sp[base + t]
-                    dq = sq[base + t]
-                else:
-                    dp, dq = block_sums(pre, pos[t], b)
-                    DPr[t] = dp
-                    DQr[t] = dq
-                w, exact = score_bound(code, param, c + A * dp, c + A * dq, A * (dp - dq), lf)
-                if use_table:
-                    val[base + t] = w
-                    state[base + t] = _EXACT if exact else _BOUND
-            else:
-                w = val[base + t]
-                exact = st == _EXACT
-            u = H[t] + (w - pen)
-            U[t] = u
-            ex[t] = exact
-            if u > umax:
-                umax = u
-                tmax = t
-        # phase 2: the best bound is scored exactly and becomes the incumbent (t = tmax,
-        # visited first); then only candidates that can reach the incumbent are scored
-        best = -math.inf
-        bc = 0
-        bt = 0
-        for r in range(i + 1):
-            t = tmax if r == 0 else r - 1
-            if r > 0 and t == tmax:
-                continue
-            u = U[t]
-            if u < best:
+            u = H[t] + (src[t] - pen)
+            if u < best or t == h:
                 continue  # a bound strictly below the incumbent: provably not the maximiser
-            if not ex[t]:
-                if use_table:
-                    dp = sp[base + t]
-                    dq = sq[base + t]
-                else:
-                    dp = DPr[t]
-                    dq = DQr[t]
-                x = c + A * dp
-                y = c + A * dq
-                d = A * (dp - dq)
-                if r > 0 and use_table and state[base + t] == _CARRIED:
+            st = sts[t]
+            if st != _EXACT:
+                x = c + A * dps[t]
+                y = c + A * dqs[t]
+                d = A * (dps[t] - dqs[t])
+                if st == _CARRIED:
                     # a bound carried from a larger eps: tighten it first
                     w, exact = score_bound(code, param, x, y, d, lf)
-                    val[base + t] = w
-                    state[base + t] = _EXACT if exact else _BOUND
+                    src[t] = w
+                    sts[t] = _EXACT if exact else _BOUND
                     u = H[t] + (w - pen)
                     if u < best:
                         continue
-                    ex[t] = exact
-                if not ex[t]:
+                    st = sts[t]
+                if st != _EXACT:
                     w = perspective(code, param, x, y, d, lf)
-                    if use_table:
-                        val[base + t] = w
-                        state[base + t] = _EXACT
+                    src[t] = w
+                    sts[t] = _EXACT
                     u = H[t] + (w - pen)
                     if u < best:
                         continue
@@ -531,13 +694,15 @@ def _traceback(pos, par, cnt, out):
 
 
 @njit(cache=True, error_model="numpy")
-def dinkelbach_ws(pre, pos, sp, sq, val, state, code, param, c, A, lf, bounds, nb):
+def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, code, param, c, A, lf, bounds, nb):
     r"""Maximise :math:`\sum_t \mu'(B_t) / (1 + (s-1)c)` over partitions with cuts in ``pos``.
 
     ``bounds[:nb + 1]`` is a feasible start partition on entry and the optimum on exit.
-    ``sp, sq, val, state`` is the cache of :func:`penalized_pass` (all empty: none; else its
-    entries must be valid for this eps: empty, exact, bounds or carried bounds).
-    Returns ``(ratio, nb)``.
+    ``sp, sq, val, state`` is the cache of :func:`penalized_pass` (all empty: none; else
+    either all entries empty - it is then filled - or all valid for this eps: exact scores,
+    bounds or carried bounds).  ``hint`` (length m + 1, or empty) holds each end point's split
+    point of a previous solve (e.g. the neighbouring eps): tried first, and overwritten with
+    this solve's.  Returns ``(ratio, nb)``.
 
     Dinkelbach: with :math:`\lambda` the ratio of the current partition, one penalised pass
     maximises :math:`N(\pi) - \lambda D(\pi) = \sum_t(\mu'(B_t) - \lambda c) - \lambda(1-c)`;
@@ -547,37 +712,50 @@ def dinkelbach_ws(pre, pos, sp, sq, val, state, code, param, c, A, lf, bounds, n
     """
     m = pos.shape[0] - 1
     H = np.empty(m + 1)
-    U = np.empty(m + 1)
     cnt = np.empty(m + 1, dtype=np.int64)
     par = np.empty(m + 1, dtype=np.int64)
     cand = np.empty(m + 1, dtype=np.int64)
-    ex = np.empty(m + 1, dtype=np.bool_)
-    nr = 0 if val.shape[0] > 0 else m + 1
-    DPr = np.empty(nr)
-    DQr = np.empty(nr)
+    nr = 0 if val.shape[0] > 0 else m // GROUP + 1
+    GH = np.empty(nr)
+    SH = np.empty(nr // GROUP + 1)
+    hinted = hint.shape[0] == m + 1
+    if hinted:
+        for i in range(m + 1):
+            par[i] = hint[i]
+    if state.shape[0] > 0 and state[0] == _EMPTY:
+        # a cache is either empty (fresh) or complete for this eps (filled or carried)
+        fill_cache(sp, sq, val, state, code, param, c, A, lf)
     if c == 0.0:
         # every partition has denominator 1: one unpenalised pass is the optimum
-        penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, 0.0, H, cnt, par, U, ex, DPr, DQr)
+        penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, 0.0, H, cnt, par, hinted, GH, SH)
         nb = _traceback(pos, par, cnt, bounds)
-        return partition_ratio(pre, bounds, nb, code, param, c, A, lf), nb
-    lam = partition_ratio(pre, bounds, nb, code, param, c, A, lf)
-    passes = 0
-    while passes < MAX_DINKELBACH_STEPS and not math.isinf(lam):
-        penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, lam * c, H, cnt, par, U, ex, DPr, DQr)
-        passes += 1
-        nb2 = _traceback(pos, par, cnt, cand)
-        r = partition_ratio(pre, cand, nb2, code, param, c, A, lf)
-        if r >= lam:
-            # r == lam: the pass's maximiser (fewest blocks, smallest cuts) replaces an equal one
-            improved = r > lam
-            lam = r
-            nb = nb2
-            for j in range(nb + 1):
-                bounds[j] = cand[j]
-            if not improved:
+        lam = partition_ratio(pre, bounds, nb, code, param, c, A, lf)
+    else:
+        lam = partition_ratio(pre, bounds, nb, code, param, c, A, lf)
+        passes = 0
+        while passes < MAX_DINKELBACH_STEPS and not math.isinf(lam):
+            penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, lam * c, H, cnt, par, hinted,
+                           GH, SH)
+            passes += 1
+            hinted = True  # the previous pass's split points
+            nb2 = _traceback(pos, par, cnt, cand)
+            r = partition_ratio(pre, cand, nb2, code, param, c, A, lf)
+            if r >= lam:
+                # r == lam: the pass's maximiser (fewest blocks, smallest cuts) replaces an equal one
+                improved = r > lam
+                lam = r
+                nb = nb2
+                for j in range(nb + 1):
+                    bounds[j] = cand[j]
+                if not improved:
+                    break
+            else:
                 break
-        else:
-            break
+        if passes == 0:
+            return lam, nb
+    if hint.shape[0] == m + 1:
+        for i in range(m + 1):
+            hint[i] = par[i]
     return lam, nb
 
 
@@ -624,28 +802,55 @@ def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
 
     Same recursion, masks, accumulation order and tie-breaking (smallest split point,
     smallest block count) as :func:`ldpopt.spr._dp_readable`; O(l k) memory for ``F`` and the
-    parent table, O(k) for the scores of the current end point.  Row ``l`` is only needed at
-    ``i = k``, so for ``l = 2`` the program is O(k).  Returns ``(ratio, nb)``.
+    parent table, O(k) for the scores of the current end point, whose logarithms are only
+    evaluated for split points that a cheap bound cannot exclude (same exact pruning as
+    :func:`penalized_pass`).  Row ``l`` is only needed at ``i = k``, so for ``l = 2`` the
+    program is O(k).  Returns ``(ratio, nb)``.
     """
     F = np.full((l + 1, k + 1), -math.inf)
     par = np.zeros((l + 1, k + 1), dtype=np.int64)
-    sc = np.empty(k)
+    W = np.empty(k)  # bound or exact score of [t, i)
+    EX = np.empty(k, dtype=np.uint8)
+    DPr = np.empty(k)
+    DQr = np.empty(k)
     for i in range(1, k + 1):
         smax = min(l, i) if i == k else min(l - 1, i)
-        if smax >= 2:
-            for t in range(i):
-                dp, dq = block_sums(pre, t, i)
-                sc[t] = perspective(code, param, c + A * dp, c + A * dq, A * (dp - dq), lf)
-        else:
-            sc[0] = score(pre, np.int64(0), i, code, param, c, A, lf)
-        F[1, i] = sc[0]
+        if smax < 2:
+            F[1, i] = score(pre, np.int64(0), i, code, param, c, A, lf)
+            continue
+        for t in range(i):
+            dp, dq = block_sums(pre, t, i)
+            DPr[t] = dp
+            DQr[t] = dq
+        bounds_into(DPr, DQr, i, code, param, c, A, lf, W, EX)
+        if EX[0] != _EXACT:
+            W[0] = perspective(code, param, c + A * DPr[0], c + A * DQr[0], A * (DPr[0] - DQr[0]), lf)
+            EX[0] = _EXACT
+        F[1, i] = W[0]
         for s in range(2, smax + 1):
-            best = -math.inf
-            bt = 0
             prev = F[s - 1]
+            # incumbent: the split point of the previous end point in this row (exactly scored);
+            # then only candidates whose bound reaches it are scored (exact pruning, as in
+            # penalized_pass); ties go to the smallest split point, as numpy's argmax
+            h = par[s, i - 1] if i - 1 >= s else s - 1
+            if h < s - 1 or h >= i:
+                h = s - 1
+            if EX[h] != _EXACT:
+                W[h] = perspective(code, param, c + A * DPr[h], c + A * DQr[h], A * (DPr[h] - DQr[h]), lf)
+                EX[h] = _EXACT
+            best = prev[h] + W[h]
+            bt = h
             for t in range(s - 1, i):
-                v = prev[t] + sc[t]
-                if v > best:
+                v = prev[t] + W[t]
+                if v < best or t == h:
+                    continue
+                if EX[t] != _EXACT:
+                    W[t] = perspective(code, param, c + A * DPr[t], c + A * DQr[t], A * (DPr[t] - DQr[t]), lf)
+                    EX[t] = _EXACT
+                    v = prev[t] + W[t]
+                    if v < best:
+                        continue
+                if v > best or t < bt:
                     best = v
                     bt = t
             F[s, i] = best
@@ -685,7 +890,8 @@ def _coarse_start(pre, k, code, param, c, A, lf, bounds):
     nb = np.int64(1)
     for rnd in range(2):
         sp, sq, val, state = _new_cache(pre, pos)
-        nb = dinkelbach_ws(pre, pos, sp, sq, val, state, code, param, c, A, lf, bounds, nb)[1]
+        nb = dinkelbach_ws(pre, pos, sp, sq, val, state, np.empty(0, dtype=np.int64), code, param, c, A, lf,
+                           bounds, nb)[1]
         if rnd == 1:
             break
         # refine: allow every cut within two groups of a coarse cut
@@ -711,13 +917,14 @@ def _coarse_start(pre, k, code, param, c, A, lf, bounds):
 
 
 @njit(cache=True, error_model="numpy")
-def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, val, state):
+def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, val, state, hint):
     """Optimal raw value and partition of one reduced instance with budget ``l`` (1 <= l <= k).
 
     ``bounds`` (length k + 1) receives the block boundaries; on entry ``bounds[:nwarm + 1]``
     is a start partition when ``nwarm > 0`` (e.g. the optimum at a neighbouring eps).
     ``sp, sq, val, state`` is the score cache over all cut points (see
-    :func:`penalized_pass`; empty arrays: none).  Returns ``(raw, nb, method)``, method
+    :func:`penalized_pass`; empty arrays: none) and ``hint`` the split points of a previous
+    solve (see :func:`dinkelbach_ws`; empty: none).  Returns ``(raw, nb, method)``, method
     0 = Dinkelbach, 1 = budget program, 2 = one block (k = 1 or l = 1).
     """
     if k == 1 or l == 1:
@@ -742,7 +949,7 @@ def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, val, state
                 for j in range(nb + 1):
                     bounds[j] = alt[j]
     pos = np.arange(k + 1)
-    raw, nb = dinkelbach_ws(pre, pos, sp, sq, val, state, code, param, c, A, lf, bounds, nb)
+    raw, nb = dinkelbach_ws(pre, pos, sp, sq, val, state, hint, code, param, c, A, lf, bounds, nb)
     if math.isinf(raw) and c > 0.0:
         # an overflowing score: the readable program's answer is the first budget with an
         # infinite row, and an infinite block needs at most 3 blocks (before, it, after)
@@ -758,13 +965,6 @@ def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, val, state
         return raw, nb, 0
     raw, nb = budget_dp(pre, k, l, code, param, c, A, lf, bounds)
     return raw, nb, 1
-
-
-@njit(cache=True, error_model="numpy")
-def solve(pre, k, l, code, param, c, A, lf, bounds):
-    """:func:`solve_ws` for a single solve: own score cache (up to ``SCORE_CACHE_MAX_K``), cold start."""
-    sp, sq, val, state = _new_cache(pre, np.arange(k + 1))
-    return solve_ws(pre, k, l, code, param, c, A, lf, bounds, 0, sp, sq, val, state)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -792,6 +992,7 @@ def solve_item(pres, pre_off, ks, ls, t, e0, e1, order, code, param, cs, As, lfs
     sp, sq, val, state = _new_cache(pre, np.arange(k + 1))
     carry_ok = code == CODE_KL or code == CODE_REVERSE_KL or code == CODE_JS
     bounds = np.zeros(k + 1, dtype=np.int64)
+    hint = np.full(k + 1, -1, dtype=np.int64)  # no split-point hints yet
     nwarm = 0
     c_prev = 0.0
     A_prev = 0.0
@@ -803,7 +1004,7 @@ def solve_item(pres, pre_off, ks, ls, t, e0, e1, order, code, param, cs, As, lfs
             carry_bounds(val, state, sp, sq, c_prev, A_prev, c, A)
         else:
             state[:] = _EMPTY
-        raw, nb, m = solve_ws(pre, k, ls[t], code, param, c, A, lfs[e], bounds, nwarm, sp, sq, val, state)
+        raw, nb, m = solve_ws(pre, k, ls[t], code, param, c, A, lfs[e], bounds, nwarm, sp, sq, val, state, hint)
         c_prev = c
         A_prev = A
         raw_out[t, e] = raw

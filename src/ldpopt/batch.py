@@ -8,9 +8,10 @@ r"""Batched exact solves: many pairs :math:`(P_0, P_1)` times a grid of privacy 
 eps of a grid, e.g. the Figure-1 workload (T = 100 pairs, 100 eps values).  It returns the
 same numbers as looping :func:`ldpopt.optimal_mechanism`, but
 
-* validates, sorts and reduces each pair and builds its prefix sums once for all eps;
-* solves the (pair, eps) cells in compiled code on all cores (numba ``prange``), with
-  Dinkelbach's O(k^2) iteration (``docs/fast.md``);
+* validates, sorts and reduces each pair and builds its prefix and block sums once for all eps;
+* solves each pair's eps values in decreasing order in compiled code, every solve warm-started
+  from its neighbour and with score bounds carried down the grid (``docs/fast.md``), the pairs
+  on all cores (the kernel releases the GIL; ``NUMBA_NUM_THREADS`` threads);
 * shows a rich progress bar when the sweep runs for more than a couple of seconds.
 """
 
@@ -39,7 +40,7 @@ ITEM_WORK = 20_000_000
 _warned_user_divergence = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # arrays: no element-wise __eq__
 class SweepResult:
     """Optimal values of a grid of (pair, eps) problems.
 
@@ -286,9 +287,14 @@ def _work_items(ks: np.ndarray, E: int, threads: int) -> list[tuple[int, int, in
 
 
 def _threads() -> int:
+    import os
+
     import numba
 
-    return max(1, int(numba.config.NUMBA_NUM_THREADS))
+    # read the environment too: a worker process may set NUMBA_NUM_THREADS after numba was imported
+    env = os.environ.get("NUMBA_NUM_THREADS", "")
+    n = int(env) if env.isdigit() else int(numba.config.NUMBA_NUM_THREADS)
+    return max(1, n)
 
 
 def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):

@@ -410,8 +410,7 @@ def optimal_mechanism(
 
 
 def _solve_reduced(p, q, eps, div, l, method):
-    # beyond eps ~ 745 e^{-eps} underflows; the readable path carries log(e^{-eps}) instead
-    if method != "dp" and not (math.isfinite(eps) and math.exp(-eps) == 0.0):
+    if method != "dp":
         try:
             from ldpopt import _fast  # compiled solvers (optional until built)
         except ImportError:
