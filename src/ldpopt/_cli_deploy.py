@@ -9,8 +9,6 @@ failed run never leaves a half-written file.
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
@@ -102,17 +100,11 @@ def _symbols_to_indices(values: np.ndarray, labels: Optional[tuple], size: int, 
 
 
 def _atomic_csv(path: Path, frame: Any, option: str) -> None:
-    path = Path(path)
-    tmp = None
+    from ldpopt._atomic import atomic_write
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", newline="") as fh:
-            frame.to_csv(fh, index=False)
-        os.replace(tmp, path)
+        atomic_write(path, lambda fh: frame.to_csv(fh, index=False), binary=False, newline="")
     except OSError as exc:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
         fail(f"cannot write {option} {path}: {exc.strerror or exc}")
 
 

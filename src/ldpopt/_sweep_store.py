@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,6 +26,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from ldpopt._atomic import atomic_write
 
 __all__ = [
     "SweepStore",
@@ -74,37 +75,6 @@ class StoreError(ValueError):
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-_FILE_MODE: int | None = None
-
-
-def _file_mode() -> int:
-    """The mode a plain ``open()`` would give a new file (mkstemp's files are 0600)."""
-    global _FILE_MODE
-    if _FILE_MODE is None:
-        umask = os.umask(0)
-        os.umask(umask)
-        _FILE_MODE = 0o666 & ~umask
-    return _FILE_MODE
-
-
-def _atomic_write_bytes(path: Path, writer) -> None:
-    """Write through ``writer(fileobj)`` into a temp file beside ``path``, fsync, then os.replace."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            writer(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, _file_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def read_manifest(directory: str | os.PathLike) -> dict:
@@ -262,7 +232,7 @@ class SweepStore:
         if table.num_rows != self.rows_per_chunk[cid]:
             raise StoreError(f"chunk {cid} has {table.num_rows} rows, expected {self.rows_per_chunk[cid]}")
         table = table.cast(SCHEMA) if table.schema != SCHEMA else table
-        _atomic_write_bytes(self.chunk_path(cid),
+        atomic_write(self.chunk_path(cid),
                             lambda fh: pq.write_table(table, fh, compression=COMPRESSION))
         self.done.add(cid)
         self.errors.pop(str(cid), None)
@@ -314,7 +284,7 @@ class SweepStore:
             return
         t0 = time.perf_counter()
         payload = json.dumps(self.manifest(running, run), indent=2, allow_nan=False, default=str).encode()
-        _atomic_write_bytes(self.root / MANIFEST_NAME, lambda fh: fh.write(payload))
+        atomic_write(self.root / MANIFEST_NAME, lambda fh: fh.write(payload))
         self._last_manifest = now
         self.write_seconds += time.perf_counter() - t0
 

@@ -203,20 +203,10 @@ def design(
 
 
 def _write_json(path: Path, payload: dict) -> None:
-    import os
-    import tempfile
+    from ldpopt._atomic import atomic_write_text
 
-    path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(payload, fh, indent=2)
-        # mkstemp creates 0600; give the file the mode a plain open() would have
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
+        atomic_write_text(path, json.dumps(payload, indent=2))
     except OSError as exc:
         fail(f"cannot write --json {path}: {exc.strerror or exc}")
 

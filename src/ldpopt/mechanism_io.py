@@ -37,13 +37,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ldpopt._atomic import atomic_write_text
 
 __all__ = [
     "FORMAT_NAME",
@@ -191,7 +191,7 @@ def save_mechanism(obj: Any, path: Any, *, p0: Any = None, p1: Any = None, diver
         "p1_sha256": distribution_digest(v) if v is not None else None,
     }
     payload["content_sha256"] = _content_digest(payload)
-    return _atomic_write_text(Path(path), _format(payload))
+    return atomic_write_text(Path(path), _format(payload))
 
 
 def _format(payload: dict) -> str:
@@ -207,22 +207,6 @@ def _format(payload: dict) -> str:
         else:
             lines.append(f"  {dump(key)}: {dump(val)}")
     return "{\n" + ",\n".join(lines) + "\n}\n"
-
-
-def _atomic_write_text(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
 
 
 def _err(path: Any, msg: str) -> MechanismFileError:

@@ -482,7 +482,18 @@ class _Processes:
             source, limit = (suspects, 1) if suspects else (pending, self.workers)
             while source and len(inflight) < limit:
                 task = source.popleft()
-                inflight[self._pool.submit(run_chunk, task)] = task
+                try:
+                    fut = self._pool.submit(run_chunk, task)
+                except BrokenProcessPool:
+                    # a worker died after the last wait: the pool refuses new work until it is
+                    # replaced; the dead worker's own chunk comes back through its future below
+                    source.appendleft(task)
+                    break
+                inflight[fut] = task
+            if not inflight:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = self._new_pool()
+                continue
             done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
             broken = False
             for fut in done:
