@@ -41,7 +41,9 @@ GAP_RTOL = 1e-9
 #: default smoothing weight of the stability centre (Wentges / in-out pricing)
 SMOOTHING = 0.9
 #: columns added per action and round
-PER_ACTION = 4
+PER_ACTION = 2
+#: keep the master below PURGE * m columns (None: never delete columns)
+PURGE = 4
 #: weights below SUPPORT_RTOL * max weight are read as zero
 SUPPORT_RTOL = 1e-12
 
@@ -217,6 +219,13 @@ class _Master:
                 pos += T
         return np.array(starts, dtype=np.int32), np.array(idx, dtype=np.int32), np.array(val, dtype=float), pos
 
+    def delete(self, idx):
+        keep = np.ones(self.rows.shape[0], dtype=bool)
+        keep[idx] = False
+        self.rows, self.actions, self.costs = self.rows[keep], self.actions[keep], self.costs[keep]
+        if self.T:
+            self.risks = self.risks[keep]
+
     def add(self, rows, actions, costs, risks):
         self.rows = np.vstack([self.rows, rows])
         self.actions = np.concatenate([self.actions, actions])
@@ -254,6 +263,11 @@ class _HighsMaster(_Master):
         cost = costs if not self.T else np.zeros(k)
         self.h.addCols(k, np.asarray(cost, dtype=float), np.zeros(k), np.full(k, self._h.kHighsInf),
                        nnz, starts, idx, val)
+
+    def delete(self, idx):
+        super().delete(idx)
+        idx = np.asarray(idx, dtype=np.int32) + self.offset
+        self.h.deleteCols(idx.size, idx)
 
     def solve(self):
         self.h.run()
@@ -305,34 +319,29 @@ def make_master(m: int, c0: float, T: int, backend: str = "auto") -> _Master:
 
 
 def _seed_columns(B0: np.ndarray, c0: float) -> tuple[np.ndarray, np.ndarray]:
-    """Initial columns: randomized response (singletons, each with its cheapest action) and the decision
-    regions {x : a is the best action at x} of the non-private problem and their complements."""
-    m, K = B0.shape
-    eye = np.eye(m, dtype=bool)
-    cand = [eye[x] for x in range(m)]
-    best = np.argmin(B0, axis=1)
-    for a in range(K):
-        y = best == a
-        if 0 < y.sum() < m:
-            cand.extend([y, ~y])
-    rows = np.array(cand, dtype=bool)
-    # each candidate subset with its cheapest action: S~_y . B0[:, a]
-    costs = c0 * B0.sum(axis=0)[None, :] + (1.0 - c0) * rows.astype(float) @ B0
-    acts = np.argmin(costs, axis=1)
-    out_r, out_a, seen = [], [], set()
-    for r, a in zip(rows, acts):
-        key = (r.tobytes(), int(a))
-        if key not in seen:
-            seen.add(key)
-            out_r.append(r)
-            out_a.append(int(a))
-    return np.array(out_r, dtype=bool), np.array(out_a, dtype=int)
+    """Initial columns: randomized response (the singletons), each with its cheapest action.
+
+    RR is a non-degenerate basis of the master.  Richer seeds (decision regions of the non-private
+    problem and their complements) were tried and made convergence slower: a set and its complement
+    with the same action add up to the constant row, a degenerate "no information" vertex.
+    """
+    m = B0.shape[0]
+    rows = np.eye(m, dtype=bool)
+    costs = c0 * B0.sum(axis=0)[None, :] + (1.0 - c0) * B0
+    return rows, np.argmin(costs, axis=1).astype(int)
+
+
+def _column_rc(master: _Master, Beff: np.ndarray, u: np.ndarray, c0: float) -> np.ndarray:
+    """Reduced costs of the master's columns at the duals (u, Beff)."""
+    D = Beff - u[:, None]
+    inside = np.einsum("nm,mn->n", master.rows.astype(float), D[:, master.actions])
+    return c0 * D.sum(axis=0)[master.actions] + (1.0 - c0) * inside
 
 
 def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray | None = None,
                       L: np.ndarray | None = None, max_iter: int = 20000, time_limit: float | None = None,
                       smoothing: float = SMOOTHING, per_action: int = PER_ACTION,
-                      backend: str = "auto") -> PairLP:
+                      purge: int | None = PURGE, backend: str = "auto") -> PairLP:
     r"""Exact column generation for the Bayes (``B`` given) or minimax (``P`` and ``L`` given) pair LP.
 
     Each round solves the restricted master, prices all pairs exactly (:func:`price`) at the
@@ -351,7 +360,6 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
         m, K = B.shape
         T = 0
         B0 = B
-    kappa = column_bound(m, c0)
     master = make_master(m, c0, T, backend)
     rows, acts = _seed_columns(B0, c0)
     seen = {(r.tobytes(), int(a)) for r, a in zip(rows, acts)}
@@ -364,7 +372,10 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
 
     add(rows, acts)
     start = time.perf_counter()
-    best_bound, centre = -math.inf, None
+    # in-out separation (Ben-Ameur & Neto): u_in is dual feasible for the FULL problem (its value
+    # sum(u_in) is a proven bound), u_out is the master dual; price at a point between them.
+    lam_in = np.full(T, 1.0 / T) if minimax else None
+    u_in = B0.min(axis=1)  # d = B_a - u_in >= 0 for every a: all reduced costs are >= 0
     status, message = 1, "iteration limit reached"
     value, x, u, lam = math.nan, None, None, None
     scale = float(np.abs(B0).sum(axis=0).max()) or 1.0
@@ -376,22 +387,14 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
             break
         if minimax:
             lam = lam / lam.sum() if lam.sum() > 0 else np.full(T, 1.0 / T)
-            Beff = effective_B(P, L, lam)
-        else:
-            Beff = B
-        dual = np.concatenate([u, lam]) if minimax else u
-        rcmin = min_reduced_cost(Beff, u, c0)
         tol = RC_RTOL * max(scale, abs(value))
-        bound = float(u.sum()) + kappa * min(0.0, rcmin)
-        if bound > best_bound:
-            best_bound, centre = bound, dual.copy()
-        if rcmin >= -tol:
+        Beff = effective_B(P, L, lam) if minimax else B
+        if min_reduced_cost(Beff, u, c0) >= -tol:
             status, message = 0, "optimal: no column prices out"
             break
-        if value - best_bound <= GAP_RTOL * max(scale, abs(value)):
-            status, message = 0, "optimal: Lagrangian bound meets the master value"
-            u = centre[:m]
-            lam = centre[m:] if minimax else None
+        if value - float(u_in.sum()) <= GAP_RTOL * max(scale, abs(value)):
+            status, message = 0, "optimal: the dual bound meets the master value"
+            u, lam = u_in, lam_in
             break
         if time_limit is not None and time.perf_counter() - start > time_limit:
             status, message = 1, "time limit reached"
@@ -399,29 +402,42 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
         alpha = smoothing
         new_r, new_a = [], []
         while True:
-            sep = alpha * centre + (1.0 - alpha) * dual
-            us = sep[:m]
-            Bs = effective_B(P, L, sep[m:]) if minimax else B
+            us = alpha * u_in + (1.0 - alpha) * u
+            ls = alpha * lam_in + (1.0 - alpha) * lam if minimax else None
+            Bs = effective_B(P, L, ls) if minimax else B
             order, rc = price(Bs - us[:, None], c0)
-            for a in range(K):
+            if rc.min() >= -tol:
+                # the separation point is dual feasible: it becomes the new inner point
+                u_in, lam_in = us, ls
+                if alpha == 0.0:
+                    break
+                alpha = 0.0 if alpha < 0.1 else alpha / 2.0
+                continue
+            for a in np.flatnonzero(rc.min(axis=0) < -tol):
                 for j in np.argsort(rc[:, a], kind="stable")[:per_action]:
+                    if rc[j, a] >= -tol:
+                        break
                     y = np.zeros(m, dtype=bool)
                     y[order[: j + 1, a]] = True
-                    # keep the column only if it has negative reduced cost at the master duals
-                    rc_master = c0 * float((Beff[:, a] - u).sum()) + (1.0 - c0) * float((Beff[y, a] - u[y]).sum())
-                    if rc_master < -tol:
-                        key = (y.tobytes(), a)
-                        if key not in seen:
-                            seen.add(key)
-                            new_r.append(y)
-                            new_a.append(a)
-            if new_r or alpha == 0.0:
-                break
-            alpha = 0.0 if alpha < 0.1 else alpha / 2.0  # mispricing: move towards the master duals
+                    key = (y.tobytes(), int(a))
+                    if key not in seen:
+                        seen.add(key)
+                        new_r.append(y)
+                        new_a.append(int(a))
+            break
         if not new_r:
-            # every priced-out column is already in the master: converged to the LP tolerance
             status, message = 0, "optimal within the LP tolerance (no new column)"
             break
+        n_cols = master.rows.shape[0]
+        if purge and n_cols > purge * m:
+            # drop the non-basic columns with the largest reduced cost (they rarely come back)
+            rc_cols = _column_rc(master, Beff, u, c0)
+            idle = np.flatnonzero(x <= 0.0)
+            drop = idle[np.argsort(rc_cols[idle])[::-1][: n_cols - purge * m // 2]]
+            drop = drop[rc_cols[drop] > tol]
+            for i in drop:
+                seen.discard((master.rows[i].tobytes(), int(master.actions[i])))
+            master.delete(np.sort(drop))
         add(np.array(new_r, dtype=bool), np.array(new_a, dtype=int))
     if x is None:
         return PairLP(np.zeros((0, m), bool), np.zeros(0, int), np.zeros(0), math.nan, np.zeros(m), None,
