@@ -326,3 +326,103 @@ def enumerate_sum_law(probs, values, n: int) -> dict:
         t = int(sum(x * int(v) for x, v in zip(cc, values)))
         law[t] = law.get(t, 0) + p
     return law
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 5: decision problems over the maximal-channel polytope (independent re-implementations)
+# ---------------------------------------------------------------------------------------------
+
+
+def proper_subsets(m: int):
+    """All non-empty proper subsets of range(m), as tuples, by itertools."""
+    for r in range(1, m):
+        yield from itertools.combinations(range(m), r)
+
+
+def extreme_row(subset, m: int, eps: float) -> np.ndarray:
+    """The paper's row S_y: e^eps on y, 1 elsewhere (eq. 19)."""
+    row = np.ones(m)
+    row[list(subset)] = math.exp(eps)
+    return row
+
+
+def polytope_vertices_bruteforce(m: int, eps: float) -> np.ndarray:
+    """Vertices of S_(X,eps) = {c >= 0 : c^T S = 1}: every set of m columns with a non-singular
+    square system and a non-negative solution (basic feasible solutions), deduplicated."""
+    subs = list(proper_subsets(m))
+    S = np.array([extreme_row(y, m, eps) for y in subs])  # (n, m)
+    found = []
+    for basis in itertools.combinations(range(len(subs)), m):
+        M = S[list(basis)].T
+        if abs(np.linalg.det(M)) < 1e-12:
+            continue
+        c = np.linalg.solve(M, np.ones(m))
+        if np.all(c >= -1e-12):
+            full = np.zeros(len(subs))
+            full[list(basis)] = np.clip(c, 0, None)
+            if not any(np.allclose(full, f, atol=1e-10) for f in found):
+                found.append(full)
+    return np.array(found)
+
+
+def minimax_dual_lp(P, L, eps: float) -> tuple[float, np.ndarray]:
+    """The minimax risk as the LP dual of the epigraph LP (least-favourable prior), over all subsets:
+
+    max sum_x u_x  s.t.  sum_x u_x S_(y,x) <= sum_theta lam_theta l(theta,a) sum_x P(x|theta) S_(y,x)
+    for every (y, a), sum lam = 1, lam >= 0.  Returns (value, lam).
+    """
+    from scipy.optimize import linprog
+
+    P = np.asarray(P, float)
+    L = np.asarray(L, float)
+    m, T = P.shape
+    A = L.shape[1]
+    rows, rhs = [], []
+    for y in proper_subsets(m):
+        s = extreme_row(y, m, eps)
+        py = s @ P  # (T,)
+        for a in range(A):
+            # u . s - sum_theta lam_theta L[theta, a] py[theta] <= 0
+            rows.append(np.concatenate([s, -L[:, a] * py]))
+            rhs.append(0.0)
+    c = np.concatenate([-np.ones(m), np.zeros(T)])
+    A_eq = np.concatenate([np.zeros(m), np.ones(T)])[None, :]
+    res = linprog(c, A_ub=np.array(rows), b_ub=np.array(rhs), A_eq=A_eq, b_eq=[1.0],
+                  bounds=[(None, None)] * m + [(0, None)] * T, method="highs")
+    assert res.status == 0, res.message
+    return -res.fun, res.x[m:]
+
+
+def mutual_information_naive(matrix, prior) -> float:
+    """I(X;Y) = H(Y) - H(Y|X) in nats for a channel with rows = inputs."""
+    Q = np.asarray(matrix, float)
+    p = np.asarray(prior, float)
+    py = p @ Q
+    hy = -sum(v * math.log(v) for v in py if v > 0)
+    hyx = -sum(p[i] * sum(v * math.log(v) for v in Q[i] if v > 0) for i in range(len(p)))
+    return hy - hyx
+
+
+def fisher_information_naive(matrix, pmf, derivative) -> float:
+    """sum_y (d/dtheta P(y))^2 / P(y) for the output of a channel (rows = inputs)."""
+    Q = np.asarray(matrix, float)
+    py = np.asarray(pmf, float) @ Q
+    dpy = np.asarray(derivative, float) @ Q
+    return float(sum(d * d / v for d, v in zip(dpy, py)))
+
+
+def _totient(n: int) -> int:
+    return sum(1 for k in range(1, n + 1) if math.gcd(n, k) == 1)
+
+
+def necklace_count(m: int) -> int:
+    """Binary necklaces of length m (orbits of subsets under Z_m), Burnside's lemma."""
+    return sum(_totient(d) * 2 ** (m // d) for d in range(1, m + 1) if m % d == 0) // m
+
+
+def bracelet_count(m: int) -> int:
+    """Binary bracelets of length m (orbits under the dihedral group D_m)."""
+    n = necklace_count(m)
+    if m % 2:
+        return (n + 2 ** ((m + 1) // 2)) // 2
+    return (2 * n + 3 * 2 ** (m // 2)) // 4

@@ -458,14 +458,16 @@ def channel_lp(c0: float, *, B: np.ndarray | None = None, P: np.ndarray | None =
 
     Composing a channel with its decision rule gives a channel :math:`W(a|x)` that is again
     :math:`\varepsilon`-LDP and has the same risk for every :math:`\theta`, so the optimum over all
-    (channel, rule) pairs equals the LP over W (m |A| variables):
+    (channel, rule) pairs equals an LP over W.  Column a of an LDP channel is
+    :math:`W_{:,a}=c_0h_a\mathbf 1+s_{:,a}` with :math:`0\le s_{x,a}\le(1-c_0)h_a` (:math:`h_a` = its
+    largest entry), which gives the compact LP (m|A| + |A| variables, no :math:`e^\varepsilon`):
 
-    .. math:: \min \sum_{x,a} W_{x,a}B_{x,a}\ \ (\text{or } \min t,\ \sum_{x,a}P(x|\theta)W_{x,a}l(\theta,a)\le t)
-              \quad\text{s.t.}\quad \sum_a W_{x,a}=1,\quad c_0 W_{x,a}\le \ell_a \le W_{x,a}.
+    .. math:: \min \sum_a c_0h_a\sum_x B_{x,a} + \sum_{x,a}s_{x,a}B_{x,a}
+              \quad\text{s.t.}\quad c_0\sum_a h_a+\sum_a s_{x,a}=1,\quad s_{x,a}\le(1-c_0)h_a,
 
-    The auxiliary :math:`\ell_a` is a lower envelope of column a, so :math:`\max_x W_{x,a}\le e^\varepsilon\min_x W_{x,a}`.
+    (minimax: :math:`\min t` with :math:`\sum_a l(\theta,a)(c_0h_a+\sum_x P(x|\theta)s_{x,a})\le t`).
     Returns ``(W, value, u, prior, status, message)`` with u the duals of the row sums and ``prior``
-    the duals of the :math:`\theta`-rows (minimax).
+    the normalised duals of the :math:`\theta`-rows (minimax).
     """
     from scipy import sparse
     from scipy.optimize import linprog
@@ -478,34 +480,39 @@ def channel_lp(c0: float, *, B: np.ndarray | None = None, P: np.ndarray | None =
         m, K = B.shape
         T = 0
     nq = m * K
-    ident = sparse.identity(nq, format="csr")
-    lo = sparse.kron(np.ones((m, 1)), sparse.identity(K), format="csr")
-    ldp = sparse.vstack([sparse.hstack([-ident, lo]), sparse.hstack([c0 * ident, -lo])], format="csr")
-    rowsum = sparse.hstack([sparse.kron(sparse.identity(m), np.ones((1, K))), sparse.csr_matrix((m, K))], format="csr")
+    # variables: h (K), s (m*K, row-major s[x, a])
+    ones_h = sparse.csr_matrix(np.full((m, K), c0))
+    rowsum = sparse.hstack([ones_h, sparse.kron(sparse.identity(m), np.ones((1, K)))], format="csr")
+    env = sparse.hstack([-(1.0 - c0) * sparse.kron(np.ones((m, 1)), sparse.identity(K)),
+                         sparse.identity(nq)], format="csr")
     opts = {"primal_feasibility_tolerance": LP_TOL, "dual_feasibility_tolerance": LP_TOL}
+
+    def channel(x):
+        h, s = x[:K], x[K:K + nq].reshape(m, K)
+        return np.clip(c0 * h[None, :] + s, 0.0, None)
+
     if not minimax:
-        cost = np.concatenate([B.ravel(), np.zeros(K)])
-        res = linprog(cost, A_ub=ldp, b_ub=np.zeros(2 * nq), A_eq=rowsum, b_eq=np.ones(m), bounds=(0, None),
+        cost = np.concatenate([c0 * B.sum(axis=0), B.ravel()])
+        res = linprog(cost, A_ub=env, b_ub=np.zeros(nq), A_eq=rowsum, b_eq=np.ones(m), bounds=(0, None),
                       method="highs", options=opts)
         if res.status != 0:
             return None, math.nan, None, None, int(res.status), str(res.message)
-        W = res.x[:nq].reshape(m, K)
-        return W, float(res.fun), np.asarray(res.eqlin.marginals), None, 0, str(res.message)
-    # risk rows: sum_{x,a} P[x,theta] L[theta,a] W[x,a] - t <= 0
-    R = np.einsum("xt,ta->txa", P, L).reshape(T, nq)
+        return channel(res.x), float(res.fun), np.asarray(res.eqlin.marginals), None, 0, str(res.message)
+    # risk rows: sum_a L[theta,a] (c0 h_a + sum_x P[x,theta] s[x,a]) - t <= 0
+    R_h = c0 * L  # (T, K), since sum_x P(x|theta) = 1
+    R_s = np.einsum("xt,ta->txa", P, L).reshape(T, nq)
     A_ub = sparse.vstack([
-        sparse.hstack([ldp, sparse.csr_matrix((2 * nq, 1))]),
-        sparse.hstack([sparse.csr_matrix(R), sparse.csr_matrix((T, K)), sparse.csr_matrix(-np.ones((T, 1)))]),
+        sparse.hstack([env, sparse.csr_matrix((nq, 1))]),
+        sparse.csr_matrix(np.hstack([R_h, R_s, -np.ones((T, 1))])),
     ], format="csr")
     A_eq = sparse.hstack([rowsum, sparse.csr_matrix((m, 1))], format="csr")
-    cost = np.zeros(nq + K + 1)
+    cost = np.zeros(K + nq + 1)
     cost[-1] = 1.0
-    bounds = [(0, None)] * (nq + K) + [(None, None)]
-    res = linprog(cost, A_ub=A_ub, b_ub=np.zeros(2 * nq + T), A_eq=A_eq, b_eq=np.ones(m), bounds=bounds,
+    bounds = [(0, None)] * (K + nq) + [(None, None)]
+    res = linprog(cost, A_ub=A_ub, b_ub=np.zeros(nq + T), A_eq=A_eq, b_eq=np.ones(m), bounds=bounds,
                   method="highs", options=opts)
     if res.status != 0:
         return None, math.nan, None, None, int(res.status), str(res.message)
-    W = res.x[:nq].reshape(m, K)
-    lam = np.clip(-np.asarray(res.ineqlin.marginals[2 * nq:]), 0.0, None)
+    lam = np.clip(-np.asarray(res.ineqlin.marginals[nq:]), 0.0, None)
     lam = lam / lam.sum() if lam.sum() > 0 else np.full(T, 1.0 / T)
-    return W, float(res.fun), np.asarray(res.eqlin.marginals), lam, 0, str(res.message)
+    return channel(res.x), float(res.fun), np.asarray(res.eqlin.marginals), lam, 0, str(res.message)

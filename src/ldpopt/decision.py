@@ -471,24 +471,31 @@ def _direct_solve(problem: Any, risk: str, c0: float) -> _Solution:
     if status != 0:
         return _Solution(np.zeros((0, m), bool), np.zeros(0), None, math.nan, "direct", status, message)
     K = W.shape[1]
-    # extreme-row decomposition of every decision column of W, plus RR columns as a safety net
-    rows, _, src = _decompose(W, c0)
-    eye = np.eye(m, dtype=bool)
-    rows = np.vstack([rows, np.repeat(eye, K, axis=0)])
-    acts = np.concatenate([src, np.tile(np.arange(K), m)])
+    # extreme-row decomposition of every decision column of W (exact up to the LP tolerance);
+    # randomized-response columns for every action are added only if that re-solve fails
+    rows, _, acts = _decompose(W, c0)
     keep = ~(rows.all(axis=1) | ~rows.any(axis=1))
     rows, acts = rows[keep], acts[keep]
-    uniq = {}
-    for i, (r, a) in enumerate(zip(rows, acts)):
-        uniq.setdefault((r.tobytes(), int(a)), i)
-    idx = np.array(sorted(uniq.values()))
-    rows, acts = rows[idx], acts[idx]
     if "B" in data:
-        res = cg.solve_pair_lp(rows, acts, c0, costs=cg.pair_costs(rows, acts, data["B"], c0))
         Beff = data["B"]
     else:
-        res = cg.solve_pair_lp(rows, acts, c0, risks=cg.pair_risks(rows, acts, data["P"], data["L"], c0))
         Beff = cg.effective_B(data["P"], data["L"], prior)
+    eye = np.eye(m, dtype=bool)
+    for attempt in range(2):
+        if attempt:
+            rows = np.vstack([rows, np.repeat(eye, K, axis=0)])
+            acts = np.concatenate([acts, np.tile(np.arange(K), m)])
+        uniq: dict = {}
+        for i, (r, a) in enumerate(zip(rows, acts)):
+            uniq.setdefault((r.tobytes(), int(a)), i)
+        idx = np.array(sorted(uniq.values()), dtype=int)
+        rows, acts = rows[idx], acts[idx]
+        if "B" in data:
+            res = cg.solve_pair_lp(rows, acts, c0, costs=cg.pair_costs(rows, acts, data["B"], c0))
+        else:
+            res = cg.solve_pair_lp(rows, acts, c0, risks=cg.pair_risks(rows, acts, data["P"], data["L"], c0))
+        if res.status == 0:
+            break
     if res.status != 0:  # pragma: no cover - the decomposition is feasible by construction
         return _Solution(rows[:0], np.zeros(0), None, math.nan, "direct", res.status, res.message)
     cert = _certificate(u, prior, cg.min_reduced_cost(Beff, u, c0), c0, 1.0, _scale_of(Beff))
