@@ -9,6 +9,9 @@ import math
 import numpy as np
 import pytest
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 import ldpopt
 from ldpopt import _colgen
 from ldpopt.decision import DecisionProblem
@@ -46,7 +49,7 @@ def _check_channel(res, prob, eps, risk):
     assert cert.verified and cert.bound == pytest.approx(res.value, abs=TOL)
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("risk", ["bayes", "minimax"])
 def test_enumeration_colgen_and_channel_lp_agree(seed, risk):
     rng = np.random.default_rng(100 + seed)
@@ -255,3 +258,70 @@ def test_bad_inputs_raise_clear_errors():
     # negative losses are allowed
     neg = DecisionProblem([[0.7, 0.2], [0.3, 0.8]], [[-1, 0], [0, -1]])
     assert ldpopt.optimal_channel(neg, 1.0).value < 0
+
+
+@settings(max_examples=20)
+@given(st.integers(0, 10 ** 6), st.sampled_from(["bayes", "minimax"]))
+def test_invariances_of_the_optimal_risk(seed, risk):
+    rng = np.random.default_rng(seed)
+    m, T, A = int(rng.integers(3, 6)), int(rng.integers(2, 4)), int(rng.integers(2, 4))
+    eps = float(rng.uniform(0.5, 3.0))
+    prob = _random_problem(rng, m, T, A)
+    value = ldpopt.optimal_channel(prob, eps, risk=risk).value
+    # relabelling the inputs, the parameters and the actions changes nothing
+    px, pt, pa = rng.permutation(m), rng.permutation(T), rng.permutation(A)
+    perm = DecisionProblem(prob.likelihood[px][:, pt], prob.loss[pt][:, pa], prob.prior[pt])
+    assert ldpopt.optimal_channel(perm, eps, risk=risk).value == pytest.approx(value, abs=TOL)
+    # a positive scale of the loss scales the risk
+    scaled = DecisionProblem(prob.likelihood, 2.5 * prob.loss, prob.prior)
+    assert ldpopt.optimal_channel(scaled, eps, risk=risk).value == pytest.approx(2.5 * value, abs=TOL)
+    # more privacy budget never hurts (Blackwell: RR_eps is a garbling of RR_eps')
+    assert ldpopt.optimal_channel(prob, eps + 0.5, risk=risk).value <= value + TOL
+    # Bayes: adding b(theta) to the loss adds sum_theta lambda_theta b(theta)
+    if risk == "bayes":
+        b = rng.normal(size=T)
+        shifted = DecisionProblem(prob.likelihood, prob.loss + b[:, None], prob.prior)
+        assert ldpopt.optimal_channel(shifted, eps).value == pytest.approx(value + prob.prior @ b, abs=TOL)
+    # bounded by the perfect- and the no-information risks
+    if risk == "bayes":
+        full_info = float(prob.bayes_matrix().min(axis=1).sum())
+        no_info = float((prob.prior @ prob.loss).min())
+        assert full_info - TOL <= value <= no_info + TOL
+
+
+def test_user_objective_with_linear_pieces_uses_every_lp_method():
+    rng = np.random.default_rng(404)
+    prob = _random_problem(rng, 6, 3, 3)
+    B = prob.bayes_matrix()
+
+    class Pieces(ldpopt.objectives.RowAdditiveObjective):
+        num_inputs, sense, name = 6, "min", "pieces"
+
+        def rows(self, V):
+            return (V @ B).min(axis=1)
+
+        def linear_pieces(self):
+            return B
+
+    ref = ldpopt.optimal_channel(prob, 1.7, method="enumerate").value
+    for method in ("enumerate", "colgen", "direct", "auto"):
+        res = ldpopt.optimal_channel(Pieces(), 1.7, method=method)
+        assert res.value == pytest.approx(ref, abs=TOL)
+        if method in ("colgen", "direct"):
+            assert res.decision_rule.shape == (res.num_outputs, 3)
+    assert ldpopt.optimal_channel(MutualInformation(num_inputs=4), 1.0).decision_rule is None
+
+
+def test_colgen_stopped_after_purging_returns_a_consistent_channel():
+    # a small purge threshold forces column deletions before the iteration limit is hit
+    rng = np.random.default_rng(405)
+    prob = DecisionProblem(rng.dirichlet(np.full(40, 0.5), size=4).T, 1.0 - np.eye(4) + 0.3 * rng.random((4, 4)))
+    B, c0 = prob.bayes_matrix(), math.exp(-1.0)
+    full = _colgen.column_generation(c0, B=B, purge=1)
+    assert full.status == 0 and full.iterations > 5
+    early = _colgen.column_generation(c0, B=B, purge=1, max_iter=full.iterations - 2)
+    assert early.status == 1
+    # the returned support is a feasible point of the polytope with the reported master value
+    S = np.where(early.rows, 1.0, c0)
+    assert np.allclose(early.z @ S, 1.0, atol=1e-9)
+    assert float(early.z @ _colgen.pair_costs(early.rows, early.actions, B, c0)) == pytest.approx(early.value, abs=1e-9)

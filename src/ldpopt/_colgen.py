@@ -36,7 +36,7 @@ import numpy as np
 LP_TOL = 1e-10
 #: a column prices out when its reduced cost is below -RC_RTOL * scale
 RC_RTOL = 1e-9
-#: column generation stops when (master value - best Lagrangian bound) <= GAP_RTOL * scale
+#: column generation stops when (master value - proven dual bound) <= GAP_RTOL * scale
 GAP_RTOL = 1e-9
 #: default smoothing weight of the stability centre (Wentges / in-out pricing)
 SMOOTHING = 0.9
@@ -344,12 +344,15 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
                       purge: int | None = PURGE, backend: str = "auto") -> PairLP:
     r"""Exact column generation for the Bayes (``B`` given) or minimax (``P`` and ``L`` given) pair LP.
 
-    Each round solves the restricted master, prices all pairs exactly (:func:`price`) at the
-    smoothed dual :math:`\alpha\,\bar u + (1-\alpha)u` (in-out separation; :math:`\bar u` = dual with the best
-    Lagrangian bound so far, :math:`\alpha` halved on a mispricing) and adds up to ``per_action`` columns
-    with negative reduced cost per action.  It stops when no column prices out at the master duals
-    or when the Lagrangian bound :math:`\sum_x u_x + \kappa\min(0,\min\bar c)`, :math:`\kappa` from
-    :func:`column_bound`, meets the master value.  The returned duals certify optimality.
+    Each round solves the restricted master (seeded with randomized response) and prices all pairs
+    exactly (:func:`price`) at the in-out separation point :math:`\alpha u_{\rm in}+(1-\alpha)u`
+    (Ben-Ameur and Neto): :math:`u_{\rm in}` is dual feasible for the full problem (initially
+    :math:`\min_a B_{x,a}`), u is the master dual.  A separation point that prices out nothing
+    becomes the new :math:`u_{\rm in}` and :math:`\alpha` is halved; otherwise up to ``per_action``
+    columns per action with negative reduced cost (at the separation point, hence also at u) are
+    added.  It stops when no column prices out at the master duals, or when the proven bound
+    :math:`\sum_x u_{{\rm in},x}` meets the master value; the returned duals certify optimality.
+    Idle columns are purged when the master exceeds ``purge * m`` columns.
     """
     minimax = B is None
     if minimax:
@@ -378,6 +381,7 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
     u_in = B0.min(axis=1)  # d = B_a - u_in >= 0 for every a: all reduced costs are >= 0
     status, message = 1, "iteration limit reached"
     value, x, u, lam = math.nan, None, None, None
+    best = None  # support of the last master solution (the master changes after each solve)
     scale = float(np.abs(B0).sum(axis=0).max()) or 1.0
     it = 0
     for it in range(1, max_iter + 1):
@@ -387,6 +391,8 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
             break
         if minimax:
             lam = lam / lam.sum() if lam.sum() > 0 else np.full(T, 1.0 / T)
+        sup = np.flatnonzero(x > SUPPORT_RTOL * max(float(x.max()), 1e-300))
+        best = (master.rows[sup].copy(), master.actions[sup].copy(), x[sup].copy())
         tol = RC_RTOL * max(scale, abs(value))
         Beff = effective_B(P, L, lam) if minimax else B
         if min_reduced_cost(Beff, u, c0) >= -tol:
@@ -439,12 +445,11 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
                 seen.discard((master.rows[i].tobytes(), int(master.actions[i])))
             master.delete(np.sort(drop))
         add(np.array(new_r, dtype=bool), np.array(new_a, dtype=int))
-    if x is None:
+    if best is None:
         return PairLP(np.zeros((0, m), bool), np.zeros(0, int), np.zeros(0), math.nan, np.zeros(m), None,
                       status, message, it, master.rows.shape[0])
-    sup = np.flatnonzero(x > SUPPORT_RTOL * max(float(x.max()), 1e-300))
-    return PairLP(master.rows[sup], master.actions[sup], x[sup], value, u,
-                  lam if minimax else None, status, message, it, master.rows.shape[0])
+    return PairLP(best[0], best[1], best[2], value, u, lam if minimax else None, status, message, it,
+                  master.rows.shape[0])
 
 
 # --------------------------------------------------------------------------------------------

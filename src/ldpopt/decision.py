@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 import types
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -506,12 +506,15 @@ def _direct_solve(problem: Any, risk: str, c0: float) -> _Solution:
                      "optimal (LP over channels X -> A, decomposed into extreme rows)", cert)
 
 
-def _vertex_solve(obj: Any, c0: float, eps: float, group: Any) -> _Solution:
+def _vertex_solve(obj: Any, c0: float, group: Any, check: bool) -> _Solution:
     from ldpopt.polytope import cdd_vertices
 
     m = obj.num_inputs
     if group is not None:
-        from ldpopt.symmetry import reduced_vertices
+        from ldpopt.symmetry import check_invariance, reduced_vertices
+
+        if check:
+            check_invariance(obj, group, c0)
 
         candidates = reduced_vertices(group, c0)  # list of (rows, scaled weights)
     else:
@@ -675,7 +678,7 @@ def optimal_channel(problem: Any, eps: float, risk: str = "bayes", method: str =
     elif chosen == "direct":
         sol = _direct_solve(problem, risk, c0)
     elif chosen == "vertex":
-        sol = _vertex_solve(obj, c0, eps, group)
+        sol = _vertex_solve(obj, c0, group, check_invariance)
     elif chosen == "symmetry":
         if group is None:
             raise ValueError("method='symmetry' needs a group (group=ldpopt.PermutationGroup...)")
@@ -691,7 +694,6 @@ def optimal_channel(problem: Any, eps: float, risk: str = "bayes", method: str =
 
 def _build(problem: Any, obj: Any, risk: str, sense: str, name: str, sol: _Solution, eps: float,
            c0: float) -> ChannelResult:
-    m = problem.num_inputs
     if sol.rows.shape[0] == 0:
         return ChannelResult(math.nan, None, types.MappingProxyType({}), None, eps, name, sense, sol.method,
                              sol.status or 4, sol.message, sol.certificate, sol.iterations)

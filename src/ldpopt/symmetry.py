@@ -390,7 +390,7 @@ def _orbit_solution(group: PermutationGroup, weights: np.ndarray, c0: float) -> 
 
 def _symmetric_solve(obj: Any, group: PermutationGroup, c0: float, check: bool):
     """Reduced LP over orbit weights (closed form for a transitive group); returns a decision._Solution."""
-    from ldpopt.decision import LPCertificate, _certificate, _Solution
+    from ldpopt.decision import _certificate, _Solution
     from ldpopt.objectives import RowAdditiveObjective
 
     if not isinstance(obj, RowAdditiveObjective):
