@@ -366,6 +366,7 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
     master = make_master(m, c0, T, backend)
     rows, acts = _seed_columns(B0, c0)
     seen = {(r.tobytes(), int(a)) for r, a in zip(rows, acts)}
+    purged: set = set()
 
     def add(rows, acts):
         if minimax:
@@ -436,14 +437,18 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
             break
         n_cols = master.rows.shape[0]
         if purge and n_cols > purge * m:
-            # drop the non-basic columns with the largest reduced cost (they rarely come back)
+            # drop the non-basic columns with the largest reduced cost; a column is deleted at most
+            # once (a re-generated column stays), so purging cannot make the method cycle
             rc_cols = _column_rc(master, Beff, u, c0)
-            idle = np.flatnonzero(x <= 0.0)
-            drop = idle[np.argsort(rc_cols[idle])[::-1][: n_cols - purge * m // 2]]
-            drop = drop[rc_cols[drop] > tol]
-            for i in drop:
-                seen.discard((master.rows[i].tobytes(), int(master.actions[i])))
-            master.delete(np.sort(drop))
+            keys = [(r.tobytes(), int(a)) for r, a in zip(master.rows, master.actions)]
+            idle = np.array([i for i in np.flatnonzero(x <= 0.0) if keys[i] not in purged], dtype=int)
+            if idle.size:
+                drop = idle[np.argsort(rc_cols[idle])[::-1][: n_cols - purge * m // 2]]
+                drop = drop[rc_cols[drop] > tol]
+                for i in drop:
+                    seen.discard(keys[i])
+                    purged.add(keys[i])
+                master.delete(np.sort(drop))
         add(np.array(new_r, dtype=bool), np.array(new_a, dtype=int))
     if best is None:
         return PairLP(np.zeros((0, m), bool), np.zeros(0, int), np.zeros(0), math.nan, np.zeros(m), None,
