@@ -16,7 +16,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ldpopt.cli import app, console, fail, parse_distribution
+from ldpopt.cli import app, console, fail, parse_distribution, partition_table
 
 
 # ---------------------------------------------------------------------------------------------
@@ -162,12 +162,7 @@ def export_cmd(
         save_mechanism(res, output, p0=a, p1=b, include_distributions=distributions)
     except OSError as exc:
         fail(f"cannot write --output {output}: {exc.strerror or exc}")
-    t = Table(title=f"Optimal {res.eps:g}-LDP mechanism ({res.divergence} = {res.value:.6g})")
-    t.add_column("output")
-    t.add_column("symbols (likelihood-ratio order)")
-    for j, block in enumerate(res.labelled_partition):
-        t.add_row(str(j), ", ".join(map(str, block)))
-    console.print(t)
+    console.print(partition_table(res, f"Optimal {res.eps:g}-LDP mechanism ({res.divergence} = {res.value:.6g})"))
     console.print(f"wrote {output}")
 
 

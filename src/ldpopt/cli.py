@@ -136,18 +136,23 @@ def _result_dict(res, rows) -> dict:
     }
 
 
+def partition_table(res, title: str, column: str = "symbols (likelihood-ratio order)") -> Table:
+    """A table of the result's blocks, one row per output, symbols shown by label."""
+    t = Table(title=title)
+    t.add_column("output")
+    t.add_column(column)
+    for j, block in enumerate(res.labelled_partition):
+        t.add_row(str(j), ", ".join(map(str, block)))
+    return t
+
+
 def _print_design(res, rows, labels=None) -> None:
     names = labels or [str(i) for i in range(res.mechanism.num_inputs)]
     console.print(
         f"[bold]Optimal {res.eps:g}-LDP mechanism[/] for {res.divergence}: "
         f"{res.num_outputs} output(s), method {res.method}"
     )
-    part = Table(title="Partition (blocks in likelihood-ratio order)")
-    part.add_column("output")
-    part.add_column("symbols")
-    for j, block in enumerate(res.partition):
-        part.add_row(str(j), ", ".join(names[i] for i in block))
-    console.print(part)
+    console.print(partition_table(res, "Partition (blocks in likelihood-ratio order)", "symbols"))
     ch = Table(title="Channel Q(y | x)")
     ch.add_column("x")
     for j in range(res.num_outputs):
@@ -227,12 +232,8 @@ def demo(
         for eps in DEMO_EPS:
             res, rows = _comparison_rows(p0, p1, eps, divergence, None)
             console.rule(f"eps = {eps:g}")
-            part = Table(title=f"Optimal partition ({res.num_outputs} outputs)")
-            part.add_column("output")
-            part.add_column("events (likelihood-ratio order)")
-            for j, block in enumerate(res.labelled_partition):
-                part.add_row(str(j), ", ".join(map(str, block)))
-            console.print(part)
+            console.print(partition_table(res, f"Optimal partition ({res.num_outputs} outputs)",
+                                          "events (likelihood-ratio order)"))
             _print_comparison(res, rows)
         budget = ldpopt.optimal_mechanism(p0, p1, 2.0, divergence, max_outputs=3)
         console.print(f"With an output budget of 3 at eps = 2: value {_fmt(budget.value)} "
