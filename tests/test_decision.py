@@ -191,6 +191,27 @@ def test_colgen_backends_and_iteration_limit():
     assert ldpopt.is_maximal(capped.mechanism)
 
 
+def test_colgen_warm_start_seed_keeps_the_optimum():
+    rng = np.random.default_rng(403)
+    prob = _random_problem(rng, 9, 4, 4)
+    B, c0 = prob.bayes_matrix(), math.exp(-1.0)
+    ref = _colgen.solve_pair_lp(*_all_pairs(9, 4), c0, costs=_colgen.pair_costs(*_all_pairs(9, 4), B, c0))
+    # seeded with an optimal support (the diagnostic of bench_decision.py) or with arbitrary columns,
+    # including duplicates of the RR seed: the same optimum and a certificate
+    arbitrary = (rng.random((12, 9)) < 0.5, rng.integers(0, 4, 12))
+    arbitrary[0][:, 0] = True
+    arbitrary[0][:, 1] = False  # non-empty proper subsets
+    for seed in ((ref.rows, ref.actions), arbitrary, (np.eye(9, dtype=bool), np.zeros(9, int))):
+        res = _colgen.column_generation(c0, B=B, seed=seed)
+        assert res.status == 0 and res.value == pytest.approx(ref.value, abs=TOL)
+        assert _colgen.min_reduced_cost(B, res.u, c0) >= -1e-9
+
+
+def _all_pairs(m, K):
+    subsets = np.array([[(j >> x) & 1 for x in range(m)] for j in range(1, 2 ** m - 1)], dtype=bool)
+    return np.repeat(subsets, K, axis=0), np.tile(np.arange(K), subsets.shape[0])
+
+
 def test_two_inputs_give_binary_randomized_response():
     # Corollary 3.13: the only maximal channel on two inputs is binary RR
     prob = DecisionProblem([[0.9, 0.2], [0.1, 0.8]], [[0, 1], [1, 0]])

@@ -341,7 +341,8 @@ def _column_rc(master: _Master, Beff: np.ndarray, u: np.ndarray, c0: float) -> n
 def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray | None = None,
                       L: np.ndarray | None = None, max_iter: int = 20000, time_limit: float | None = None,
                       smoothing: float = SMOOTHING, per_action: int = PER_ACTION,
-                      purge: int | None = PURGE, backend: str = "auto") -> PairLP:
+                      purge: int | None = PURGE, backend: str = "auto",
+                      seed: tuple[np.ndarray, np.ndarray] | None = None) -> PairLP:
     r"""Exact column generation for the Bayes (``B`` given) or minimax (``P`` and ``L`` given) pair LP.
 
     Each round solves the restricted master (seeded with randomized response) and prices all pairs
@@ -352,7 +353,9 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
     columns per action with negative reduced cost (at the separation point, hence also at u) are
     added.  It stops when no column prices out at the master duals, or when the proven bound
     :math:`\sum_x u_{{\rm in},x}` meets the master value; the returned duals certify optimality.
-    Idle columns are purged when the master exceeds ``purge * m`` columns.
+    Idle columns are purged when the master exceeds ``purge * m`` columns.  ``seed`` = (rows, actions)
+    adds columns to the initial master (a warm start; ``benchmarks/bench_decision.py`` seeds it with an
+    optimal support to measure how long certifying optimality alone takes).
     """
     minimax = B is None
     if minimax:
@@ -365,6 +368,11 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
         B0 = B
     master = make_master(m, c0, T, backend)
     rows, acts = _seed_columns(B0, c0)
+    if seed is not None:
+        extra = {(r.tobytes(), int(a)) for r, a in zip(rows, acts)}
+        keep = [i for i, (r, a) in enumerate(zip(*seed)) if (np.asarray(r, bool).tobytes(), int(a)) not in extra]
+        rows = np.vstack([rows, np.asarray(seed[0], dtype=bool)[keep]])
+        acts = np.concatenate([acts, np.asarray(seed[1], dtype=int)[keep]])
     seen = {(r.tobytes(), int(a)) for r, a in zip(rows, acts)}
     purged: set = set()
 
