@@ -18,12 +18,16 @@ largest relative difference of the optimal values.  Workloads:
    in a fresh subprocess to report its peak resident memory (ru_maxrss, which includes the
    ~150 MB of Python + NumPy + numba itself; the baseline after imports is printed too).
    Reference: the NumPy program at k = 1e3 (at 1e4 its (k+1)^2 matrix alone is 800 MB).
+   k = 1e3 takes the table path (exact score table, ``docs/fast.md`` section 6), larger k
+   the pruned kernels.
 3. Budget l = 8 at k = 1e4, KL, eps = 10 (the free optimum has ~30 outputs, so the budget
    binds and the compiled O(l k^2) program runs).  Reference: ldpopt's readable program
    (``optimal_mechanism(method="dp")``, O(l k) memory).
 4. First call in a fresh process: ``import ldpopt`` alone, then the first
-   ``optimal_mechanism`` and the first ``sweep`` - with numba's on-disk cache filled (the
-   normal case after the first use) and with an empty cache (JIT compilation included).
+   ``optimal_mechanism`` (k = 3 toy; k = 1000 Dirichlet(1) pair; the same pair with a binding
+   budget; each in its own process) and, after the toy, the first ``sweep`` - with numba's
+   on-disk cache filled (the normal case after the first use) and with an empty cache (JIT
+   compilation included).
 """
 
 from __future__ import annotations
@@ -119,34 +123,61 @@ def single(k: int, eps: float, l: int | None, reference: str | None, name: str):
 
 
 FIRST_CALL = """
-import time
+import json, sys, time
 t0 = time.perf_counter()
+import numpy as np
 import ldpopt
 t1 = time.perf_counter()
-ldpopt.optimal_mechanism([0.5, 0.3, 0.2], [0.2, 0.3, 0.5], 1.0)
+case = sys.argv[1]
+if case == "k3":
+    args = ([0.5, 0.3, 0.2], [0.2, 0.3, 0.5], 1.0)
+    kw = {}
+else:  # k = 1000, Dirichlet(1) pair; "budget": eps = 10 (free optimum 32 outputs) with l = 4
+    rng = np.random.default_rng(0)
+    p, q = rng.dirichlet(np.ones(1000)), rng.dirichlet(np.ones(1000))
+    args, kw = ((p, q, 2.0), {}) if case == "k1000" else ((p, q, 10.0), {"max_outputs": 4})
 t2 = time.perf_counter()
-ldpopt.sweep([[0.5, 0.3, 0.2]], [[0.2, 0.3, 0.5]], [1.0, 2.0], progress=False)
+res = ldpopt.optimal_mechanism(*args, **kw)
 t3 = time.perf_counter()
-print(f"{t1 - t0:.2f} {t2 - t1:.2f} {t3 - t2:.2f}")
+if case == "k3":  # then the first sweep (the pruned kernels: 20 s of compilation on an empty cache)
+    ldpopt.sweep([[0.5, 0.3, 0.2]], [[0.2, 0.3, 0.5]], [1.0, 2.0], progress=False)
+t4 = time.perf_counter()
+print(json.dumps(dict(imp=t1 - t0, om=t3 - t2, sw=t4 - t3, method=res.method, outputs=res.num_outputs)))
 """
+
+#: the first-call cases: name -> description
+FIRST_CALL_CASES = {
+    "k3": "k=3 toy, KL, eps=1",
+    "k1000": "k=1000 Dirichlet(1), KL, eps=2",
+    "budget": "k=1000, KL, eps=10, l=4 (binding)",
+}
 
 
 def first_call():
-    def run(env):
-        out = subprocess.run([sys.executable, "-c", FIRST_CALL], capture_output=True, text=True,
-                             check=True, env=env).stdout.split()
-        return [float(x) for x in out]
+    """``import ldpopt`` and the first ``optimal_mechanism`` (after the k = 3 toy also the first
+    ``sweep``) in fresh processes, with numba's on-disk cache filled and with an empty cache
+    (JIT compilation included; every case in its own process with its own empty cache)."""
+
+    def run(case, env):
+        out = subprocess.run([sys.executable, "-c", FIRST_CALL, case], capture_output=True, text=True,
+                             check=True, env=env).stdout.strip().splitlines()[-1]
+        return json.loads(out)
 
     env = dict(os.environ)
-    run(env)  # make sure the regular cache is filled
-    imp, om, sw = run(env)
-    print(f"{'import ldpopt (fresh process)':<44} {imp:.2f} s")
-    print(f"{'first optimal_mechanism, numba cache filled':<44} {om:.2f} s   first sweep {sw:.2f} s")
-    with tempfile.TemporaryDirectory() as tmp:
-        env["NUMBA_CACHE_DIR"] = tmp
-        imp, om, sw = run(env)
-    print(f"{'first optimal_mechanism, empty numba cache':<44} {om:.2f} s   first sweep {sw:.2f} s"
-          "   (JIT compilation included)", flush=True)
+    for case in FIRST_CALL_CASES:
+        run(case, env)  # make sure the regular cache is filled
+    r = run("k3", env)
+    print(f"{'import ldpopt (fresh process)':<44} {r['imp']:.2f} s")
+    for cache in ("filled", "empty"):
+        for case, name in FIRST_CALL_CASES.items():
+            if cache == "empty":
+                with tempfile.TemporaryDirectory() as tmp:
+                    r = run(case, dict(env, NUMBA_CACHE_DIR=tmp))
+            else:
+                r = run(case, env)
+            sweep = f"; first sweep then {r['sw']:.2f} s" if case == "k3" else ""
+            print(f"{'first optimal_mechanism, ' + cache + ' numba cache':<44} {r['om']:5.2f} s   "
+                  f"{name}: {r['outputs']} outputs ({r['method']}){sweep}", flush=True)
 
 
 def main():

@@ -4,13 +4,21 @@ Every optimum of the fast paths (Dinkelbach's iteration with exact split-point p
 compiled budget program, the carried bounds of sweeps) is compared with
 ``optimal_mechanism(..., method="dp")`` (``ldpopt.spr._dp_readable``, an independent O(l k^2)
 implementation in NumPy) and, for tiny alphabets, with brute force over all set partitions
-(tests/reference.py).  Tests marked ``nojit`` also run in CI with NUMBA_DISABLE_JIT=1, where
-the kernels execute as plain Python, so they keep k small.
+(tests/reference.py).  ``_fast.solve`` has two paths - the table path (exact score tables,
+k <= ``_fast.TABLE_MAX_K``) and the pruned kernels (larger k, sweeps) - and every equivalence
+test runs the same instances through both (:func:`solver_path`).  Tests marked ``nojit`` also
+run in CI with NUMBA_DISABLE_JIT=1, where the kernels execute as plain Python, so they keep k
+small.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -33,6 +41,19 @@ MIRROR_REL = 1e-13
 DIVERGENCES = ["kl", "reverse_kl", "tv", "chi2", "hellinger", "js",
                "egamma:1", "egamma:1.5", "egamma:4", "renyi:0.5", "renyi:2", "renyi:3.5"]
 EPS_CHOICES = [1e-6, 1e-3, 0.05, 0.3, 1.0, 2.0, 4.0, 8.0, 20.0, 60.0, 500.0, math.inf]
+#: the two paths of ``_fast.solve``
+PATHS = ("table", "pruned")
+
+
+@contextlib.contextmanager
+def solver_path(path):
+    """Route ``optimal_mechanism(method="fast")`` through one path of ``_fast.solve`` (any k)."""
+    old = _fast.TABLE_MAX_K
+    _fast.TABLE_MAX_K = 10**9 if path == "table" else -1
+    try:
+        yield
+    finally:
+        _fast.TABLE_MAX_K = old
 
 
 def close(a: float, b: float, rel: float = REL) -> bool:
@@ -60,22 +81,33 @@ def random_instance(rng, k, conc):
     return p / p.sum(), q / q.sum()
 
 
-def assert_same_optimum(p, q, eps, divergence, l, rel=REL):
-    """Fast and readable give the same value; different partitions only when tied to ``rel``."""
-    fast = ldpopt.optimal_mechanism(p, q, eps, divergence, l, method="fast")
+def assert_same_optimum(p, q, eps, divergence, l, rel=REL, paths=PATHS):
+    """Both fast paths give the readable value; different partitions only when tied to ``rel``.
+
+    The table path scores every block with the readable program's own operations, so with
+    the same partition its value is the readable one bit for bit.  Returns ``{path: result}``.
+    """
     ref = ldpopt.optimal_mechanism(p, q, eps, divergence, l, method="dp")
-    assert close(fast.value, ref.value, rel), (len(p), eps, divergence, l, fast.value, ref.value, fast.method)
-    if l is not None:
-        assert fast.num_outputs <= l
-    if fast.partition != ref.partition:
-        # a different partition is only allowed when it is optimal too (a tie): evaluate it
-        # with the readable code
-        red = _reduce(np.asarray(p, float), np.asarray(q, float))
-        cuts = _cuts_of(red, fast.partition)
-        div = get_divergence(divergence)
-        other = div.transform(spr_value(red.p, red.q, eps, div, cuts))
-        assert close(other, ref.value, rel), (eps, divergence, l, fast.partition, ref.partition, other, ref.value)
-    return fast
+    out = {}
+    for path in paths:
+        with solver_path(path):
+            fast = ldpopt.optimal_mechanism(p, q, eps, divergence, l, method="fast")
+        info = (path, len(p), eps, divergence, l, fast.value, ref.value, fast.method)
+        assert close(fast.value, ref.value, rel), info
+        if l is not None:
+            assert fast.num_outputs <= l
+        if fast.partition != ref.partition:
+            # a different partition is only allowed when it is optimal too (a tie): evaluate it
+            # with the readable code
+            red = _reduce(np.asarray(p, float), np.asarray(q, float))
+            cuts = _cuts_of(red, fast.partition)
+            div = get_divergence(divergence)
+            other = div.transform(spr_value(red.p, red.q, eps, div, cuts))
+            assert close(other, ref.value, rel), (info, fast.partition, ref.partition, other)
+        elif path == "table":
+            assert fast.value == ref.value or (math.isnan(fast.value) and math.isnan(ref.value)), info
+        out[path] = fast
+    return out
 
 
 def _cuts_of(red, partition):
@@ -159,6 +191,59 @@ def test_interval_scores_match_readable(divergence):
                 for a in range(b):
                     ours = K.score(pre, a, b, div.code, div.param, c, A, lf)
                     assert close(ours, float(ref[a]), MIRROR_REL), (divergence, eps, a, b, ours, ref[a])
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 15])
+def test_score_table_is_the_readable_scores_bit_for_bit(chunk, monkeypatch):
+    """The table path's packed scores are the readable program's scores, chunked or not."""
+    monkeypatch.setattr(_fast, "TABLE_CHUNK", chunk)
+    rng = np.random.default_rng(13)
+    for n in range(12):
+        k = int(rng.integers(1, 12))
+        p, q = random_instance(rng, k, [0.05, 0.5, 5.0][n % 3])
+        red = _reduce(p, q)
+        for divergence in DIVERGENCES[n % 4::4]:
+            div = get_divergence(divergence)
+            for eps in (1e-6, 0.7, 9.0, 800.0, math.inf):
+                c, A, lf = _fast.rescale(eps)
+                table = _fast.score_table(red.p, red.q, c, A, lf, div.code, div.param)
+                assert table.shape == (red.k * (red.k + 1) // 2,)
+                for b in range(1, red.k + 1):
+                    ref = interval_scores(red.p, red.q, eps, div, np.arange(b), b)
+                    got = table[b * (b - 1) // 2:b * (b + 1) // 2]
+                    assert np.array_equal(got, ref, equal_nan=True), (divergence, eps, b, got, ref)
+
+
+def test_unknown_solver_path_is_rejected():
+    with pytest.raises(ValueError, match="path"):
+        _fast.solve(np.array([0.5, 0.5]), np.array([0.2, 0.8]), 1.0, get_divergence("kl"), 2, path="fast")
+
+
+_COMPILED_KERNELS = """
+import json, sys
+import numpy as np
+import ldpopt
+from ldpopt import _kernels as K
+rng = np.random.default_rng(0)
+p, q = rng.dirichlet(np.ones(40)), rng.dirichlet(np.ones(40))
+for eps, l in ((2.0, None), (9.0, 2), (float("inf"), None), (40.0, None)):
+    ldpopt.optimal_mechanism(p, q, eps, "kl", l)
+print(json.dumps(sorted(n for n in dir(K) if getattr(getattr(K, n), "signatures", None))))
+"""
+
+
+def test_small_single_solves_touch_only_the_table_kernels():
+    """The first solve of a small problem compiles three small kernels, none of the pruned ones.
+
+    This is what keeps a first call with an empty numba cache at about a second (the pruned
+    kernels take 10-15 s to compile; benchmarks/bench_fast.py measures it).  Run in a fresh
+    process: it lists every kernel that was compiled or loaded from the on-disk cache.
+    """
+    env = {key: val for key, val in os.environ.items() if key != "NUMBA_DISABLE_JIT"}
+    out = subprocess.run([sys.executable, "-c", _COMPILED_KERNELS], capture_output=True, text=True, check=True,
+                         env=env).stdout.strip().splitlines()[-1]
+    assert json.loads(out) == ["table_args", "table_budget_dp", "table_pass"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,7 +355,8 @@ def test_budget_program_equals_readable(divergence):
         free = ldpopt.optimal_mechanism(p, q, eps, divergence, method="fast")
         l = max(1, free.num_outputs - int(rng.integers(1, 4)))
         res = assert_same_optimum(p, q, eps, divergence, l)
-        hits += res.method == "budget_dp"
+        assert res["table"].method == res["pruned"].method
+        hits += res["table"].method == "budget_dp"
     assert hits >= 15
 
 
@@ -285,19 +371,25 @@ def test_fast_equals_brute_force_over_all_set_partitions():
         l = None if n % 2 else int(rng.integers(1, k + 1))
         for divergence in ("kl", "js", "hellinger"):
             div = get_divergence(divergence)
-            fast = ldpopt.optimal_mechanism(p, q, eps, divergence, l, method="fast")
             ref = brute_force_optimum(p, q, eps, div, max_blocks=l)
-            # the brute force multiplies out matrices: agreement to 1e-9 (absolute 1e-12 near 0)
-            assert abs(fast.value - ref) <= max(1e-12, 1e-9 * abs(ref)), (k, eps, l, divergence, fast.value, ref)
+            for path in PATHS:
+                with solver_path(path):
+                    fast = ldpopt.optimal_mechanism(p, q, eps, divergence, l, method="fast")
+                # the brute force multiplies out matrices: agreement to 1e-9 (absolute 1e-12 near 0)
+                assert abs(fast.value - ref) <= max(1e-12, 1e-9 * abs(ref)), (path, k, eps, l, divergence,
+                                                                                fast.value, ref)
 
 
 @pytest.mark.nojit
-def test_methods_reported():
+@pytest.mark.parametrize("path", PATHS)
+def test_methods_reported(path):
     p, q = [0.5, 0.3, 0.2], [0.2, 0.3, 0.5]
-    assert ldpopt.optimal_mechanism(p, q, 2.0).method == "dinkelbach"
-    assert ldpopt.optimal_mechanism(p, q, 2.0, max_outputs=1).method == "single_block"
-    assert ldpopt.optimal_mechanism(p, q, 2.0, method="dp").method == "dp"
-    assert ldpopt.optimal_mechanism([1.0], [1.0], 2.0).value == 0.0
+    with solver_path(path):
+        assert ldpopt.optimal_mechanism(p, q, 2.0).method == "dinkelbach"
+        assert ldpopt.optimal_mechanism(p, q, 2.0, max_outputs=1).method == "single_block"
+        assert ldpopt.optimal_mechanism(p, q, 2.0, method="dp").method == "dp"
+        assert ldpopt.optimal_mechanism([1.0], [1.0], 2.0).value == 0.0
+        assert ldpopt.optimal_mechanism([0.7, 0.2, 0.1], [0.1, 0.2, 0.7], 9.0, max_outputs=2).method == "budget_dp"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -314,9 +406,10 @@ def test_underflowed_c_with_log_floor(eps):
         red = _reduce(p, q)
         for divergence in ("kl", "reverse_kl", "js", "tv"):
             div = get_divergence(divergence)
-            raw, cuts, _ = _fast.solve(red.p, red.q, eps, div, red.k)
             ref_raw, ref_cuts = _dp_readable(red.p, red.q, eps, div, red.k)
-            assert close(raw, ref_raw), (eps, divergence, raw, ref_raw)
+            for path in PATHS:
+                raw, cuts, _ = _fast.solve(red.p, red.q, eps, div, red.k, path=path)
+                assert close(raw, ref_raw), (path, eps, divergence, raw, ref_raw)
 
 
 @pytest.mark.nojit
@@ -330,7 +423,7 @@ def test_overflowing_scores_and_infinite_values():
     p0, p1 = [0.5, 0.5, 0.0], [0.0, 0.5, 0.5]
     for divergence in ("kl", "reverse_kl", "chi2"):
         res = assert_same_optimum(p0, p1, math.inf, divergence, None)
-        assert math.isinf(res.value)
+        assert all(math.isinf(r.value) for r in res.values())
 
 
 def test_large_alphabets_coarse_start_and_no_cache():

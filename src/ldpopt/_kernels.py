@@ -23,7 +23,11 @@ Solvers (``docs/fast.md`` has the exactness arguments):
 * :func:`budget_dp` - the O(l k^2) program of Prop. 3.3 for an output budget, O(l k) memory;
 * :func:`solve_ws` - one instance, with the budget logic (:mod:`ldpopt._fast` runs it as
   Python, so each kernel is compiled only when first needed); :func:`solve_item` - one
-  instance at many eps (GIL released: :mod:`ldpopt.batch` runs items in parallel threads).
+  instance at many eps (GIL released: :mod:`ldpopt.batch` runs items in parallel threads);
+* :func:`table_args`, :func:`table_pass`, :func:`table_budget_dp` - the small-problem path
+  of :mod:`ldpopt._fast` (k <= 1024 single solves) over an exact score table; they call no
+  other compiled function, so a fresh process compiles them in about a second instead of
+  the 10-15 s of the pruned solvers (``docs/fast.md``, section 6).
 """
 
 from __future__ import annotations
@@ -968,6 +972,115 @@ def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, val, state
 
 
 # ---------------------------------------------------------------------------------------------
+# Small problems: exact score tables (ldpopt._fast's table path, docs/fast.md section 6)
+# ---------------------------------------------------------------------------------------------
+# These three kernels call nothing that is compiled on its own (block_sums is inlined at the
+# IR level), so a fresh process compiles them in about a second: the pruned solvers above
+# link a dozen dispatchers into each other and take 10-15 s to compile.  The scores
+# themselves are evaluated by numpy (divergences._perspective_array), exactly as
+# spr._dp_readable evaluates them.  Keep them free of calls to other @njit functions (and of
+# numpy allocations, which compile helpers too): tests/test_kernels.py checks which kernels a
+# small solve touches, benchmarks/bench_fast.py measures the first call.
+@njit(cache=True, error_model="numpy")
+def table_args(pre, c, A, i0, i1, x, y, d):
+    """Perspective arguments of the blocks [t, i), t < i, for the end points i0 <= i < i1.
+
+    ``x = c + A dP``, ``y = c + A dQ``, ``d = A (dP - dQ)`` with the block sums of
+    :func:`block_sums` (those of ``spr._Prefix.sums``), in packed order: block [t, i) at
+    ``i (i - 1) / 2 + t - i0 (i0 - 1) / 2``; ``pre`` as :func:`prefix_table`.
+    """
+    j = 0
+    for i in range(i0, i1):
+        for t in range(i):
+            dp, dq = block_sums(pre, t, i)
+            x[j] = c + A * dp
+            y[j] = c + A * dq
+            d[j] = A * (dp - dq)
+            j += 1
+
+
+@njit(cache=True, error_model="numpy")
+def table_pass(S, k, pen, H, cnt, par):
+    r"""One Dinkelbach step over the exact score table ``S`` (packed as :func:`table_args`).
+
+    :math:`H[i] = \max_{t<i} H[t] + (\mu'[t:i) - pen)` with the ties of :func:`penalized_pass`
+    (largest value, then fewest blocks, then smallest split point), so it returns what
+    :func:`penalized_pass` returns for the same scores; ``cnt`` receives the block counts
+    and ``par`` the split points.
+    """
+    H[0] = 0.0
+    cnt[0] = 0
+    par[0] = 0
+    for i in range(1, k + 1):
+        base = i * (i - 1) // 2
+        best = H[0] + (S[base] - pen)
+        bc = cnt[0] + 1
+        bt = 0
+        for t in range(1, i):  # increasing t: an equal (value, count) keeps the smaller t
+            u = H[t] + (S[base + t] - pen)
+            if u < best:
+                continue
+            n = cnt[t] + 1
+            if u > best or (u == best and n < bc):
+                best = u
+                bc = n
+                bt = t
+        H[i] = best
+        cnt[i] = bc
+        par[i] = bt
+
+
+@njit(cache=True, error_model="numpy")
+def table_budget_dp(S, k, l, c, F, par, bounds):
+    r"""Best partition into at most ``l`` blocks over the score table ``S``; returns ``(ratio, nb)``.
+
+    The recursion :math:`F[s, i] = \max_{t \ge s-1} F[s-1, t] + \mu'[t:i)` of
+    :func:`ldpopt.spr._dp_readable` with its tie-breaking: every maximum is numpy's
+    ``argmax`` (the first maximum, or the first NaN), over the split points and over the
+    block counts.  ``F`` (filled with -inf) and ``par`` are (l + 1, k + 1) scratch arrays,
+    allocated by the caller (numpy's allocators would add half a second of compilation);
+    row ``l`` is only computed at ``i = k``.
+    """
+    for i in range(1, k + 1):
+        base = i * (i - 1) // 2
+        F[1, i] = S[base]
+        smax = min(l, i) if i == k else min(l - 1, i)
+        for s in range(2, smax + 1):
+            prev = F[s - 1]
+            best = prev[s - 1] + S[base + s - 1]
+            bt = s - 1
+            if best == best:
+                for t in range(s, i):
+                    v = prev[t] + S[base + t]
+                    if v > best:
+                        best = v
+                        bt = t
+                    elif v != v:
+                        best = v
+                        bt = t
+                        break
+            F[s, i] = best
+            par[s, i] = bt
+    s_star = 1
+    best_ratio = F[1, k]
+    if best_ratio == best_ratio:
+        for s in range(2, l + 1):
+            r = F[s, k] / (1.0 + (s - 1) * c)
+            if r > best_ratio or r != r:
+                best_ratio = r
+                s_star = s
+                if r != r:
+                    break
+    i = k
+    bounds[s_star] = k
+    for s in range(s_star, 1, -1):
+        i = par[s, i]
+        bounds[s - 1] = i
+    bounds[0] = 0
+    return best_ratio, s_star
+
+
+# ---------------------------------------------------------------------------------------------
 # Sweeps: many (instance, eps) cells
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy", nogil=True)
@@ -993,7 +1106,7 @@ def solve_item(pres, pre_off, ks, ls, t, e0, e1, order, code, param, cs, As, lfs
     carry_ok = code == CODE_KL or code == CODE_REVERSE_KL or code == CODE_JS
     bounds = np.zeros(k + 1, dtype=np.int64)
     hint = np.full(k + 1, -1, dtype=np.int64)  # no split-point hints yet
-    nwarm = 0
+    nwarm = np.int64(0)  # not a literal: one compiled specialisation of solve_ws
     c_prev = 0.0
     A_prev = 0.0
     for idx in range(e0, e1):
