@@ -147,6 +147,20 @@ def test_chunk_plan_depends_on_the_config_only():
     assert runner.plan_chunks(parse_config({**GRID})) == 2  # [run] instances_per_chunk
 
 
+@pytest.mark.parametrize("trials", [1, 7, 100, 101, 999, 5000])
+def test_chunk_plan_has_even_chunks_and_honours_the_cost_model(trials):
+    cfg = parse_config({"instances": {"generator": "dirichlet", "k": 100, "trials": trials, "seed": 0},
+                        "grid": {"eps": {"start": 0.1, "stop": 10.1, "step": 0.1}, "divergences": ["kl"],
+                                 "baselines": ["binary", "rr"]}})
+    ipc = runner.plan_chunks(cfg)
+    n = math.ceil(trials / ipc)
+    last = trials - (n - 1) * ipc
+    assert n == 1 or last > ipc - n  # evenly sized: sizes differ by fewer than n instances
+    cost = runner._instance_cost(cfg, 100) * ipc
+    assert cost <= runner.TARGET_CHUNK_S * 1.01
+    assert n == 1 or cost >= runner.MIN_CHUNK_S / 2  # never split below the minimum chunk work
+
+
 # ---------------------------------------------------------------------------------------------
 # Schedulers: bit-identical results; dead workers are retried
 # ---------------------------------------------------------------------------------------------

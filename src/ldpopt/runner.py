@@ -93,9 +93,10 @@ TARGET_CHUNK_S = 2.0
 MIN_CHUNK_S = 0.5
 #: a sweep is spread over at least this many chunks when that keeps chunks >= MIN_CHUNK_S
 MIN_CHUNKS = 8
-#: estimated seconds of one optimal solve on one core: a + b k^2 (ldpopt.sweep, measured at k = 10..300)
-_COST_A = 2e-5
-_COST_B = 5e-8
+#: estimated seconds of one optimal solve on one core: a + b k^2 (ldpopt.sweep with partitions,
+#: one thread, 101 eps, measured at k = 10..300: 6e-6 s at k <= 30, 3.0e-5 at 100, 2.6e-4 at 300)
+_COST_A = 1e-5
+_COST_B = 3e-9
 #: an output budget below k costs about this factor more (the O(l k^2) program after Dinkelbach)
 _BUDGET_FACTOR = 1.5
 #: estimated seconds per cell of the vectorised binary / RR baselines: a + b k
@@ -391,7 +392,8 @@ def plan_chunks(cfg: SweepConfig) -> int:
     """Instances per chunk: ``[run] instances_per_chunk`` or the cost model's choice.
 
     The model aims at ``TARGET_CHUNK_S`` of work per chunk, but spreads a small sweep over
-    ``MIN_CHUNKS`` chunks while they keep at least ``MIN_CHUNK_S`` each.  It depends on the
+    ``MIN_CHUNKS`` chunks while they keep at least ``MIN_CHUNK_S`` each, and evens out the chunk
+    sizes (the last chunk is never much smaller than the others).  It depends on the
     configuration only, so every machine and scheduler cuts the sweep the same way.
     """
     T = cfg.num_instances
@@ -401,7 +403,10 @@ def plan_chunks(cfg: SweepConfig) -> int:
     target = max(1, int(TARGET_CHUNK_S / cost))
     floor_ = max(1, math.ceil(MIN_CHUNK_S / cost))
     spread = math.ceil(T / MIN_CHUNKS)
-    return max(1, min(target, max(spread, floor_), T))
+    ipc = max(1, min(target, max(spread, floor_), T))
+    # as many chunks as that, evenly sized (100 instances in chunks of 71 would leave one worker
+    # idle for the last 42 of them; two chunks of 50 finish together)
+    return math.ceil(T / math.ceil(T / ipc))
 
 
 def _tasks(cfg: SweepConfig, ipc: int, faults: tuple, in_worker: bool) -> list[ChunkTask]:
@@ -809,7 +814,8 @@ def run_sweep(config: Any, out: str | os.PathLike, scheduler: str = "processes",
                     run_info["chunks_computed"] += 1
                     progress.advance(cells, f"chunk {outcome.chunk_id} done: {cells} cells in "
                                             f"{outcome.solve_seconds:.3g} s ({len(store.done)}/{len(probe)} chunks)")
-                    store.write_manifest(running=True, run=run_info, force=False)
+                    if len(store.done) < len(probe):  # (the final manifest follows the last chunk)
+                        store.write_manifest(running=True, run=run_info, force=False)
                 else:
                     run_info["chunks_failed"] += 1
                     store.record_error(outcome.chunk_id, outcome.error, outcome.traceback, outcome.attempts)
