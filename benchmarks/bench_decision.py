@@ -5,7 +5,9 @@ Dirichlet(0.5) over the m inputs, loss 1 - I + 0.3 U(0, 1), uniform prior, eps =
 
 1. full enumeration, m = 14, T = A = 6 (Bayes: 16,382 subset columns; minimax: 98,292 pairs);
    reference in the same run: the channel LP (``method="direct"``) and column generation;
-2. column generation, m = 256, T = A = 8 (Bayes), reference: the channel LP;
+2. column generation, m = 256, T = A = 8 (Bayes, eps = 1 and 3), priced at Lagrangian dual points
+   (the default); references: column generation priced at the master's duals (in-out) and the
+   channel LP;
 3. a symmetric problem, m = 200: circular estimation (App. C.2) on grids (T = 200, A = 400) by
    column generation, reference: the Corollary 3.17 closed form;
 4. vertex enumeration (pycddlib), m = 5, reference: the LP over all subsets.
@@ -41,7 +43,7 @@ def seeded_colgen(prob, eps, opt):
     M = opt.mechanism.matrix
     rows = M > M.min(axis=0) * (1.0 + 1e-9)  # the subset of each extreme output column
     acts = np.argmax(np.asarray(opt.decision_rule), axis=1)
-    return _colgen.column_generation(math.exp(-eps), B=prob.bayes_matrix(), seed=(rows.T, acts))
+    return _colgen.column_generation(math.exp(-eps), B=prob.bayes_matrix(), seed=(rows.T, acts), duals="in-out")
 
 
 def timed(fn, repeat: int = 1):
@@ -81,24 +83,30 @@ def main() -> None:
         line(f"column generation, m = {m_enum}, T = A = 6, {risk}", t_cg, t_enum, "enumeration",
              abs(r_cg.value - r_enum.value), f"{r_cg.iterations} rounds")
 
-    prob = problem(m_cg, 8, 8, 2)
-    t_dir, r_dir = timed(lambda: ldpopt.optimal_channel(prob, eps, method="direct"))
-    t_cg, r_cg = timed(lambda: ldpopt.optimal_channel(prob, eps, method="colgen", time_limit=600))
-    line(f"column generation, m = {m_cg}, T = A = 8, bayes", t_cg, t_dir, "channel LP",
-         abs(r_cg.value - r_dir.value), f"{r_cg.iterations} rounds, status {r_cg.status}, {r_cg.num_outputs} outputs")
-    line(f"channel LP, m = {m_cg}, T = A = 8, bayes", t_dir, t_cg, "column generation",
-         abs(r_cg.value - r_dir.value), "LP over X -> A + re-solve on the decomposition")
+    from ldpopt import _colgen
 
-    # diagnostic: how much of colgen's time is certification alone?  Seed the master with the
-    # optimal support found by the channel LP; colgen must still prove that no other column helps
+    for eps_cg in (eps, 3.0):
+        prob = problem(m_cg, 8, 8, 2)
+        t_dir, r_dir = timed(lambda: ldpopt.optimal_channel(prob, eps_cg, method="direct"))
+        t_cg, r_cg = timed(lambda: ldpopt.optimal_channel(prob, eps_cg, method="colgen", time_limit=600))
+        t_io, r_io = timed(lambda: _colgen.column_generation(math.exp(-eps_cg), B=prob.bayes_matrix(),
+                                                             duals="in-out", time_limit=600))
+        line(f"column generation, m = {m_cg}, T = A = 8, bayes, eps = {eps_cg:g}", t_cg, t_io,
+             "colgen priced at the master's duals (in-out)", abs(r_cg.value - r_io.value),
+             f"{r_cg.iterations} rounds vs {r_io.iterations}; status {r_cg.status}, {r_cg.num_outputs} outputs")
+        line(f"channel LP, m = {m_cg}, T = A = 8, bayes, eps = {eps_cg:g}", t_dir, t_cg, "column generation",
+             abs(r_cg.value - r_dir.value), "LP over X -> A + re-solve on the decomposition")
+
+    # diagnostic: why pricing at the master's own duals is slow.  Seed the master with the optimal
+    # support found by the channel LP; in-out colgen must still prove that no other column helps
     for m_seed in (64, 128):
         prob = problem(m_seed, 8, 8, 2)
         r_dir = ldpopt.optimal_channel(prob, eps, method="direct")
-        t_cg, r_cg = timed(lambda: ldpopt.optimal_channel(prob, eps, method="colgen"))
+        t_io, r_io = timed(lambda: _colgen.column_generation(math.exp(-eps), B=prob.bayes_matrix(), duals="in-out"))
         t_seed, r_seed = timed(lambda: seeded_colgen(prob, eps, r_dir))
-        line(f"colgen seeded with the optimal support, m = {m_seed} (diagnostic)", t_seed, t_cg,
-             "colgen from RR", abs(r_seed.value - r_dir.value),
-             f"{r_seed.iterations} rounds seeded vs {r_cg.iterations} from RR")
+        line(f"in-out colgen seeded with the optimal support, m = {m_seed} (diagnostic)", t_seed, t_io,
+             "in-out colgen from RR", abs(r_seed.value - r_dir.value),
+             f"{r_seed.iterations} rounds seeded vs {r_io.iterations} from RR")
 
     circ = examples.circular_estimation(200, 0.9)
     dp = circ.as_decision_problem()

@@ -331,6 +331,17 @@ def _seed_columns(B0: np.ndarray, c0: float) -> tuple[np.ndarray, np.ndarray]:
     return rows, np.argmin(costs, axis=1).astype(int)
 
 
+def _initial_columns(B0: np.ndarray, c0: float, seed) -> tuple[np.ndarray, np.ndarray]:
+    """The RR seed of :func:`_seed_columns` plus the (distinct) columns of a caller's ``seed``."""
+    rows, acts = _seed_columns(B0, c0)
+    if seed is not None:
+        have = {(r.tobytes(), int(a)) for r, a in zip(rows, acts)}
+        keep = [i for i, (r, a) in enumerate(zip(*seed)) if (np.asarray(r, bool).tobytes(), int(a)) not in have]
+        rows = np.vstack([rows, np.asarray(seed[0], dtype=bool)[keep]])
+        acts = np.concatenate([acts, np.asarray(seed[1], dtype=int)[keep]])
+    return rows, acts
+
+
 def _column_rc(master: _Master, Beff: np.ndarray, u: np.ndarray, c0: float) -> np.ndarray:
     """Reduced costs of the master's columns at the duals (u, Beff)."""
     D = Beff - u[:, None]
@@ -342,7 +353,7 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
                       L: np.ndarray | None = None, max_iter: int = 20000, time_limit: float | None = None,
                       smoothing: float = SMOOTHING, per_action: int = PER_ACTION,
                       purge: int | None = PURGE, backend: str = "auto",
-                      seed: tuple[np.ndarray, np.ndarray] | None = None) -> PairLP:
+                      seed: tuple[np.ndarray, np.ndarray] | None = None, duals: str = "auto") -> PairLP:
     r"""Exact column generation for the Bayes (``B`` given) or minimax (``P`` and ``L`` given) pair LP.
 
     Each round solves the restricted master (seeded with randomized response) and prices all pairs
@@ -356,7 +367,19 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
     Idle columns are purged when the master exceeds ``purge * m`` columns.  ``seed`` = (rows, actions)
     adds columns to the initial master (a warm start; ``benchmarks/bench_decision.py`` seeds it with an
     optimal support to measure how long certifying optimality alone takes).
+
+    ``duals`` chooses where columns are priced: ``"in-out"`` is the scheme above; ``"lagrangian"``
+    (Bayes only, the default there through ``"auto"``) prices at the Lagrangian dual points of
+    :func:`lagrangian_column_generation`, which exploit that the dual has only |A| coupling
+    constraints.
     """
+    if duals not in ("auto", "lagrangian", "in-out"):
+        raise ValueError(f"duals must be 'auto', 'lagrangian' or 'in-out', got duals={duals!r}")
+    if duals == "lagrangian" and B is None:
+        raise ValueError("duals='lagrangian' needs a Bayes problem (B); minimax uses duals='in-out'")
+    if B is not None and duals != "in-out" and B.shape[0] >= 2:
+        return lagrangian_column_generation(c0, B, max_iter=max_iter, time_limit=time_limit,
+                                            per_action=per_action, backend=backend, seed=seed)
     minimax = B is None
     if minimax:
         m, T = P.shape
@@ -367,12 +390,7 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
         T = 0
         B0 = B
     master = make_master(m, c0, T, backend)
-    rows, acts = _seed_columns(B0, c0)
-    if seed is not None:
-        extra = {(r.tobytes(), int(a)) for r, a in zip(rows, acts)}
-        keep = [i for i, (r, a) in enumerate(zip(*seed)) if (np.asarray(r, bool).tobytes(), int(a)) not in extra]
-        rows = np.vstack([rows, np.asarray(seed[0], dtype=bool)[keep]])
-        acts = np.concatenate([acts, np.asarray(seed[1], dtype=int)[keep]])
+    rows, acts = _initial_columns(B0, c0, seed)
     seen = {(r.tobytes(), int(a)) for r, a in zip(rows, acts)}
     purged: set = set()
 
@@ -463,6 +481,214 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
                       status, message, it, master.rows.shape[0])
     return PairLP(best[0], best[1], best[2], value, u, lam if minimax else None, status, message, it,
                   master.rows.shape[0])
+
+
+# --------------------------------------------------------------------------------------------
+# column generation priced at Lagrangian dual points (Bayes)
+# --------------------------------------------------------------------------------------------
+
+
+def action_slacks(B: np.ndarray, u: np.ndarray, c0: float) -> np.ndarray:
+    r""":math:`g_a(u)=\min_{y\subseteq X}\bar c(y,a)=\sum_x\psi(B_{x,a}-u_x)`, :math:`\psi(d)=\min(d, c_0d)`.
+
+    The cheapest subset for action a takes every x with a negative :math:`d_x=B_{x,a}-u_x`, so
+    u is dual feasible for all subsets exactly when :math:`g_a(u)\ge 0` for every a (the empty
+    and full sets add nothing: their rows are combinations of a subset's and its complement's).
+    """
+    D = B - u[:, None]
+    return np.minimum(D, c0 * D).sum(axis=0)
+
+
+def lagrangian_point(B: np.ndarray, h: np.ndarray, c0: float) -> np.ndarray:
+    r"""A maximiser u of :math:`\mathcal L(u,h)=\sum_x u_x+\sum_a h_a\,g_a(u)`, for action weights h >= 0.
+
+    :math:`\mathcal L` is separable in x: along :math:`u_x` it is concave, piecewise linear, with
+    slope :math:`1-c_0\sum_a h_a-(1-c_0)\sum_{a:B_{x,a}<u_x}h_a`, so a maximiser is the first
+    breakpoint :math:`B_{x,a}` (actions in increasing order of :math:`B_{x,\cdot}`) after which the
+    slope is <= 0.  O(m |A| log |A|).
+    """
+    return _inner(B, h, c0)[0]
+
+
+def _inner(B: np.ndarray, h: np.ndarray, c0: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""``(u, s)``: :func:`lagrangian_point` and the matching primal solution of the inner problem.
+
+    With the column maxima fixed to h the channel LP splits per input:
+    :math:`W_{x,a}=c_0h_a+s_{x,a}`, :math:`0\le s_{x,a}\le(1-c_0)h_a`,
+    :math:`\sum_a s_{x,a}=1-c_0\sum_a h_a`, cost :math:`\sum_a s_{x,a}B_{x,a}`: a continuous
+    knapsack, filled greedily in increasing order of :math:`B_{x,\cdot}`.  The action that is
+    filled last is where the slope of :math:`\mathcal L` along :math:`u_x` turns <= 0, so u and s
+    are a primal-dual pair: :math:`D(h)=\sum_x u_x+h\cdot g(u)=c_0h\cdot\sum_x B_{x,:}+\sum s B`.
+    """
+    m, K = B.shape
+    rows = np.arange(m)[:, None]
+    order = np.argsort(B, axis=1, kind="stable")
+    Bs = np.take_along_axis(B, order, axis=1)
+    cap = (1.0 - c0) * h[order]
+    need = max(1.0 - c0 * float(h.sum()), 0.0)
+    drop = np.cumsum(cap, axis=1)
+    hit = drop >= need
+    j = np.where(hit.any(axis=1), np.argmax(hit, axis=1), K - 1)
+    fill = np.clip(need - (drop - cap), 0.0, cap)
+    s = np.empty_like(fill)
+    s[rows, order] = fill
+    return Bs[np.arange(m), j], s
+
+
+def _layers(s: np.ndarray) -> list[tuple[np.ndarray, int]]:
+    """Every level set {x: s[x, a] >= tau}, tau a positive value of column a (its layer-cake layers)."""
+    out = []
+    for a in range(s.shape[1]):
+        col = s[:, a]
+        for tau in np.unique(col[col > 0.0]):
+            out.append((col >= tau, a))
+    return out
+
+
+def _certify(B: np.ndarray, u: np.ndarray, c0: float) -> np.ndarray:
+    r"""``u + t 1`` with the largest t keeping every reduced cost >= 0: an exactly dual-feasible point.
+
+    :math:`\bar c(y,a)` falls by :math:`t\,w_y`, :math:`w_y=|y|+c_0(m-|y|)`, when u rises by
+    :math:`t\mathbf 1`, and for a fixed size |y| the cheapest subset is a prefix of the order of
+    d, so :math:`t=\min_{a,j}\bar c_j(a)/w_{j}` over the prefixes of :func:`price` (Farley's bound).
+    """
+    m = B.shape[0]
+    _, rc = price(B - u[:, None], c0)
+    sizes = np.arange(1, m, dtype=float)
+    return u + float((rc / (sizes + c0 * (m - sizes))[:, None]).min())
+
+
+def _weights_master(G: np.ndarray, S: np.ndarray, c0: float):
+    r"""Kelley's model of the Lagrangian dual: :math:`\min_h\max_k S_k+h\cdot G_k` over action weights
+    :math:`0\le h\le 1`, :math:`1\le\sum h\le 1/c_0` (the column maxima of an LDP channel X -> A).
+    Returns ``(h, lam)``, lam >= 0 the cuts' weights (summing to 1)."""
+    from scipy.optimize import linprog
+
+    n, K = G.shape
+    rows = [np.hstack([-np.ones((n, 1)), G]), np.r_[0.0, -np.ones(K)][None]]
+    rhs = [-S, [-1.0]]
+    if c0 > 0.0:
+        rows.append(np.r_[0.0, np.ones(K)][None])
+        rhs.append([1.0 / c0])
+    res = linprog(np.r_[1.0, np.zeros(K)], A_ub=np.vstack(rows), b_ub=np.concatenate(rhs),
+                  bounds=[(None, None)] + [(0.0, 1.0)] * K, method="highs")
+    if res.status != 0:  # pragma: no cover - the model is a bounded, feasible LP
+        return None, None
+    return np.asarray(res.x[1:]), np.clip(-np.asarray(res.ineqlin.marginals[:n]), 0.0, None)
+
+
+def lagrangian_column_generation(c0: float, B: np.ndarray, *, max_iter: int = 20000,
+                                 time_limit: float | None = None, per_action: int = PER_ACTION,
+                                 backend: str = "auto",
+                                 seed: tuple[np.ndarray, np.ndarray] | None = None) -> PairLP:
+    r"""Exact column generation for the Bayes pair LP, priced at Lagrangian dual points.
+
+    The dual of the pair LP is :math:`\max\sum_x u_x` s.t. :math:`g_a(u)\ge 0` for every action
+    (:func:`action_slacks`): only |A| constraints couple the m coordinates of u.  Dualising them with
+    weights :math:`h\ge 0` gives :math:`D(h)=\max_u\mathcal L(u,h)` (:func:`lagrangian_point`), a
+    convex function of |A| variables whose minimum is the optimum (``docs/decision.md``).  Each round
+
+    1. evaluates u(h) and adds the cut :math:`\theta\ge\sum_x u_x+h\cdot g(u)` to Kelley's model of D
+       (:func:`_weights_master`, an LP in |A| + 1 variables) and, as master columns, the layers of
+       the matching channel with column maxima h (:func:`_inner`, :func:`_layers`; at an optimal h
+       that channel is optimal, so its layers are an optimal support);
+    2. solves the restricted master (warm HiGHS) and prices exactly at its duals (up to ``per_action``
+       columns per action): if nothing prices out, those duals certify optimality (plain column
+       generation, so the method terminates);
+    3. takes the next h from the model and the cut-weighted mean of the u's, made exactly dual
+       feasible by :func:`_certify`; its value is a proven lower bound, and the loop stops when it
+       meets the master value (relative gap ``GAP_RTOL``).
+
+    The returned ``u`` is dual feasible for every one of the :math:`2^m-2` subsets.  This is
+    column generation combined with Lagrangian relaxation (Huisman, Jans, Peeters and Wagelmans,
+    2005): on random problems with m = 256 it needs about ten rounds where pricing at the master's
+    degenerate duals needs over a thousand (``benchmarks/README.md``).
+    """
+    m, K = B.shape
+    master = make_master(m, c0, 0, backend)
+    rows, acts = _initial_columns(B, c0, seed)
+    seen = {(r.tobytes(), int(a)) for r, a in zip(rows, acts)}
+    master.add(rows, acts, pair_costs(rows, acts, B, c0), None)
+    scale = float(np.abs(B).sum(axis=0).max()) or 1.0
+    h = np.full(K, min(1.0, 2.0 / ((1.0 + c0) * K)))  # binary RR's column maxima, spread over the actions
+    cut_u: list[np.ndarray] = []
+    cut_g: list[np.ndarray] = []
+    best_u, best_lb = None, -math.inf
+    status, message = 1, "iteration limit reached"
+    value, best = math.nan, None
+    start = time.perf_counter()
+    it = 0
+
+    def fresh(cands):
+        out_r, out_a = [], []
+        for y, a in cands:
+            n = int(y.sum())
+            key = (y.tobytes(), int(a))
+            if 0 < n < m and key not in seen:
+                seen.add(key)
+                out_r.append(y)
+                out_a.append(int(a))
+        if out_r:
+            R, Aa = np.array(out_r, dtype=bool), np.array(out_a, dtype=int)
+            master.add(R, Aa, pair_costs(R, Aa, B, c0), None)
+
+    for it in range(1, max_iter + 1):
+        u, s = _inner(B, h, c0)
+        cut_u.append(u)
+        cut_g.append(action_slacks(B, u, c0))
+        fresh(_layers(s))
+        ok, value, x, um, _, msg = master.solve()
+        if not ok:
+            status, message = 4, f"restricted master failed: {msg}"
+            break
+        sup = np.flatnonzero(x > SUPPORT_RTOL * max(float(x.max()), 1e-300))
+        best = (master.rows[sup].copy(), master.actions[sup].copy(), x[sup].copy())
+        tol = RC_RTOL * max(scale, abs(value))
+        order, rc = price(B - um[:, None], c0)
+        if rc.min() >= -tol:
+            status, message = 0, "optimal: no column prices out"
+            best_u = um
+            break
+        h_next, lam = _weights_master(np.array(cut_g), np.array([float(v.sum()) for v in cut_u]), c0)
+        cands = [_certify(B, um, c0)]  # the master's duals, lifted to feasibility (Farley)
+        if h_next is not None and lam.sum() > 0:
+            cands.append(_certify(B, (lam / lam.sum()) @ np.array(cut_u), c0))
+            h = h_next
+        improved = False
+        for cert in cands:
+            if float(cert.sum()) > best_lb:
+                best_u, best_lb, improved = cert, float(cert.sum()), True
+        if improved:
+            # columns that are tight at the best certificate: by complementary slackness an optimal
+            # support lies among them once the bound is optimal (at most m - 1 prefixes per action)
+            o_c, rc_c = price(B - best_u[:, None], c0)
+            tight = []
+            for j, a in zip(*np.nonzero(rc_c <= tol)):
+                y = np.zeros(m, dtype=bool)
+                y[o_c[: j + 1, a]] = True
+                tight.append((y, a))
+            fresh(tight)
+        if value - best_lb <= GAP_RTOL * max(scale, abs(value)):
+            status, message = 0, "optimal: the Lagrangian dual bound meets the master value"
+            break
+        if time_limit is not None and time.perf_counter() - start > time_limit:
+            status, message = 1, "time limit reached"
+            break
+        cands = []
+        for a in np.flatnonzero(rc.min(axis=0) < -tol):
+            for j in np.argsort(rc[:, a], kind="stable")[:per_action]:
+                if rc[j, a] >= -tol:
+                    break
+                y = np.zeros(m, dtype=bool)
+                y[order[: j + 1, a]] = True
+                cands.append((y, a))
+        fresh(cands)
+    if best is None:
+        return PairLP(np.zeros((0, m), bool), np.zeros(0, int), np.zeros(0), math.nan, np.zeros(m), None,
+                      status, message, it, master.rows.shape[0])
+    if best_u is None:
+        best_u = _certify(B, um, c0)
+    return PairLP(best[0], best[1], best[2], value, best_u, None, status, message, it, master.rows.shape[0])
 
 
 # --------------------------------------------------------------------------------------------

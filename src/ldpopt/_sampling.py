@@ -676,7 +676,7 @@ def _sample_block(ch: RealisedChannel, x: np.ndarray, source: BitSource) -> np.n
 
 def _sample_general(ch: RealisedChannel, x: np.ndarray, source: BitSource) -> np.ndarray:
     t = _general_tables(ch)
-    T, exact, order = t["T"], t["exact"], t["order"]
+    T, order = t["T"], t["order"]
     n_b = T.shape[1]
     u = source.words(x.shape[0])
     out = np.empty(x.shape[0], dtype=np.int64)
