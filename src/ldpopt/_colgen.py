@@ -342,6 +342,20 @@ def _initial_columns(B0: np.ndarray, c0: float, seed) -> tuple[np.ndarray, np.nd
     return rows, acts
 
 
+def _priced_columns(order: np.ndarray, rc: np.ndarray, tol: float, per_action: int) -> list[tuple[np.ndarray, int]]:
+    """Up to ``per_action`` prefix columns per action with reduced cost below ``-tol`` (from :func:`price`)."""
+    m = order.shape[0]
+    out = []
+    for a in np.flatnonzero(rc.min(axis=0) < -tol):
+        for j in np.argsort(rc[:, a], kind="stable")[:per_action]:
+            if rc[j, a] >= -tol:
+                break
+            y = np.zeros(m, dtype=bool)
+            y[order[: j + 1, a]] = True
+            out.append((y, int(a)))
+    return out
+
+
 def _column_rc(master: _Master, Beff: np.ndarray, u: np.ndarray, c0: float) -> np.ndarray:
     """Reduced costs of the master's columns at the duals (u, Beff)."""
     D = Beff - u[:, None]
@@ -446,17 +460,12 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
                     break
                 alpha = 0.0 if alpha < 0.1 else alpha / 2.0
                 continue
-            for a in np.flatnonzero(rc.min(axis=0) < -tol):
-                for j in np.argsort(rc[:, a], kind="stable")[:per_action]:
-                    if rc[j, a] >= -tol:
-                        break
-                    y = np.zeros(m, dtype=bool)
-                    y[order[: j + 1, a]] = True
-                    key = (y.tobytes(), int(a))
-                    if key not in seen:
-                        seen.add(key)
-                        new_r.append(y)
-                        new_a.append(int(a))
+            for y, a in _priced_columns(order, rc, tol, per_action):
+                key = (y.tobytes(), a)
+                if key not in seen:
+                    seen.add(key)
+                    new_r.append(y)
+                    new_a.append(a)
             break
         if not new_r:
             status, message = 0, "optimal within the LP tolerance (no new column)"
@@ -674,15 +683,7 @@ def lagrangian_column_generation(c0: float, B: np.ndarray, *, max_iter: int = 20
         if time_limit is not None and time.perf_counter() - start > time_limit:
             status, message = 1, "time limit reached"
             break
-        cands = []
-        for a in np.flatnonzero(rc.min(axis=0) < -tol):
-            for j in np.argsort(rc[:, a], kind="stable")[:per_action]:
-                if rc[j, a] >= -tol:
-                    break
-                y = np.zeros(m, dtype=bool)
-                y[order[: j + 1, a]] = True
-                cands.append((y, a))
-        fresh(cands)
+        fresh(_priced_columns(order, rc, tol, per_action))
     if best is None:
         return PairLP(np.zeros((0, m), bool), np.zeros(0, int), np.zeros(0), math.nan, np.zeros(m), None,
                       status, message, it, master.rows.shape[0])
