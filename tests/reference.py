@@ -115,6 +115,16 @@ def brute_force_optimum(p, q, eps: float, div_fn, max_blocks: int | None = None)
 # ---------------------------------------------------------------------------------------------
 
 
+def reduced_cuts(red, partition) -> list[tuple[int, int]]:
+    """Reduced intervals of a partition of original symbols (inverse of ``LRReduction.lift_blocks``)."""
+    where = {i: j for j, cls in enumerate(red.classes) for i in cls}
+    cuts = []
+    for block in partition:
+        idx = sorted(where[i] for i in block if i in where)
+        cuts.append((idx[0], idx[-1] + 1))
+    return cuts
+
+
 def ldp_channel_vertices(k: int, l: int, eps: float) -> np.ndarray:
     """All vertices of {Q in R^{k x l}: Q >= 0, Q 1 = 1, Q[i,y] <= e^eps Q[j,y]} via cdd.
 

@@ -21,6 +21,7 @@ from ldpopt import batch
 from ldpopt._warnings import LdpoptWarning
 from ldpopt.divergences import get_divergence
 from ldpopt.spr import _reduce, spr_value
+from reference import reduced_cuts
 
 REL = 1e-12
 
@@ -29,15 +30,6 @@ def close(a: float, b: float, rel: float = REL) -> bool:
     if math.isinf(a) or math.isinf(b):
         return a == b
     return a == b or abs(a - b) <= rel * max(abs(a), abs(b))
-
-
-def _cuts_of(red, partition):
-    where = {i: j for j, cls in enumerate(red.classes) for i in cls}
-    cuts = []
-    for block in partition:
-        idx = sorted(where[i] for i in block if i in where)
-        cuts.append((idx[0], idx[-1] + 1))
-    return cuts
 
 
 def assert_matches_loop(res, p0s, p1s, grid, divergence, l, check_partitions=True):
@@ -58,7 +50,7 @@ def assert_matches_loop(res, p0s, p1s, grid, divergence, l, check_partitions=Tru
                 u = np.array(list(a.values()) if isinstance(a, dict) else a, float)
                 v = np.array(list(b.values()) if isinstance(b, dict) else b, float)
                 red = _reduce(u, v)
-                other = div.transform(spr_value(red.p, red.q, eps, div, _cuts_of(red, part)))
+                other = div.transform(spr_value(red.p, red.q, eps, div, reduced_cuts(red, part)))
                 assert close(other, ref.value), (t, eps, part, ref.partition)
             else:
                 assert res.num_outputs[t, e] == ref.num_outputs

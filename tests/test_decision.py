@@ -16,7 +16,7 @@ import ldpopt
 from ldpopt import _colgen
 from ldpopt.decision import DecisionProblem
 from ldpopt.objectives import ChannelObjective, FDivergenceObjective, MutualInformation
-from reference import minimax_dual_lp, polytope_vertices_bruteforce
+from reference import minimax_dual_lp, polytope_vertices_bruteforce, proper_subsets
 
 TOL = 1e-8
 
@@ -210,7 +210,7 @@ def test_colgen_warm_start_seed_keeps_the_optimum():
 
 
 def _all_pairs(m, K):
-    subsets = np.array([[(j >> x) & 1 for x in range(m)] for j in range(1, 2 ** m - 1)], dtype=bool)
+    subsets = _subset_matrix(m, proper=True).astype(bool)
     return np.repeat(subsets, K, axis=0), np.tile(np.arange(K), subsets.shape[0])
 
 
@@ -356,8 +356,12 @@ def test_colgen_stopped_after_purging_returns_a_consistent_channel():
 
 
 def _subset_matrix(m, proper=False):
-    masks = range(1, 2 ** m - 1) if proper else range(2 ** m)
-    return np.array([[(j >> x) & 1 for x in range(m)] for j in masks], dtype=float)
+    """Membership rows of the non-empty proper subsets (``reference.proper_subsets``), plus the
+    empty and the full set unless ``proper``."""
+    rows = [np.isin(np.arange(m), y) for y in proper_subsets(m)]
+    if not proper:
+        rows += [np.zeros(m, dtype=bool), np.ones(m, dtype=bool)]
+    return np.array(rows, dtype=float)
 
 
 def _random_weights(rng, K, c0):
@@ -399,7 +403,12 @@ def test_lagrangian_pieces_against_brute_force():
                 assert lag(v) <= best + 1e-12
 
         # _certify: exactly dual feasible over the proper subsets, and as high as possible
-        cert = _colgen._certify(B, u, c0)
+        cert, order, rc_cert = _colgen._certify(B, u, c0)
+        # the pricing it returns is the pricing at the lifted point (the shift keeps the order)
+        order_ref, rc_ref = _colgen.price(B - cert[:, None], c0)
+        assert np.allclose(rc_cert, rc_ref, atol=1e-12)
+        assert np.allclose(np.take_along_axis(B - cert[:, None], order, axis=0),
+                           np.take_along_axis(B - cert[:, None], order_ref, axis=0), atol=1e-12)
         Dc = B - cert[:, None]
         S = _subset_matrix(m, proper=True)
         rc = c0 * Dc.sum(axis=0)[None, :] + (1 - c0) * S @ Dc

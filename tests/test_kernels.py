@@ -30,7 +30,7 @@ from ldpopt import _fast
 from ldpopt import _kernels as K
 from ldpopt.divergences import _perspective_array, _perspective_scalar, get_divergence
 from ldpopt.spr import _dp_readable, _Prefix, _reduce, interval_scores, spr_value
-from reference import brute_force_optimum
+from reference import brute_force_optimum, reduced_cuts
 
 #: relative agreement required between fast and readable optimal values (issue 3)
 REL = 1e-12
@@ -100,7 +100,7 @@ def assert_same_optimum(p, q, eps, divergence, l, rel=REL, paths=PATHS):
             # a different partition is only allowed when it is optimal too (a tie): evaluate it
             # with the readable code
             red = _reduce(np.asarray(p, float), np.asarray(q, float))
-            cuts = _cuts_of(red, fast.partition)
+            cuts = reduced_cuts(red, fast.partition)
             div = get_divergence(divergence)
             other = div.transform(spr_value(red.p, red.q, eps, div, cuts))
             assert close(other, ref.value, rel), (info, fast.partition, ref.partition, other)
@@ -108,16 +108,6 @@ def assert_same_optimum(p, q, eps, divergence, l, rel=REL, paths=PATHS):
             assert fast.value == ref.value or (math.isnan(fast.value) and math.isnan(ref.value)), info
         out[path] = fast
     return out
-
-
-def _cuts_of(red, partition):
-    """Reduced intervals of a partition of original symbols (inverse of ``lift_blocks``)."""
-    where = {i: j for j, cls in enumerate(red.classes) for i in cls}
-    cuts = []
-    for block in partition:
-        idx = sorted(where[i] for i in block if i in where)
-        cuts.append((idx[0], idx[-1] + 1))
-    return cuts
 
 
 # ---------------------------------------------------------------------------------------------

@@ -344,16 +344,20 @@ def _initial_columns(B0: np.ndarray, c0: float, seed) -> tuple[np.ndarray, np.nd
 
 def _priced_columns(order: np.ndarray, rc: np.ndarray, tol: float, per_action: int) -> list[tuple[np.ndarray, int]]:
     """Up to ``per_action`` prefix columns per action with reduced cost below ``-tol`` (from :func:`price`)."""
-    m = order.shape[0]
     out = []
     for a in np.flatnonzero(rc.min(axis=0) < -tol):
         for j in np.argsort(rc[:, a], kind="stable")[:per_action]:
             if rc[j, a] >= -tol:
                 break
-            y = np.zeros(m, dtype=bool)
-            y[order[: j + 1, a]] = True
-            out.append((y, int(a)))
+            out.append((_prefix_set(order, j, a), int(a)))
     return out
+
+
+def _prefix_set(order: np.ndarray, j: int, a: int) -> np.ndarray:
+    """The subset of the ``j + 1`` smallest entries of column ``a`` (``order`` from :func:`price`)."""
+    y = np.zeros(order.shape[0], dtype=bool)
+    y[order[: j + 1, a]] = True
+    return y
 
 
 def _column_rc(master: _Master, Beff: np.ndarray, u: np.ndarray, c0: float) -> np.ndarray:
@@ -554,17 +558,21 @@ def _layers(s: np.ndarray) -> list[tuple[np.ndarray, int]]:
     return out
 
 
-def _certify(B: np.ndarray, u: np.ndarray, c0: float) -> np.ndarray:
-    r"""``u + t 1`` with the largest t keeping every reduced cost >= 0: an exactly dual-feasible point.
+def _certify(B: np.ndarray, u: np.ndarray, c0: float, priced=None):
+    r"""``(u + t 1, order, rc)``: the largest t keeping every reduced cost >= 0 (an exactly dual-feasible
+    point), with the pricing of :func:`price` at that point.
 
     :math:`\bar c(y,a)` falls by :math:`t\,w_y`, :math:`w_y=|y|+c_0(m-|y|)`, when u rises by
     :math:`t\mathbf 1`, and for a fixed size |y| the cheapest subset is a prefix of the order of
     d, so :math:`t=\min_{a,j}\bar c_j(a)/w_{j}` over the prefixes of :func:`price` (Farley's bound).
+    The shift keeps the order of d.  ``priced`` = ``price(B - u, c0)`` when the caller has it.
     """
     m = B.shape[0]
-    _, rc = price(B - u[:, None], c0)
+    order, rc = price(B - u[:, None], c0) if priced is None else priced
     sizes = np.arange(1, m, dtype=float)
-    return u + float((rc / (sizes + c0 * (m - sizes))[:, None]).min())
+    w = (sizes + c0 * (m - sizes))[:, None]
+    t = float((rc / w).min())
+    return u + t, order, rc - t * w
 
 
 def _weights_master(G: np.ndarray, S: np.ndarray, c0: float):
@@ -659,24 +667,19 @@ def lagrangian_column_generation(c0: float, B: np.ndarray, *, max_iter: int = 20
             best_u = um
             break
         h_next, lam = _weights_master(np.array(cut_g), np.array([float(v.sum()) for v in cut_u]), c0)
-        cands = [_certify(B, um, c0)]  # the master's duals, lifted to feasibility (Farley)
+        cands = [_certify(B, um, c0, (order, rc))]  # the master's duals, lifted to feasibility (Farley)
         if h_next is not None and lam.sum() > 0:
             cands.append(_certify(B, (lam / lam.sum()) @ np.array(cut_u), c0))
             h = h_next
-        improved = False
-        for cert in cands:
+        tight = None
+        for cert, o_c, rc_c in cands:
             if float(cert.sum()) > best_lb:
-                best_u, best_lb, improved = cert, float(cert.sum()), True
-        if improved:
+                best_u, best_lb, tight = cert, float(cert.sum()), (o_c, rc_c)
+        if tight is not None:
             # columns that are tight at the best certificate: by complementary slackness an optimal
             # support lies among them once the bound is optimal (at most m - 1 prefixes per action)
-            o_c, rc_c = price(B - best_u[:, None], c0)
-            tight = []
-            for j, a in zip(*np.nonzero(rc_c <= tol)):
-                y = np.zeros(m, dtype=bool)
-                y[o_c[: j + 1, a]] = True
-                tight.append((y, a))
-            fresh(tight)
+            o_c, rc_c = tight
+            fresh([(_prefix_set(o_c, j, a), int(a)) for j, a in zip(*np.nonzero(rc_c <= tol))])
         if value - best_lb <= GAP_RTOL * max(scale, abs(value)):
             status, message = 0, "optimal: the Lagrangian dual bound meets the master value"
             break
@@ -688,7 +691,7 @@ def lagrangian_column_generation(c0: float, B: np.ndarray, *, max_iter: int = 20
         return PairLP(np.zeros((0, m), bool), np.zeros(0, int), np.zeros(0), math.nan, np.zeros(m), None,
                       status, message, it, master.rows.shape[0])
     if best_u is None:
-        best_u = _certify(B, um, c0)
+        best_u = _certify(B, um, c0)[0]
     return PairLP(best[0], best[1], best[2], value, best_u, None, status, message, it, master.rows.shape[0])
 
 

@@ -42,6 +42,8 @@ TABLE_MAX_K = K.SCORE_CACHE_MAX_K
 TABLE_CHUNK = 1 << 15
 #: ``solve(path=...)``: ``"auto"`` picks by size; the other two force a path (tests, benchmarks)
 PATHS = ("auto", "table", "pruned")
+#: the kernels' traceback as a plain function (it is one already with NUMBA_DISABLE_JIT)
+_TRACEBACK = getattr(K._traceback, "py_func", K._traceback)
 
 
 def supports(div: FDivergence) -> bool:
@@ -180,14 +182,11 @@ def _ratio(S: np.ndarray, bounds: list, c: float) -> float:
 
 
 def _traceback(par: np.ndarray, cnt: np.ndarray, k: int) -> list:
-    nb = int(cnt[k])
-    bounds = [0] * (nb + 1)
-    bounds[nb] = k
-    i = k
-    for j in range(nb - 1, -1, -1):
-        i = int(par[i])
-        bounds[j] = i
-    return bounds
+    """Boundaries of the pass's optimal partition: ``_kernels._traceback`` run as Python (O(blocks);
+    compiling it would only add to the first call's compile time)."""
+    out = np.empty(k + 1, dtype=np.int64)
+    nb = _TRACEBACK(np.arange(k + 1), par, cnt, out)
+    return [int(b) for b in out[:nb + 1]]
 
 
 def _best_two_blocks(S: np.ndarray, k: int, c: float) -> list:
