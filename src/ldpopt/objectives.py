@@ -72,6 +72,16 @@ def _channel_rows(mechanism: Any, m: int) -> np.ndarray:
     return matrix.T
 
 
+def _set_user_function(obj: Any, func: Any, num_inputs: Any, sense: Any, name: Any) -> None:
+    """Validate and store the fields shared by the user-function objectives."""
+    if not callable(func):
+        raise TypeError(f"func must be callable, got {type(func).__name__}")
+    obj.func = func
+    obj.num_inputs = check_positive_int(num_inputs, "num_inputs")
+    obj.sense = _check_sense(sense)
+    obj.name = str(name)
+
+
 class RowAdditiveObjective(abc.ABC):
     r"""Interface of a row-additive (DSA) objective :math:`R(Q)=\sum_y\phi(Q_{y,*})` (paper Def. 3.5, Remark 3.11).
 
@@ -146,12 +156,7 @@ class RowObjective(RowAdditiveObjective):
 
     def __init__(self, func: Callable[[np.ndarray], Any], num_inputs: int, sense: str = "min",
                  name: str = "custom", transform: Callable[[float], float] | None = None):
-        if not callable(func):
-            raise TypeError(f"func must be callable, got {type(func).__name__}")
-        self.func = func
-        self.num_inputs = check_positive_int(num_inputs, "num_inputs")
-        self.sense = _check_sense(sense)
-        self.name = str(name)
+        _set_user_function(self, func, num_inputs, sense, name)
         self._transform = transform
 
     def rows(self, V: np.ndarray) -> np.ndarray:
@@ -179,12 +184,7 @@ class ChannelObjective:
 
     def __init__(self, func: Callable[[np.ndarray], float], num_inputs: int, sense: str = "min",
                  name: str = "channel objective"):
-        if not callable(func):
-            raise TypeError(f"func must be callable, got {type(func).__name__}")
-        self.func = func
-        self.num_inputs = check_positive_int(num_inputs, "num_inputs")
-        self.sense = _check_sense(sense)
-        self.name = str(name)
+        _set_user_function(self, func, num_inputs, sense, name)
 
     def evaluate(self, mechanism: Any) -> float:
         """``func`` of the channel (``mechanism`` has rows = inputs)."""
