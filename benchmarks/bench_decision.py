@@ -43,7 +43,9 @@ def seeded_colgen(prob, eps, opt):
     M = opt.mechanism.matrix
     rows = M > M.min(axis=0) * (1.0 + 1e-9)  # the subset of each extreme output column
     acts = np.argmax(np.asarray(opt.decision_rule), axis=1)
-    return _colgen.column_generation(math.exp(-eps), B=prob.bayes_matrix(), seed=(rows.T, acts), duals="in-out")
+    return _colgen.column_generation(
+        math.exp(-eps), B=prob.bayes_matrix(), seed=(rows.T, acts), duals="in-out"
+    )
 
 
 def timed(fn, repeat: int = 1):
@@ -78,10 +80,22 @@ def main() -> None:
         t_enum, r_enum = timed(lambda: ldpopt.optimal_channel(prob, eps, risk=risk, method="enumerate"))
         t_dir, r_dir = timed(lambda: ldpopt.optimal_channel(prob, eps, risk=risk, method="direct"))
         t_cg, r_cg = timed(lambda: ldpopt.optimal_channel(prob, eps, risk=risk, method="colgen"))
-        line(f"enumeration, m = {m_enum}, T = A = 6, {risk}", t_enum, t_dir, "channel LP",
-             abs(r_enum.value - r_dir.value), f"{r_enum.num_outputs} outputs")
-        line(f"column generation, m = {m_enum}, T = A = 6, {risk}", t_cg, t_enum, "enumeration",
-             abs(r_cg.value - r_enum.value), f"{r_cg.iterations} rounds")
+        line(
+            f"enumeration, m = {m_enum}, T = A = 6, {risk}",
+            t_enum,
+            t_dir,
+            "channel LP",
+            abs(r_enum.value - r_dir.value),
+            f"{r_enum.num_outputs} outputs",
+        )
+        line(
+            f"column generation, m = {m_enum}, T = A = 6, {risk}",
+            t_cg,
+            t_enum,
+            "enumeration",
+            abs(r_cg.value - r_enum.value),
+            f"{r_cg.iterations} rounds",
+        )
 
     from ldpopt import _colgen
 
@@ -89,42 +103,83 @@ def main() -> None:
         prob = problem(m_cg, 8, 8, 2)
         t_dir, r_dir = timed(lambda: ldpopt.optimal_channel(prob, eps_cg, method="direct"))
         t_cg, r_cg = timed(lambda: ldpopt.optimal_channel(prob, eps_cg, method="colgen", time_limit=600))
-        t_io, r_io = timed(lambda: _colgen.column_generation(math.exp(-eps_cg), B=prob.bayes_matrix(),
-                                                             duals="in-out", time_limit=600))
-        line(f"column generation, m = {m_cg}, T = A = 8, bayes, eps = {eps_cg:g}", t_cg, t_io,
-             "colgen priced at the master's duals (in-out)", abs(r_cg.value - r_io.value),
-             f"{r_cg.iterations} rounds vs {r_io.iterations}; status {r_cg.status}, {r_cg.num_outputs} outputs")
-        line(f"channel LP, m = {m_cg}, T = A = 8, bayes, eps = {eps_cg:g}", t_dir, t_cg, "column generation",
-             abs(r_cg.value - r_dir.value), "LP over X -> A + re-solve on the decomposition")
+        t_io, r_io = timed(
+            lambda: _colgen.column_generation(
+                math.exp(-eps_cg), B=prob.bayes_matrix(), duals="in-out", time_limit=600
+            )
+        )
+        line(
+            f"column generation, m = {m_cg}, T = A = 8, bayes, eps = {eps_cg:g}",
+            t_cg,
+            t_io,
+            "colgen priced at the master's duals (in-out)",
+            abs(r_cg.value - r_io.value),
+            f"{r_cg.iterations} rounds vs {r_io.iterations}; status {r_cg.status}, {r_cg.num_outputs} outputs",
+        )
+        line(
+            f"channel LP, m = {m_cg}, T = A = 8, bayes, eps = {eps_cg:g}",
+            t_dir,
+            t_cg,
+            "column generation",
+            abs(r_cg.value - r_dir.value),
+            "LP over X -> A + re-solve on the decomposition",
+        )
 
     # diagnostic: why pricing at the master's own duals is slow.  Seed the master with the optimal
     # support found by the channel LP; in-out colgen must still prove that no other column helps
     for m_seed in (64, 128):
         prob = problem(m_seed, 8, 8, 2)
         r_dir = ldpopt.optimal_channel(prob, eps, method="direct")
-        t_io, r_io = timed(lambda: _colgen.column_generation(math.exp(-eps), B=prob.bayes_matrix(), duals="in-out"))
+        t_io, r_io = timed(
+            lambda: _colgen.column_generation(math.exp(-eps), B=prob.bayes_matrix(), duals="in-out")
+        )
         t_seed, r_seed = timed(lambda: seeded_colgen(prob, eps, r_dir))
-        line(f"in-out colgen seeded with the optimal support, m = {m_seed} (diagnostic)", t_seed, t_io,
-             "in-out colgen from RR", abs(r_seed.value - r_dir.value),
-             f"{r_seed.iterations} rounds seeded vs {r_io.iterations} from RR")
+        line(
+            f"in-out colgen seeded with the optimal support, m = {m_seed} (diagnostic)",
+            t_seed,
+            t_io,
+            "in-out colgen from RR",
+            abs(r_seed.value - r_dir.value),
+            f"{r_seed.iterations} rounds seeded vs {r_io.iterations} from RR",
+        )
 
     circ = examples.circular_estimation(200, 0.9)
     dp = circ.as_decision_problem()
     t_cf, cf = timed(lambda: circ.closed_form(eps), repeat=5)
     t_cg, r_cg = timed(lambda: ldpopt.optimal_channel(dp, eps, method="colgen"))
-    line("circular estimation m = 200 (T = 200, A = 400), colgen", t_cg, t_cf, "closed form",
-         abs(r_cg.value - cf), f"{r_cg.iterations} rounds, arcs of length {circ.closed_form_size(eps)}")
+    line(
+        "circular estimation m = 200 (T = 200, A = 400), colgen",
+        t_cg,
+        t_cf,
+        "closed form",
+        abs(r_cg.value - cf),
+        f"{r_cg.iterations} rounds, arcs of length {circ.closed_form_size(eps)}",
+    )
     mt = examples.mary_testing(200, -0.3 / 199)
-    t_sym, r_sym = timed(lambda: ldpopt.optimal_channel(mt, eps, group=ldpopt.PermutationGroup.symmetric(200)), 3)
+    t_sym, r_sym = timed(
+        lambda: ldpopt.optimal_channel(mt, eps, group=ldpopt.PermutationGroup.symmetric(200)), 3
+    )
     t_cg, r_cg = timed(lambda: ldpopt.optimal_channel(mt, eps, method="colgen"))
-    line("m-ary testing m = 200, gamma < 0, symmetry (Cor. 3.17)", t_sym, t_cg, "colgen",
-         abs(r_sym.value - r_cg.value), f"k = {mt.closed_form_size(eps)}")
+    line(
+        "m-ary testing m = 200, gamma < 0, symmetry (Cor. 3.17)",
+        t_sym,
+        t_cg,
+        "colgen",
+        abs(r_sym.value - r_cg.value),
+        f"k = {mt.closed_form_size(eps)}",
+    )
 
     prob5 = problem(5, 3, 3, 3)
     t_v, r_v = timed(lambda: ldpopt.optimal_channel(prob5, eps, method="vertex"), 3)
     t_e, r_e = timed(lambda: ldpopt.optimal_channel(prob5, eps, method="enumerate"), 3)
-    line("vertex enumeration (pycddlib), m = 5", t_v, t_e, "enumeration LP", abs(r_v.value - r_e.value),
-         r_v.message.split("(")[1].split(",")[0])
+    line(
+        "vertex enumeration (pycddlib), m = 5",
+        t_v,
+        t_e,
+        "enumeration LP",
+        abs(r_v.value - r_e.value),
+        r_v.message.split("(")[1].split(",")[0],
+    )
 
 
 if __name__ == "__main__":

@@ -46,9 +46,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from numpy_reference import spr_dp_numpy  # noqa: E402
-
 import ldpopt  # noqa: E402
+from numpy_reference import spr_dp_numpy  # noqa: E402
 
 
 def rel_diff(a, b) -> float:
@@ -61,8 +60,10 @@ def line(name, ours, ref, diff):
     ratio = f"{ref / ours:8.1f}x" if ref is not None else "      n/a"
     ref_s = f"{ref:9.3f} s" if ref is not None else "      n/a"
     diff_s = f"{diff:.1e}" if diff is not None else "n/a"
-    print(f"{name:<44} ours {ours:9.3f} s   reference {ref_s}   ratio {ratio}   max rel diff {diff_s}",
-          flush=True)
+    print(
+        f"{name:<44} ours {ours:9.3f} s   reference {ref_s}   ratio {ratio}   max rel diff {diff_s}",
+        flush=True,
+    )
 
 
 def figure_1b():
@@ -118,8 +119,11 @@ def single(k: int, eps: float, l: int | None, reference: str | None, name: str):
     r = json.loads(out)
     diff = rel_diff(r["value"], r["ref_value"]) if "ref_value" in r else None
     line(name, r["ours"], r.get("ref"), diff)
-    print(f"{'':<44} {r['outputs']} outputs ({r['method']}), peak RSS {r['peak']:.0f} MB "
-          f"(baseline after imports {r['base']:.0f} MB)", flush=True)
+    print(
+        f"{'':<44} {r['outputs']} outputs ({r['method']}), peak RSS {r['peak']:.0f} MB "
+        f"(baseline after imports {r['base']:.0f} MB)",
+        flush=True,
+    )
 
 
 FIRST_CALL = """
@@ -159,8 +163,13 @@ def first_call():
     (JIT compilation included; every case in its own process with its own empty cache)."""
 
     def run(case, env):
-        out = subprocess.run([sys.executable, "-c", FIRST_CALL, case], capture_output=True, text=True,
-                             check=True, env=env).stdout.strip().splitlines()[-1]
+        out = (
+            subprocess.run(
+                [sys.executable, "-c", FIRST_CALL, case], capture_output=True, text=True, check=True, env=env
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+        )
         return json.loads(out)
 
     env = dict(os.environ)
@@ -176,8 +185,11 @@ def first_call():
             else:
                 r = run(case, env)
             sweep = f"; first sweep then {r['sw']:.2f} s" if case == "k3" else ""
-            print(f"{'first optimal_mechanism, ' + cache + ' numba cache':<44} {r['om']:5.2f} s   "
-                  f"{name}: {r['outputs']} outputs ({r['method']}){sweep}", flush=True)
+            print(
+                f"{'first optimal_mechanism, ' + cache + ' numba cache':<44} {r['om']:5.2f} s   "
+                f"{name}: {r['outputs']} outputs ({r['method']}){sweep}",
+                flush=True,
+            )
 
 
 def main():
@@ -191,8 +203,11 @@ def main():
         return
     import numba
 
-    print(f"ldpopt {ldpopt.__version__}, numpy {np.__version__}, numba {numba.__version__}, "
-          f"{os.cpu_count()} cores, numba threads {numba.config.NUMBA_NUM_THREADS}", flush=True)
+    print(
+        f"ldpopt {ldpopt.__version__}, numpy {np.__version__}, numba {numba.__version__}, "
+        f"{os.cpu_count()} cores, numba threads {numba.config.NUMBA_NUM_THREADS}",
+        flush=True,
+    )
     figure_1b()
     single(1000, 2.0, None, "numpy", "single solve k=1e3, KL, eps=2")
     single(10_000, 2.0, None, None, "single solve k=1e4, KL, eps=2")

@@ -43,7 +43,7 @@ def numpy_choice(mech, x, rng):
     counts = np.bincount(x, minlength=mech.num_inputs)
     starts = np.concatenate(([0], np.cumsum(counts)))
     for xi in np.flatnonzero(counts):
-        pos = order[starts[xi]:starts[xi + 1]]
+        pos = order[starts[xi] : starts[xi + 1]]
         y[pos] = rng.choice(mech.num_outputs, size=pos.size, p=mech.matrix[xi])
     return y
 
@@ -92,14 +92,26 @@ def main() -> None:
         xs = x[: args.naive]
         t_loop, y_loop = best_of(lambda: naive_loop(mech, xs), 1)
         t_loop *= n / xs.size
-        print(f"\n{name}: {mech.num_outputs} outputs, realised channel kind {ch.kind!r} "
-              f"(exact check + tables {t_real * 1e3:.1f} ms, once per mechanism)")
-        print(f"  ours, OS CSPRNG          {t_os:8.3f} s  {n / t_os:12,.0f} reports/s  max|z| {max_z(mech, x, y_os):.2f}")
-        print(f"  ours, seeded PCG64       {t_pcg:8.3f} s  {n / t_pcg:12,.0f} reports/s  max|z| {max_z(mech, x, y_pcg):.2f}")
-        print(f"  numpy Generator.choice   {t_np:8.3f} s  {n / t_np:12,.0f} reports/s  max|z| {max_z(mech, x, y_np):.2f}")
-        print(f"  naive random.choices     {t_loop:8.3f} s  {n / t_loop:12,.0f} reports/s  (scaled from {xs.size})")
-        print(f"  ratio time ours(OS) / numpy choice = {t_os / t_np:.2f}, ours(PCG64) / numpy choice = "
-              f"{t_pcg / t_np:.2f}, ours(OS) / naive loop = {t_os / t_loop:.3f}")
+        print(
+            f"\n{name}: {mech.num_outputs} outputs, realised channel kind {ch.kind!r} "
+            f"(exact check + tables {t_real * 1e3:.1f} ms, once per mechanism)"
+        )
+        print(
+            f"  ours, OS CSPRNG          {t_os:8.3f} s  {n / t_os:12,.0f} reports/s  max|z| {max_z(mech, x, y_os):.2f}"
+        )
+        print(
+            f"  ours, seeded PCG64       {t_pcg:8.3f} s  {n / t_pcg:12,.0f} reports/s  max|z| {max_z(mech, x, y_pcg):.2f}"
+        )
+        print(
+            f"  numpy Generator.choice   {t_np:8.3f} s  {n / t_np:12,.0f} reports/s  max|z| {max_z(mech, x, y_np):.2f}"
+        )
+        print(
+            f"  naive random.choices     {t_loop:8.3f} s  {n / t_loop:12,.0f} reports/s  (scaled from {xs.size})"
+        )
+        print(
+            f"  ratio time ours(OS) / numpy choice = {t_os / t_np:.2f}, ours(PCG64) / numpy choice = "
+            f"{t_pcg / t_np:.2f}, ours(OS) / naive loop = {t_os / t_loop:.3f}"
+        )
 
 
 if __name__ == "__main__":

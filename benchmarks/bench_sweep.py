@@ -30,8 +30,12 @@ import numpy as np
 def config(trials: int) -> dict:
     return {
         "instances": {"generator": "dirichlet", "k": 100, "trials": trials, "alpha": 1.0, "seed": 0},
-        "grid": {"eps": {"start": 0.1, "stop": 10.1, "step": 0.1}, "divergences": ["kl"],
-                 "max_outputs": [0], "baselines": ["binary", "rr"]},
+        "grid": {
+            "eps": {"start": 0.1, "stop": 10.1, "step": 0.1},
+            "divergences": ["kl"],
+            "max_outputs": [0],
+            "baselines": ["binary", "rr"],
+        },
     }
 
 
@@ -44,7 +48,9 @@ def reference(cfg: dict):
     pairs = parsed.instances.get(0, parsed.num_instances)
     p0s = np.vstack([u for u, _ in pairs])
     p1s = np.vstack([v for _, v in pairs])
-    ldpopt.sweep(p0s[:1], p1s[:1], parsed.eps[:2], "kl", progress=False)  # JIT / cache load outside the timing
+    ldpopt.sweep(
+        p0s[:1], p1s[:1], parsed.eps[:2], "kl", progress=False
+    )  # JIT / cache load outside the timing
     t0 = time.perf_counter()
     res = ldpopt.sweep(p0s, p1s, parsed.eps, "kl", return_partitions=True, progress=False)
     return time.perf_counter() - t0, res.values, parsed
@@ -64,14 +70,20 @@ def main() -> None:
     t_ref, ref_values, parsed = reference(cfg)
     cells = parsed.num_cells
     ipc = runner.plan_chunks(parsed)
-    print(f"Figure-1b grid: k = 100, T = {trials}, {len(parsed.eps)} eps, KL, no budget: {cells} cells "
-          f"(+ binary and RR rows); {-(-trials // ipc)} chunks of {ipc} instances; {cores} cores")
-    print(f"reference: direct ldpopt.sweep over the grid, in-process: {t_ref:.3f} s = {cells / t_ref:,.0f} cells/s")
+    print(
+        f"Figure-1b grid: k = 100, T = {trials}, {len(parsed.eps)} eps, KL, no budget: {cells} cells "
+        f"(+ binary and RR rows); {-(-trials // ipc)} chunks of {ipc} instances; {cores} cores"
+    )
+    print(
+        f"reference: direct ldpopt.sweep over the grid, in-process: {t_ref:.3f} s = {cells / t_ref:,.0f} cells/s"
+    )
     schedulers = [("processes", 2), ("inline", 1)]
     if not args.skip_dask:
         schedulers.insert(1, ("dask-local", 2))
-    header = (f"{'scheduler':<12} {'workers':>7} {'wall s':>8} {'cells/s':>9} {'solve s':>8} {'table s':>8} "
-              f"{'store s':>8} {'store %':>8} {'overhead':>9} {'wall/ref':>9} {'max rel diff':>13}")
+    header = (
+        f"{'scheduler':<12} {'workers':>7} {'wall s':>8} {'cells/s':>9} {'solve s':>8} {'table s':>8} "
+        f"{'store s':>8} {'store %':>8} {'overhead':>9} {'wall/ref':>9} {'max rel diff':>13}"
+    )
     print(header)
     print("-" * len(header))
     for name, workers in schedulers:
@@ -90,12 +102,18 @@ def main() -> None:
         with np.errstate(all="ignore"):
             rel = np.nanmax(np.abs(vals - ref_values) / np.maximum(np.abs(ref_values), 1e-300))
         solve, table, store = run["solve_seconds"], run["build_seconds"], run["store_seconds"]
-        print(f"{name:<12} {workers:>7} {wall:>8.3f} {cells / wall:>9,.0f} {solve:>8.3f} {table:>8.3f} "
-              f"{store:>8.3f} {100 * store / solve:>7.1f}% {100 * (table + store) / solve:>8.1f}% "
-              f"{wall / t_ref:>9.2f} {rel:>13.1e}")
-    print("solve = solver + baselines time summed over chunks; table = partition strings + Arrow table (workers);")
-    print("store = atomic Parquet chunk files + manifest (driver); store % = store / solve (target < 10%); "
-          "overhead = (table + store) / solve")
+        print(
+            f"{name:<12} {workers:>7} {wall:>8.3f} {cells / wall:>9,.0f} {solve:>8.3f} {table:>8.3f} "
+            f"{store:>8.3f} {100 * store / solve:>7.1f}% {100 * (table + store) / solve:>8.1f}% "
+            f"{wall / t_ref:>9.2f} {rel:>13.1e}"
+        )
+    print(
+        "solve = solver + baselines time summed over chunks; table = partition strings + Arrow table (workers);"
+    )
+    print(
+        "store = atomic Parquet chunk files + manifest (driver); store % = store / solve (target < 10%); "
+        "overhead = (table + store) / solve"
+    )
 
 
 if __name__ == "__main__":

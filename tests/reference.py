@@ -23,7 +23,7 @@ def naive_divergence(u, v, name: str, param: float = 0.0) -> float:
     u = np.asarray(u, float)
     v = np.asarray(v, float)
     total = 0.0
-    for a, b in zip(u, v):
+    for a, b in zip(u, v, strict=False):
         if a == 0 and b == 0:
             continue
         if name == "kl":
@@ -37,12 +37,17 @@ def naive_divergence(u, v, name: str, param: float = 0.0) -> float:
         elif name == "hellinger":
             total += (math.sqrt(a) - math.sqrt(b)) ** 2
         elif name == "js":
-            total += 0.5 * ((a * math.log(2 * a / (a + b)) if a else 0.0)
-                            + (b * math.log(2 * b / (a + b)) if b else 0.0))
+            total += 0.5 * (
+                (a * math.log(2 * a / (a + b)) if a else 0.0) + (b * math.log(2 * b / (a + b)) if b else 0.0)
+            )
         elif name == "egamma":
             total += max(a - param * b, 0.0)
         elif name == "renyi_sum":  # sum u^a v^(1-a)
-            total += (a ** param) * (b ** (1 - param)) if a > 0 and b > 0 else (0.0 if param < 1 or b > 0 else math.inf)
+            total += (
+                (a**param) * (b ** (1 - param))
+                if a > 0 and b > 0
+                else (0.0 if param < 1 or b > 0 else math.inf)
+            )
         else:
             raise ValueError(name)
     return total
@@ -80,7 +85,7 @@ def set_partitions(items):
     first, rest = items[0], items[1:]
     for part in set_partitions(rest):
         for i in range(len(part)):
-            yield part[:i] + [[first] + part[i]] + part[i + 1:]
+            yield part[:i] + [[first] + part[i]] + part[i + 1 :]
         yield [[first]] + part
 
 
@@ -233,8 +238,13 @@ def binary_channel_support(p, q, eps: float, w) -> float:
                 rows.append(r)
                 rhs.append(E - 1.0)
     obj = w[0] * p + w[1] * q
-    res = linprog(-obj, A_ub=np.array(rows) if rows else None, b_ub=np.array(rhs) if rows else None,
-                  bounds=[(0.0, 1.0)] * k, method="highs")
+    res = linprog(
+        -obj,
+        A_ub=np.array(rows) if rows else None,
+        b_ub=np.array(rhs) if rows else None,
+        bounds=[(0.0, 1.0)] * k,
+        method="highs",
+    )
     assert res.status == 0, res.message
     return float(-res.fun)
 
@@ -252,8 +262,13 @@ def extreme_margin(points, i: int) -> float:
         return math.inf
     # variables (w0, w1, t); maximise t
     A = np.array([[-(pts[i, 0] - pts[j, 0]), -(pts[i, 1] - pts[j, 1]), 1.0] for j in others])
-    res = linprog([0.0, 0.0, -1.0], A_ub=A, b_ub=np.zeros(len(others)),
-                  bounds=[(-1, 1), (-1, 1), (None, None)], method="highs")
+    res = linprog(
+        [0.0, 0.0, -1.0],
+        A_ub=A,
+        b_ub=np.zeros(len(others)),
+        bounds=[(-1, 1), (-1, 1), (None, None)],
+        method="highs",
+    )
     assert res.status == 0, res.message
     return float(-res.fun)
 
@@ -299,7 +314,7 @@ def exact_exp_interval(eps: float, digits: int = 90):
 def exact_is_ldp(rows, eps: float) -> bool:
     """Exact eps-LDP of a channel given as rows of Fractions (columns: max <= e^eps * min)."""
     lo, hi = exact_exp_interval(eps)
-    for col in zip(*rows):
+    for col in zip(*rows, strict=False):
         cmax, cmin = max(col), min(col)
         if cmax == 0:
             continue
@@ -331,9 +346,9 @@ def enumerate_sum_law(probs, values, n: int) -> dict:
         for x in cc:
             coef //= math.factorial(x)
         p = Fraction(coef)
-        for x, q in zip(cc, probs):
+        for x, q in zip(cc, probs, strict=False):
             p *= q**x
-        t = int(sum(x * int(v) for x, v in zip(cc, values)))
+        t = int(sum(x * int(v) for x, v in zip(cc, values, strict=False)))
         law[t] = law.get(t, 0) + p
     return law
 
@@ -397,8 +412,15 @@ def minimax_dual_lp(P, L, eps: float) -> tuple[float, np.ndarray]:
             rhs.append(0.0)
     c = np.concatenate([-np.ones(m), np.zeros(T)])
     A_eq = np.concatenate([np.zeros(m), np.ones(T)])[None, :]
-    res = linprog(c, A_ub=np.array(rows), b_ub=np.array(rhs), A_eq=A_eq, b_eq=[1.0],
-                  bounds=[(None, None)] * m + [(0, None)] * T, method="highs")
+    res = linprog(
+        c,
+        A_ub=np.array(rows),
+        b_ub=np.array(rhs),
+        A_eq=A_eq,
+        b_eq=[1.0],
+        bounds=[(None, None)] * m + [(0, None)] * T,
+        method="highs",
+    )
     assert res.status == 0, res.message
     return -res.fun, res.x[m:]
 
@@ -418,7 +440,7 @@ def fisher_information_naive(matrix, pmf, derivative) -> float:
     Q = np.asarray(matrix, float)
     py = np.asarray(pmf, float) @ Q
     dpy = np.asarray(derivative, float) @ Q
-    return float(sum(d * d / v for d, v in zip(dpy, py)))
+    return float(sum(d * d / v for d, v in zip(dpy, py, strict=False)))
 
 
 def _totient(n: int) -> int:

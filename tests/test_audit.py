@@ -73,7 +73,11 @@ def test_buggy_rr_is_flagged(k, eps):
 def test_labels_in_result_and_sampler_checks():
     mech = ldpopt.randomized_response(3, 1.0, labels=["a", "b", "c"])
     res = audit(mech, n=5_000, rng=np.random.default_rng(0))
-    assert set(res.inputs) <= {"a", "b", "c"} and res.output in {"a", "b", "c"}  # RR: outputs are labelled too
+    assert set(res.inputs) <= {"a", "b", "c"} and res.output in {
+        "a",
+        "b",
+        "c",
+    }  # RR: outputs are labelled too
     with pytest.raises(ValueError, match="sampler returned"):
         audit(mech, n=1_000, sampler=lambda x: x[:-1])
     with pytest.raises(ValueError, match="sampler returned invalid reports"):

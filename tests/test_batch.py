@@ -36,7 +36,7 @@ def assert_matches_loop(res, p0s, p1s, grid, divergence, l, check_partitions=Tru
     """Every cell equals optimal_mechanism(..., method="dp"); partitions equal unless tied."""
     div = get_divergence(divergence)
     assert res.values.shape == (len(p0s), len(grid)) == res.num_outputs.shape
-    for t, (a, b) in enumerate(zip(p0s, p1s)):
+    for t, (a, b) in enumerate(zip(p0s, p1s, strict=False)):
         for e, eps in enumerate(grid):
             ref = ldpopt.optimal_mechanism(a, b, eps, divergence, l, method="dp")
             assert close(res.values[t, e], ref.value), (t, eps, divergence, res.values[t, e], ref.value)
@@ -69,8 +69,18 @@ def random_pairs(rng, T, ks, conc=1.0):
 # 1. sweep == loop of optimal_mechanism(method="dp")
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.nojit
-@pytest.mark.parametrize("divergence,l", [("kl", None), ("js", 2), ("tv", None), ("renyi:2", None),
-                                          ("egamma:1.5", 3), ("reverse_kl", None), ("chi2", 2)])
+@pytest.mark.parametrize(
+    "divergence,l",
+    [
+        ("kl", None),
+        ("js", 2),
+        ("tv", None),
+        ("renyi:2", None),
+        ("egamma:1.5", 3),
+        ("reverse_kl", None),
+        ("chi2", 2),
+    ],
+)
 def test_sweep_equals_loop_small(divergence, l):
     rng = np.random.default_rng(20)
     p0s, p1s = random_pairs(rng, 4, [1, 3, 6, 8], conc=0.4)
@@ -114,8 +124,13 @@ def test_sweep_accepts_labelled_pairs_and_normalize():
             ref = ldpopt.optimal_mechanism(p0s[t], p1s[t], eps, normalize=True, method="dp")
             assert close(res.values[t, e], ref.value)
             assert res.partitions[t][e] == ref.partition
-    assert np.allclose(res.input_divergence, [ldpopt.f_divergence([0.5, 0.3, 0.2], [0.2, 0.3, 0.5]),
-                                              ldpopt.f_divergence([2 / 3, 1 / 3], [0.5, 0.5])])
+    assert np.allclose(
+        res.input_divergence,
+        [
+            ldpopt.f_divergence([0.5, 0.3, 0.2], [0.2, 0.3, 0.5]),
+            ldpopt.f_divergence([2 / 3, 1 / 3], [0.5, 0.5]),
+        ],
+    )
 
 
 @pytest.mark.nojit
@@ -165,28 +180,31 @@ def test_progress_bar_modes(capsys):
 # 3. Validation: every bad input names its argument
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.nojit
-@pytest.mark.parametrize("kwargs,exc,match", [
-    (dict(p0s=np.array([0.5, 0.5])), ValueError, "p0s must be 2-D"),
-    (dict(p0s=[0.5, 0.5]), ValueError, "p0s must be a sequence of distributions"),
-    (dict(p0s="abc"), TypeError, "p0s"),
-    (dict(p0s=[]), ValueError, "p0s must contain"),
-    (dict(p1s=[[0.5, 0.5], [0.5, 0.5]]), ValueError, "same number"),
-    (dict(p1s=[[0.5, 0.6]]), ValueError, "p1s\\[0\\] must sum to 1"),
-    (dict(p1s=[[0.5, 0.25, 0.25]]), ValueError, "same length"),
-    (dict(p0s=[[-0.5, 1.5]]), ValueError, "p0s\\[0\\] must be non-negative"),
-    (dict(eps_grid=[1.0, -2.0]), ValueError, "eps_grid\\[1\\]"),
-    (dict(eps_grid=[1.0, float("nan")]), ValueError, "eps_grid\\[1\\]"),
-    (dict(eps_grid=[]), ValueError, "eps_grid must contain"),
-    (dict(eps_grid=1.0), TypeError, "eps_grid"),
-    (dict(eps_grid=np.ones((2, 2))), ValueError, "eps_grid must be 1-D"),
-    (dict(eps_grid=["a"]), TypeError, "eps_grid\\[0\\]"),
-    (dict(divergence="nope"), ValueError, "divergence"),
-    (dict(divergence=3), TypeError, "divergence"),
-    (dict(max_outputs=0), ValueError, "max_outputs"),
-    (dict(max_outputs=1.5), ValueError, "max_outputs"),
-    (dict(return_partitions="yes"), TypeError, "return_partitions"),
-    (dict(progress="yes"), TypeError, "progress"),
-])
+@pytest.mark.parametrize(
+    "kwargs,exc,match",
+    [
+        (dict(p0s=np.array([0.5, 0.5])), ValueError, "p0s must be 2-D"),
+        (dict(p0s=[0.5, 0.5]), ValueError, "p0s must be a sequence of distributions"),
+        (dict(p0s="abc"), TypeError, "p0s"),
+        (dict(p0s=[]), ValueError, "p0s must contain"),
+        (dict(p1s=[[0.5, 0.5], [0.5, 0.5]]), ValueError, "same number"),
+        (dict(p1s=[[0.5, 0.6]]), ValueError, "p1s\\[0\\] must sum to 1"),
+        (dict(p1s=[[0.5, 0.25, 0.25]]), ValueError, "same length"),
+        (dict(p0s=[[-0.5, 1.5]]), ValueError, "p0s\\[0\\] must be non-negative"),
+        (dict(eps_grid=[1.0, -2.0]), ValueError, "eps_grid\\[1\\]"),
+        (dict(eps_grid=[1.0, float("nan")]), ValueError, "eps_grid\\[1\\]"),
+        (dict(eps_grid=[]), ValueError, "eps_grid must contain"),
+        (dict(eps_grid=1.0), TypeError, "eps_grid"),
+        (dict(eps_grid=np.ones((2, 2))), ValueError, "eps_grid must be 1-D"),
+        (dict(eps_grid=["a"]), TypeError, "eps_grid\\[0\\]"),
+        (dict(divergence="nope"), ValueError, "divergence"),
+        (dict(divergence=3), TypeError, "divergence"),
+        (dict(max_outputs=0), ValueError, "max_outputs"),
+        (dict(max_outputs=1.5), ValueError, "max_outputs"),
+        (dict(return_partitions="yes"), TypeError, "return_partitions"),
+        (dict(progress="yes"), TypeError, "progress"),
+    ],
+)
 def test_validation(kwargs, exc, match):
     args = dict(p0s=[[0.5, 0.5]], p1s=[[0.2, 0.8]], eps_grid=[1.0])
     args.update(kwargs)
@@ -198,8 +216,12 @@ def test_validation(kwargs, exc, match):
 # 4. Properties
 # ---------------------------------------------------------------------------------------------
 @settings(max_examples=25)
-@given(st.integers(1, 4), st.integers(2, 9), st.integers(0, 10_000),
-       st.sampled_from(["kl", "js", "tv", "chi2", "renyi:2"]))
+@given(
+    st.integers(1, 4),
+    st.integers(2, 9),
+    st.integers(0, 10_000),
+    st.sampled_from(["kl", "js", "tv", "chi2", "renyi:2"]),
+)
 def test_property_values_nondecreasing_in_eps(T, k, seed, divergence):
     """More privacy budget never hurts: the optimum is nondecreasing in eps (an independent fact)."""
     rng = np.random.default_rng(seed)

@@ -16,8 +16,9 @@ runner = CliRunner()
 
 def test_design_prints_and_writes_json(tmp_path):
     out = tmp_path / "res.json"
-    r = runner.invoke(app, ["design", "--p0", "0.1,0.2,0.7", "--p1", "0.3,0.3,0.4", "--eps", "1",
-                            "--json", str(out)])
+    r = runner.invoke(
+        app, ["design", "--p0", "0.1,0.2,0.7", "--p1", "0.3,0.3,0.4", "--eps", "1", "--json", str(out)]
+    )
     assert r.exit_code == 0, r.output
     assert "Partition" in r.output and "binary" in r.output and "k-ary RR" in r.output
     data = json.loads(out.read_text())
@@ -30,20 +31,37 @@ def test_design_prints_and_writes_json(tmp_path):
 
 
 def test_design_budget_and_divergence():
-    r = runner.invoke(app, ["design", "--p0", "0.1,0.2,0.3,0.4", "--p1", "0.4,0.3,0.2,0.1", "--eps", "3",
-                            "--divergence", "tv", "--max-outputs", "2"])
+    r = runner.invoke(
+        app,
+        [
+            "design",
+            "--p0",
+            "0.1,0.2,0.3,0.4",
+            "--p1",
+            "0.4,0.3,0.2,0.1",
+            "--eps",
+            "3",
+            "--divergence",
+            "tv",
+            "--max-outputs",
+            "2",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "2 output(s)" in r.output
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--p0", "0.1,0.2,0.7", "--p1", "0.3,0.3,0.5", "--eps", "1"], "sum to 1"),
-    (["--p0", "0.1,x,0.7", "--p1", "0.3,0.3,0.4", "--eps", "1"], "--p0"),
-    (["--p0", "0.1,0.2,0.7", "--p1", "0.3,0.3,0.4", "--eps", "-1"], "eps"),
-    (["--p0", "0.1,0.2,0.7", "--p1", "0.3,0.3,0.4", "--eps", "1", "--divergence", "foo"], "divergence"),
-    (["--p0", "0.1,0.2,0.7", "--p1", "0.3,0.7", "--eps", "1"], "same length"),
-    (["--p0", "0.1,0.2,0.7", "--p1", "0.3,0.3,0.4", "--eps", "1", "--max-outputs", "0"], "max_outputs"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--p0", "0.1,0.2,0.7", "--p1", "0.3,0.3,0.5", "--eps", "1"], "sum to 1"),
+        (["--p0", "0.1,x,0.7", "--p1", "0.3,0.3,0.4", "--eps", "1"], "--p0"),
+        (["--p0", "0.1,0.2,0.7", "--p1", "0.3,0.3,0.4", "--eps", "-1"], "eps"),
+        (["--p0", "0.1,0.2,0.7", "--p1", "0.3,0.3,0.4", "--eps", "1", "--divergence", "foo"], "divergence"),
+        (["--p0", "0.1,0.2,0.7", "--p1", "0.3,0.7", "--eps", "1"], "same length"),
+        (["--p0", "0.1,0.2,0.7", "--p1", "0.3,0.3,0.4", "--eps", "1", "--max-outputs", "0"], "max_outputs"),
+    ],
+)
 def test_design_errors_are_one_line(args, needle):
     r = runner.invoke(app, ["design", *args])
     assert r.exit_code != 0
@@ -63,8 +81,9 @@ def test_demo_runs_and_compares():
 
 
 def test_design_with_labels_and_normalize():
-    r = runner.invoke(app, ["design", "--p0", "a=1,b=2,c=7", "--p1", "c=4,b=3,a=3", "--eps", "1",
-                            "--normalize"])
+    r = runner.invoke(
+        app, ["design", "--p0", "a=1,b=2,c=7", "--p1", "c=4,b=3,a=3", "--eps", "1", "--normalize"]
+    )
     assert r.exit_code == 0, r.output
     ref = ldpopt.optimal_mechanism([0.1, 0.2, 0.7], [0.3, 0.3, 0.4], 1.0)
     assert f"{ref.value:.6g}" in r.output

@@ -18,7 +18,11 @@ PROBLEM = {
     "likelihood": [[0.5, 0.1], [0.3, 0.2], [0.2, 0.7]],
     "loss": [[0, 1], [3, 0]],
     "prior": [0.7, 0.3],
-    "labels": {"inputs": ["low", "mid", "high"], "parameters": ["normal", "fraud"], "actions": ["pass", "review"]},
+    "labels": {
+        "inputs": ["low", "mid", "high"],
+        "parameters": ["normal", "fraud"],
+        "actions": ["pass", "review"],
+    },
 }
 
 
@@ -40,7 +44,9 @@ def test_decide_prints_and_writes_the_optimum(tmp_path, risk):
     assert r.exit_code == 0, r.output
     assert "triage" in r.output and "review" in r.output and "verified" in r.output
     data = json.loads(out.read_text())
-    prob = ldpopt.DecisionProblem(np.array(PROBLEM["likelihood"]), np.array(PROBLEM["loss"]), PROBLEM["prior"])
+    prob = ldpopt.DecisionProblem(
+        np.array(PROBLEM["likelihood"]), np.array(PROBLEM["loss"]), PROBLEM["prior"]
+    )
     ref = ldpopt.optimal_channel(prob, 1.5, risk=risk, method="enumerate")
     assert data["value"] == pytest.approx(ref.value, abs=1e-9)
     assert data["risk"] == risk and data["input_labels"] == ["low", "mid", "high"]
@@ -49,7 +55,11 @@ def test_decide_prints_and_writes_the_optimum(tmp_path, risk):
         assert set(o["subset"]) <= {"low", "mid", "high"} and o["weight"] > 0
         assert sum(o["decision"].values()) == pytest.approx(1.0) and set(o["decision"]) <= {"pass", "review"}
     # the written channel reproduces the value
-    direct = prob.bayes_risk(np.array(data["matrix"])) if risk == "bayes" else prob.minimax_risk(np.array(data["matrix"]))
+    direct = (
+        prob.bayes_risk(np.array(data["matrix"]))
+        if risk == "bayes"
+        else prob.minimax_risk(np.array(data["matrix"]))
+    )
     assert direct == pytest.approx(data["value"], abs=1e-9)
     assert data["certificate"]["verified"]
 
@@ -66,20 +76,29 @@ def test_decide_methods_and_defaults(tmp_path):
     assert np.allclose(values, values[0], atol=1e-9) and values[0] < 0
 
 
-@pytest.mark.parametrize("doc, message", [
-    ("{not json", "not valid JSON"),
-    ('{"likelihood": [[0.5, NaN], [0.5, 0.5]], "loss": [[0, 1], [1, 0]]}', "NaN"),
-    ({"likelihood": [[0.5, 0.5], [0.5, 0.4]], "loss": [[0, 1], [1, 0]]}, "column 1 sums"),
-    ({"likelihood": [[0.5, 0.5], [0.5, 0.5]], "loss": [[0, 1], [1, 0], [1, 1]]}, "one row per parameter"),
-    ({"likelihood": [[0.5, 0.5], [0.5]], "loss": [[0, 1], [1, 0]]}, "same non-zero length"),
-    ({"likelihood": [[0.5, "a"], [0.5, 0.5]], "loss": [[0, 1], [1, 0]]}, "must be a number"),
-    ({"loss": [[0, 1], [1, 0]]}, "missing key 'likelihood'"),
-    ({"likelihood": [[1.0, 1.0]], "loss": [[0, 1], [1, 0]]}, "at least 2 inputs"),
-    ({"likelihood": [[0.5, 0.5], [0.5, 0.5]], "loss": [[0, 1], [1, 0]], "prior": [0.5]}, "prior"),
-    ({"likelihood": [[0.5, 0.5], [0.5, 0.5]], "loss": [[0, 1], [1, 0]], "extra": 1}, "unknown key 'extra'"),
-    ({"likelihood": [[0.5, 0.5], [0.5, 0.5]], "loss": [[0, 1], [1, 0]], "labels": {"inputs": ["a"]}}, "labels"),
-    ([1, 2], "top level"),
-])
+@pytest.mark.parametrize(
+    "doc, message",
+    [
+        ("{not json", "not valid JSON"),
+        ('{"likelihood": [[0.5, NaN], [0.5, 0.5]], "loss": [[0, 1], [1, 0]]}', "NaN"),
+        ({"likelihood": [[0.5, 0.5], [0.5, 0.4]], "loss": [[0, 1], [1, 0]]}, "column 1 sums"),
+        ({"likelihood": [[0.5, 0.5], [0.5, 0.5]], "loss": [[0, 1], [1, 0], [1, 1]]}, "one row per parameter"),
+        ({"likelihood": [[0.5, 0.5], [0.5]], "loss": [[0, 1], [1, 0]]}, "same non-zero length"),
+        ({"likelihood": [[0.5, "a"], [0.5, 0.5]], "loss": [[0, 1], [1, 0]]}, "must be a number"),
+        ({"loss": [[0, 1], [1, 0]]}, "missing key 'likelihood'"),
+        ({"likelihood": [[1.0, 1.0]], "loss": [[0, 1], [1, 0]]}, "at least 2 inputs"),
+        ({"likelihood": [[0.5, 0.5], [0.5, 0.5]], "loss": [[0, 1], [1, 0]], "prior": [0.5]}, "prior"),
+        (
+            {"likelihood": [[0.5, 0.5], [0.5, 0.5]], "loss": [[0, 1], [1, 0]], "extra": 1},
+            "unknown key 'extra'",
+        ),
+        (
+            {"likelihood": [[0.5, 0.5], [0.5, 0.5]], "loss": [[0, 1], [1, 0]], "labels": {"inputs": ["a"]}},
+            "labels",
+        ),
+        ([1, 2], "top level"),
+    ],
+)
 def test_malformed_problem_files_fail_with_one_line(tmp_path, doc, message):
     path = _write(tmp_path, doc)
     r = _run("decide", path, "--eps", 1)

@@ -16,14 +16,26 @@ from ldpopt.mechanism_io import load_mechanism
 
 runner = CliRunner()
 
-LABELS = ["page", "search", "cart", "checkout", "login", "reset", "profile", "gift", "address", "review", "help",
-          "api"]
+LABELS = [
+    "page",
+    "search",
+    "cart",
+    "checkout",
+    "login",
+    "reset",
+    "profile",
+    "gift",
+    "address",
+    "review",
+    "help",
+    "api",
+]
 P0 = [0.31, 0.14, 0.11, 0.06, 0.08, 0.012, 0.028, 0.01, 0.02, 0.09, 0.09, 0.05]
 P1 = [0.12, 0.06, 0.07, 0.11, 0.05, 0.09, 0.08, 0.15, 0.10, 0.03, 0.04, 0.10]
 
 
 def spec(p):
-    return ",".join(f"{lab}={v}" for lab, v in zip(LABELS, p))
+    return ",".join(f"{lab}={v}" for lab, v in zip(LABELS, p, strict=False))
 
 
 def run(*args):
@@ -50,7 +62,9 @@ def test_export_writes_labelled_file(files):
     tmp, mfile, _, _ = files
     f = load_mechanism(mfile)
     assert f.mechanism.labels == tuple(LABELS)
-    res = ldpopt.optimal_mechanism(dict(zip(LABELS, P0)), dict(zip(LABELS, P1)), 1.0, method="dp")
+    res = ldpopt.optimal_mechanism(
+        dict(zip(LABELS, P0, strict=False)), dict(zip(LABELS, P1, strict=False)), 1.0, method="dp"
+    )
     assert f.mechanism.partition == res.partition
     assert np.array_equal(f.p0, np.array(P0))
 
@@ -58,7 +72,9 @@ def test_export_writes_labelled_file(files):
 def test_privatize_test_pipeline(files):
     tmp, mfile, data, events = files
     out = tmp / "reports.csv"
-    r = run("privatize", "--mechanism", mfile, "--input", data, "--column", "event", "--output", out, "--seed", 3)
+    r = run(
+        "privatize", "--mechanism", mfile, "--input", data, "--column", "event", "--output", out, "--seed", 3
+    )
     assert r.exit_code == 0, r.output
     assert "gift" in r.output  # block labels shown in the table
     reports = pd.read_csv(out)
@@ -91,7 +107,9 @@ def test_samplesize_comparison_line(files):
     q0, q1 = "a=0.4,b=0.3,c=0.15,d=0.1,e=0.05", "a=0.1,b=0.15,c=0.2,d=0.25,e=0.3"
     r = run("samplesize", "--p0", q0, "--p1", q1, "--eps", "1", "--alpha", 0.05, "--beta", 0.05)
     assert r.exit_code == 0, r.output
-    m = re.search(r"k-RR needs ([0-9.]+)x more reports than the optimum at eps = 1 \((\d+) vs (\d+)\)", r.output)
+    m = re.search(
+        r"k-RR needs ([0-9.]+)x more reports than the optimum at eps = 1 \((\d+) vs (\d+)\)", r.output
+    )
     assert m, r.output
     d0 = {"a": 0.4, "b": 0.3, "c": 0.15, "d": 0.1, "e": 0.05}
     d1 = {"a": 0.1, "b": 0.15, "c": 0.2, "d": 0.25, "e": 0.3}
@@ -120,23 +138,33 @@ def test_privatize_failures_leave_nothing_behind(files, tmp_path):
 
     bad = tmp_path / "bad.csv"
     bad.write_text("event\npage\nfoo\n")
-    expect_failure(run("privatize", "--mechanism", mfile, "--input", bad, "--output", out),
-                   r"unknown input symbol 'foo' in column 'event'.*data row 2")
+    expect_failure(
+        run("privatize", "--mechanism", mfile, "--input", bad, "--output", out),
+        r"unknown input symbol 'foo' in column 'event'.*data row 2",
+    )
     empty = tmp_path / "empty.csv"
     empty.write_text("")
     expect_failure(run("privatize", "--mechanism", mfile, "--input", empty, "--output", out), "is empty")
     header = tmp_path / "header.csv"
     header.write_text("event\n")
     expect_failure(run("privatize", "--mechanism", mfile, "--input", header, "--output", out), "no data rows")
-    expect_failure(run("privatize", "--mechanism", mfile, "--input", data, "--output", out), "several columns")
-    expect_failure(run("privatize", "--mechanism", mfile, "--input", data, "--column", "evnt", "--output", out),
-                   "column 'evnt' not found")
-    expect_failure(run("privatize", "--mechanism", mfile, "--input", tmp_path / "none.csv", "--output", out),
-                   "no such file")
+    expect_failure(
+        run("privatize", "--mechanism", mfile, "--input", data, "--output", out), "several columns"
+    )
+    expect_failure(
+        run("privatize", "--mechanism", mfile, "--input", data, "--column", "evnt", "--output", out),
+        "column 'evnt' not found",
+    )
+    expect_failure(
+        run("privatize", "--mechanism", mfile, "--input", tmp_path / "none.csv", "--output", out),
+        "no such file",
+    )
     broken = tmp_path / "broken.json"
     broken.write_text(mfile.read_text().replace('"eps": 1.0', '"eps": 3.0'))
-    expect_failure(run("privatize", "--mechanism", broken, "--input", data, "--column", "event", "--output", out),
-                   "digest mismatch")
+    expect_failure(
+        run("privatize", "--mechanism", broken, "--input", data, "--column", "event", "--output", out),
+        "digest mismatch",
+    )
     assert out.read_text() == "previous\n"  # untouched
     assert no_temporaries(out.parent)
 
@@ -147,19 +175,39 @@ def test_test_failures(files, tmp_path):
     reports.write_text("report\n0\n1\n7\n")
     expect_failure(run("test", "--mechanism", mfile, "--reports", reports), r"unknown report '7'")
     nodist = tmp_path / "nodist.json"
-    assert run("export", "--p0", spec(P0), "--p1", spec(P1), "--eps", 1.0, "--output", nodist,
-               "--no-distributions").exit_code == 0
+    assert (
+        run(
+            "export",
+            "--p0",
+            spec(P0),
+            "--p1",
+            spec(P1),
+            "--eps",
+            1.0,
+            "--output",
+            nodist,
+            "--no-distributions",
+        ).exit_code
+        == 0
+    )
     reports.write_text("report\n0\n1\n")
     expect_failure(run("test", "--mechanism", nodist, "--reports", reports), "does not store p0/p1")
-    expect_failure(run("test", "--mechanism", mfile, "--reports", reports, "--p0", spec(P0)), "both --p0 and --p1")
-    expect_failure(run("test", "--mechanism", mfile, "--reports", reports, "--p0", "zzz=1", "--p1", spec(P1)),
-                   "unknown label 'zzz'")
+    expect_failure(
+        run("test", "--mechanism", mfile, "--reports", reports, "--p0", spec(P0)), "both --p0 and --p1"
+    )
+    expect_failure(
+        run("test", "--mechanism", mfile, "--reports", reports, "--p0", "zzz=1", "--p1", spec(P1)),
+        "unknown label 'zzz'",
+    )
     expect_failure(run("test", "--mechanism", mfile, "--reports", reports, "--alpha", 2), "alpha")
 
 
 def test_unlabelled_mechanism_round_trip(tmp_path):
     mfile = tmp_path / "u.json"
-    assert run("export", "--p0", "0.5,0.3,0.2", "--p1", "0.2,0.3,0.5", "--eps", 2, "--output", mfile).exit_code == 0
+    assert (
+        run("export", "--p0", "0.5,0.3,0.2", "--p1", "0.2,0.3,0.5", "--eps", 2, "--output", mfile).exit_code
+        == 0
+    )
     data = tmp_path / "d.csv"
     data.write_text("x\n0\n1\n2\n2\n")
     out = tmp_path / "r.csv"
@@ -167,10 +215,13 @@ def test_unlabelled_mechanism_round_trip(tmp_path):
     assert r.exit_code == 0, r.output
     assert len(pd.read_csv(out)) == 4
     data.write_text("x\n0\n3\n")
-    expect_failure(run("privatize", "--mechanism", mfile, "--input", data, "--output", out),
-                   r"unknown input symbol '3'.*integers 0\.\.2")
-    expect_failure(run("export", "--p0", "0.5,x", "--p1", "0.5,0.5", "--eps", 1, "--output", tmp_path / "z.json"),
-                   "p0")
+    expect_failure(
+        run("privatize", "--mechanism", mfile, "--input", data, "--output", out),
+        r"unknown input symbol '3'.*integers 0\.\.2",
+    )
+    expect_failure(
+        run("export", "--p0", "0.5,x", "--p1", "0.5,0.5", "--eps", 1, "--output", tmp_path / "z.json"), "p0"
+    )
     assert not (tmp_path / "z.json").exists()
 
 
@@ -188,5 +239,7 @@ def test_integer_labels_through_the_cli(tmp_path):
     assert r.exit_code == 0, r.output
     assert "Bayes decision" in r.output
     data.write_text("code\n10\n0\n")
-    expect_failure(run("privatize", "--mechanism", mfile, "--input", data, "--output", out),
-                   r"unknown input symbol '0'.*10, 20, 30")
+    expect_failure(
+        run("privatize", "--mechanism", mfile, "--input", data, "--output", out),
+        r"unknown input symbol '0'.*10, 20, 30",
+    )

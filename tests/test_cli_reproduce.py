@@ -37,11 +37,32 @@ def test_help_lists_every_experiment():
 @pytest.mark.parametrize("name", ["fig1", "fig6"])
 def test_fig1_fig6_quick(tmp_path, name):
     extra = ["--resamples", "40"] if name == "fig6" else []
-    res = _run([name, "--quick", "--k", "4", "--k", "11", "--trials", "4", "--eps-step", "2.5",
-                "--out", str(tmp_path), *extra])
+    res = _run(
+        [
+            name,
+            "--quick",
+            "--k",
+            "4",
+            "--k",
+            "11",
+            "--trials",
+            "4",
+            "--eps-step",
+            "2.5",
+            "--out",
+            str(tmp_path),
+            *extra,
+        ]
+    )
     s = _outputs(tmp_path, name)
-    for key in ("max_abs_spr_minus_lp", "binary_plateau", "rr_over_spr_at_0_5", "rr_within_5pct_eps",
-                "spr_runtime_s", "trials_skipped"):
+    for key in (
+        "max_abs_spr_minus_lp",
+        "binary_plateau",
+        "rr_over_spr_at_0_5",
+        "rr_within_5pct_eps",
+        "spr_runtime_s",
+        "trials_skipped",
+    ):
         assert key in s
     assert s["quick"] is True and s["trials"] == 4
     assert s["max_abs_spr_minus_lp"] <= 1e-9  # k = 4 has the LP
@@ -71,8 +92,20 @@ def test_fig3_default_and_custom(tmp_path, monkeypatch):
     assert "{1,2} | {3,4,5} [1,2]" in res.output
     df = pd.read_csv(d / "fig3.csv")
     assert len(df) == 10 and int(df["extreme"].sum()) == 6
-    _run(["fig3", "--p0", "0.2,0.3,0.5", "--p1", "0.5,0.3,0.2", "--eps", "0.4", "--quick",
-          "--out", str(tmp_path / "c")])
+    _run(
+        [
+            "fig3",
+            "--p0",
+            "0.2,0.3,0.5",
+            "--p1",
+            "0.5,0.3,0.2",
+            "--eps",
+            "0.4",
+            "--quick",
+            "--out",
+            str(tmp_path / "c"),
+        ]
+    )
     s = json.loads((tmp_path / "c" / "summary.json").read_text())
     assert s["candidate_count"] == 6 and s["quick"] is True and s["eps"] == 0.4
 
@@ -98,7 +131,20 @@ def test_fig5_quick(tmp_path):
 
 
 def test_runtimes_quick(tmp_path):
-    _run(["runtimes", "--quick", "--lp-max-k", "6", "--spr-max-k", "8", "--repeats", "1", "--out", str(tmp_path)])
+    _run(
+        [
+            "runtimes",
+            "--quick",
+            "--lp-max-k",
+            "6",
+            "--spr-max-k",
+            "8",
+            "--repeats",
+            "1",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     s = _outputs(tmp_path, "runtimes")
     assert s["quick"] is True
     assert set(s["kov_lp_seconds_per_solve"]) == {"4", "6"}

@@ -82,10 +82,13 @@ def test_quiet_logs_and_default_out(cli, config, tmp_path, monkeypatch):
     assert (tmp_path / "ldpopt-out" / "sweep-small" / "manifest.json").is_file()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--scheduler", "threads"], "unknown scheduler='threads'"),
-    (["--scheduler", "tcp://127.0.0.1:notaport"], "tcp://HOST:PORT"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--scheduler", "threads"], "unknown scheduler='threads'"),
+        (["--scheduler", "tcp://127.0.0.1:notaport"], "tcp://HOST:PORT"),
+    ],
+)
 def test_bad_scheduler_is_a_one_line_error(cli, config, tmp_path, args, message):
     res = cli.invoke(app, ["sweep", str(config), "--out", str(tmp_path / "o"), *args])
     assert res.exit_code == 2
@@ -122,8 +125,13 @@ def test_report_writes_summary_and_figures(cli, finished, tmp_path):
     rep = tmp_path / "rep"
     res = cli.invoke(app, ["sweep-report", str(finished), "--out", str(rep), "--resamples", "200"])
     assert res.exit_code == 0, res.output
-    for name in ("summary.csv", "utility_vs_eps.png", "utility_vs_eps.svg", "outputs_vs_eps.png",
-                 "outputs_vs_eps.svg"):
+    for name in (
+        "summary.csv",
+        "utility_vs_eps.png",
+        "utility_vs_eps.svg",
+        "outputs_vs_eps.png",
+        "outputs_vs_eps.svg",
+    ):
         assert (rep / name).stat().st_size > 0, name
     assert (rep / "utility_vs_eps.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert b"<svg" in (rep / "outputs_vs_eps.svg").read_bytes()[:2000]
@@ -134,13 +142,18 @@ def test_report_writes_summary_and_figures(cli, finished, tmp_path):
     got = summary.set_index(["divergence", "budget", "mechanism", "eps"])["mean_normalized"]
     assert len(got) == len(direct) == 2 * 6 * 4
     np.testing.assert_allclose(got.reindex(direct.index).to_numpy(), direct.to_numpy(), rtol=1e-12)
-    assert ((summary.lo <= summary.mean_normalized + 1e-12) & (summary.mean_normalized <= summary.hi + 1e-12)).all()
+    assert (
+        (summary.lo <= summary.mean_normalized + 1e-12) & (summary.mean_normalized <= summary.hi + 1e-12)
+    ).all()
     opt = summary[summary.mechanism == "optimal"]
     assert (opt.mean_num_outputs >= 1).all() and (opt[opt.budget == 2].mean_num_outputs <= 2).all()
     # the Python API gives the same summary (same seed, same resample indices)
     api = runner.summarize_sweep(finished, resamples=200)
-    np.testing.assert_allclose(api[["mean_normalized", "lo", "hi"]].to_numpy(),
-                               summary[["mean_normalized", "lo", "hi"]].to_numpy(), rtol=1e-12)
+    np.testing.assert_allclose(
+        api[["mean_normalized", "lo", "hi"]].to_numpy(),
+        summary[["mean_normalized", "lo", "hi"]].to_numpy(),
+        rtol=1e-12,
+    )
 
 
 def test_report_default_dir_and_errors(cli, finished, tmp_path):
@@ -165,9 +178,22 @@ def _synthetic(T=7, seed=1):
         for eps in (0.5, 1.0):
             for mech, scale in (("optimal", 1.0), ("binary", 0.7), ("rr", 0.7)):
                 v = base * scale * eps
-                rows.append(dict(instance=str(t), instance_index=t, k=4, eps=eps, divergence="kl", budget=0,
-                                 mechanism=mech, value=v, normalized_utility=v / 2.0,
-                                 num_outputs=2 + t % 2, partition=None, solve_time=0.0))
+                rows.append(
+                    dict(
+                        instance=str(t),
+                        instance_index=t,
+                        k=4,
+                        eps=eps,
+                        divergence="kl",
+                        budget=0,
+                        mechanism=mech,
+                        value=v,
+                        normalized_utility=v / 2.0,
+                        num_outputs=2 + t % 2,
+                        partition=None,
+                        solve_time=0.0,
+                    )
+                )
     return pd.DataFrame(rows)
 
 
@@ -177,7 +203,11 @@ def test_bootstrap_bands_match_a_plain_loop_with_shared_indices():
     rng = np.random.default_rng(4)
     idx = rng.integers(0, 7, size=(300, 7))
     for (mech, eps), row in s.iterrows():
-        x = df[(df.mechanism == mech) & (df.eps == eps)].sort_values("instance_index").normalized_utility.to_numpy()
+        x = (
+            df[(df.mechanism == mech) & (df.eps == eps)]
+            .sort_values("instance_index")
+            .normalized_utility.to_numpy()
+        )
         means = np.array([x[i].mean() for i in idx])
         lo, hi = np.percentile(means, [2.5, 97.5])
         assert math.isclose(row.lo, lo, rel_tol=1e-12) and math.isclose(row.hi, hi, rel_tol=1e-12)

@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 import pytest
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -57,8 +56,10 @@ def test_enumeration_colgen_and_channel_lp_agree(seed, risk):
     T, A = int(rng.integers(2, 7)), int(rng.integers(2, 7))
     eps = float(rng.uniform(1.0, 4.0))
     prob = _random_problem(rng, m, T, A)
-    results = {meth: ldpopt.optimal_channel(prob, eps, risk=risk, method=meth)
-               for meth in ("enumerate", "colgen", "direct")}
+    results = {
+        meth: ldpopt.optimal_channel(prob, eps, risk=risk, method=meth)
+        for meth in ("enumerate", "colgen", "direct")
+    }
     ref = results["enumerate"].value
     for meth, res in results.items():
         assert res.status == 0 and res.method == meth
@@ -114,8 +115,12 @@ def test_vertex_enumeration_of_a_concave_channel_objective():
     subs = [c for r in range(1, m) for c in itertools.combinations(range(m), r)]
     best = math.inf
     for c in polytope_vertices_bruteforce(m, eps):
-        cols = np.array([np.where(np.isin(np.arange(m), subs[j]), math.exp(eps), 1.0) * c[j]
-                         for j in np.flatnonzero(c > 1e-12)]).T
+        cols = np.array(
+            [
+                np.where(np.isin(np.arange(m), subs[j]), math.exp(eps), 1.0) * c[j]
+                for j in np.flatnonzero(c > 1e-12)
+            ]
+        ).T
         best = min(best, obj.func(cols))
     assert res.value == pytest.approx(best, abs=TOL)
     assert obj.evaluate(res.mechanism) == pytest.approx(res.value, abs=TOL)
@@ -158,8 +163,9 @@ def test_colgen_m64_split_problem_equals_enumeration_of_its_quotient():
 def test_colgen_m64_random_bayes_matches_channel_lp_with_certificate():
     rng = np.random.default_rng(401)
     for _ in range(2):
-        prob = DecisionProblem(rng.dirichlet(np.ones(64), size=5).T,
-                               1.0 - np.eye(5, 4) + 0.4 * rng.random((5, 4)))
+        prob = DecisionProblem(
+            rng.dirichlet(np.ones(64), size=5).T, 1.0 - np.eye(5, 4) + 0.4 * rng.random((5, 4))
+        )
         res = ldpopt.optimal_channel(prob, 1.5, method="colgen")
         direct = ldpopt.optimal_channel(prob, 1.5, method="direct")
         assert res.value == pytest.approx(direct.value, abs=TOL)
@@ -218,8 +224,10 @@ def test_two_inputs_give_binary_randomized_response():
     # Corollary 3.13: the only maximal channel on two inputs is binary RR
     prob = DecisionProblem([[0.9, 0.2], [0.1, 0.8]], [[0, 1], [1, 0]])
     res = ldpopt.optimal_channel(prob, 0.8)
-    assert np.allclose(ldpopt.canonical_form(res.mechanism).matrix,
-                       ldpopt.canonical_form(ldpopt.randomized_response(2, 0.8)).matrix)
+    assert np.allclose(
+        ldpopt.canonical_form(res.mechanism).matrix,
+        ldpopt.canonical_form(ldpopt.randomized_response(2, 0.8)).matrix,
+    )
 
 
 def test_auto_choices_are_reported():
@@ -237,8 +245,12 @@ def test_auto_choices_are_reported():
 
 
 def test_result_fields_labels_and_immutability():
-    prob = DecisionProblem([[0.6, 0.1, 0.2], [0.3, 0.3, 0.2], [0.1, 0.6, 0.6]], [[0, 1], [1, 0], [1, 0.2]],
-                           labels=["lo", "mid", "hi"], action_labels=["keep", "flag"])
+    prob = DecisionProblem(
+        [[0.6, 0.1, 0.2], [0.3, 0.3, 0.2], [0.1, 0.6, 0.6]],
+        [[0, 1], [1, 0], [1, 0.2]],
+        labels=["lo", "mid", "hi"],
+        action_labels=["keep", "flag"],
+    )
     res = ldpopt.optimal_channel(prob, 1.0)
     assert res.mechanism.labels == ("lo", "mid", "hi")
     assert all(isinstance(k, frozenset) for k in res.weights)
@@ -284,7 +296,7 @@ def test_bad_inputs_raise_clear_errors():
 
 
 @settings(max_examples=20)
-@given(st.integers(0, 10 ** 6), st.sampled_from(["bayes", "minimax"]))
+@given(st.integers(0, 10**6), st.sampled_from(["bayes", "minimax"]))
 def test_invariances_of_the_optimal_risk(seed, risk):
     rng = np.random.default_rng(seed)
     m, T, A = int(rng.integers(3, 6)), int(rng.integers(2, 4)), int(rng.integers(2, 4))
@@ -338,7 +350,9 @@ def test_user_objective_with_linear_pieces_uses_every_lp_method():
 def test_colgen_stopped_after_purging_returns_a_consistent_channel():
     # a small purge threshold forces column deletions before the iteration limit is hit
     rng = np.random.default_rng(405)
-    prob = DecisionProblem(rng.dirichlet(np.full(40, 0.5), size=4).T, 1.0 - np.eye(4) + 0.3 * rng.random((4, 4)))
+    prob = DecisionProblem(
+        rng.dirichlet(np.full(40, 0.5), size=4).T, 1.0 - np.eye(4) + 0.3 * rng.random((4, 4))
+    )
     B, c0 = prob.bayes_matrix(), math.exp(-1.0)
     full = _colgen.column_generation(c0, B=B, purge=1, duals="in-out")
     assert full.status == 0 and full.iterations > 5
@@ -347,7 +361,9 @@ def test_colgen_stopped_after_purging_returns_a_consistent_channel():
     # the returned support is a feasible point of the polytope with the reported master value
     S = np.where(early.rows, 1.0, c0)
     assert np.allclose(early.z @ S, 1.0, atol=1e-9)
-    assert float(early.z @ _colgen.pair_costs(early.rows, early.actions, B, c0)) == pytest.approx(early.value, abs=1e-9)
+    assert float(early.z @ _colgen.pair_costs(early.rows, early.actions, B, c0)) == pytest.approx(
+        early.value, abs=1e-9
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -407,8 +423,11 @@ def test_lagrangian_pieces_against_brute_force():
         # the pricing it returns is the pricing at the lifted point (the shift keeps the order)
         order_ref, rc_ref = _colgen.price(B - cert[:, None], c0)
         assert np.allclose(rc_cert, rc_ref, atol=1e-12)
-        assert np.allclose(np.take_along_axis(B - cert[:, None], order, axis=0),
-                           np.take_along_axis(B - cert[:, None], order_ref, axis=0), atol=1e-12)
+        assert np.allclose(
+            np.take_along_axis(B - cert[:, None], order, axis=0),
+            np.take_along_axis(B - cert[:, None], order_ref, axis=0),
+            atol=1e-12,
+        )
         Dc = B - cert[:, None]
         S = _subset_matrix(m, proper=True)
         rc = c0 * Dc.sum(axis=0)[None, :] + (1 - c0) * S @ Dc
@@ -434,9 +453,13 @@ def test_lagrangian_dual_function_is_the_channel_lp_with_fixed_column_maxima():
             u = _colgen.lagrangian_point(B, h, c0)
             D_h = u.sum() + h @ _colgen.action_slacks(B, u, c0)
             # variables s[x, a] (row-major): W = c0 h + s, sum_a W[x, a] = 1, 0 <= s <= (1 - c0) h
-            res = linprog(B.ravel(), A_eq=np.kron(np.eye(m), np.ones((1, K))),
-                          b_eq=np.full(m, 1.0 - c0 * h.sum()),
-                          bounds=[(0.0, (1.0 - c0) * h[a]) for _ in range(m) for a in range(K)], method="highs")
+            res = linprog(
+                B.ravel(),
+                A_eq=np.kron(np.eye(m), np.ones((1, K))),
+                b_eq=np.full(m, 1.0 - c0 * h.sum()),
+                bounds=[(0.0, (1.0 - c0) * h[a]) for _ in range(m) for a in range(K)],
+                method="highs",
+            )
             assert res.status == 0
             assert D_h == pytest.approx(c0 * h @ B.sum(axis=0) + res.fun, abs=1e-10)
             assert D_h >= opt - 1e-10
@@ -479,7 +502,9 @@ def test_lagrangian_colgen_edge_cases_match_enumeration():
     rng = np.random.default_rng(412)
     cases = [
         DecisionProblem(rng.dirichlet(np.ones(6), size=3).T, rng.random((3, 1))),  # one action
-        DecisionProblem(rng.dirichlet(np.ones(5), size=3).T, np.tile(rng.random((3, 1)), (1, 4))),  # equal actions
+        DecisionProblem(
+            rng.dirichlet(np.ones(5), size=3).T, np.tile(rng.random((3, 1)), (1, 4))
+        ),  # equal actions
         DecisionProblem(np.full((6, 2), 1 / 6), rng.random((2, 3))),  # uninformative likelihood
         DecisionProblem(rng.dirichlet(np.ones(7), size=4).T, -rng.random((4, 3))),  # negative losses
         _coarse_problem(rng),  # repeated likelihoods and integer losses: many exact ties

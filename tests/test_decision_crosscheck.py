@@ -57,8 +57,15 @@ def bayes_lp_all_channels(P, L, lam, eps, n_out):
                     row[idx(x, a)] = 1.0
                     row[idx(x2, a)] = -E
                     rows.append(row)
-    res = linprog(r.reshape(-1), A_ub=np.array(rows), b_ub=np.zeros(len(rows)), A_eq=A_eq,
-                  b_eq=np.ones(m), bounds=(0, None), method="highs")
+    res = linprog(
+        r.reshape(-1),
+        A_ub=np.array(rows),
+        b_ub=np.zeros(len(rows)),
+        A_eq=A_eq,
+        b_eq=np.ones(m),
+        bounds=(0, None),
+        method="highs",
+    )
     assert res.status == 0
     return float(res.fun)
 
@@ -86,8 +93,10 @@ def test_minimax_methods_agree_and_bound_bayes():
         P, L, lam = random_problem(rng, 4, 3, 3)
         prob = ldpopt.DecisionProblem(likelihood=P, loss=L, prior=lam)
         eps = 1.0
-        vals = {meth: ldpopt.optimal_channel(prob, eps, risk="minimax", method=meth).value
-                for meth in ("enumerate", "colgen")}
+        vals = {
+            meth: ldpopt.optimal_channel(prob, eps, risk="minimax", method=meth).value
+            for meth in ("enumerate", "colgen")
+        }
         assert vals["enumerate"] == pytest.approx(vals["colgen"], rel=1e-8, abs=1e-10)
         # minimax risk >= Bayes risk for every prior
         bayes = ldpopt.optimal_channel(prob, eps, risk="bayes").value
@@ -116,7 +125,9 @@ def test_mary_testing_symmetric_closed_form_and_equalizer():
         # independent: best subset-selection channel, risk from the definition
         P, L = prob.likelihood, prob.loss
         lam = np.full(m, 1.0 / m)
-        best = min(bayes_risk_direct(ldpopt.subset_selection(m, eps, s).matrix, P, L, lam) for s in range(1, m))
+        best = min(
+            bayes_risk_direct(ldpopt.subset_selection(m, eps, s).matrix, P, L, lam) for s in range(1, m)
+        )
         assert bayes == pytest.approx(best, rel=1e-8)
 
 

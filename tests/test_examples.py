@@ -21,8 +21,10 @@ def _paper_mary(m, gamma, eps):
 
 def _paper_circular(m, gamma, eps):
     e = math.exp(eps)
-    return min(1 - gamma * (e - 1) * math.sin(math.pi * k / m) / (2 * (k * e + m - k) * math.sin(math.pi / m))
-               for k in range(1, m))
+    return min(
+        1 - gamma * (e - 1) * math.sin(math.pi * k / m) / (2 * (k * e + m - k) * math.sin(math.pi / m))
+        for k in range(1, m)
+    )
 
 
 @pytest.mark.parametrize("m", [3, 4, 5, 6, 7])
@@ -106,9 +108,11 @@ def test_every_method_reaches_the_closed_forms():
     for method in ("enumerate", "colgen", "direct"):
         for risk in ("bayes", "minimax"):
             assert ldpopt.optimal_channel(mt, eps, risk=risk, method=method).value == pytest.approx(
-                mt.closed_form(eps), abs=TOL)
+                mt.closed_form(eps), abs=TOL
+            )
             assert ldpopt.optimal_channel(grid, eps, risk=risk, method=method).value == pytest.approx(
-                circ.closed_form(eps), abs=TOL)
+                circ.closed_form(eps), abs=TOL
+            )
     sym = ldpopt.optimal_channel(mt, eps, group=ldpopt.PermutationGroup.symmetric(6))
     assert sym.value == pytest.approx(mt.closed_form(eps), abs=TOL)
     cyc = ldpopt.optimal_channel(circ, eps, group=ldpopt.PermutationGroup.cyclic(6))

@@ -12,7 +12,6 @@ import pytest
 import ldpopt
 from ldpopt import experiments as ex
 from ldpopt.experiments import montecarlo, utility
-
 from reference import binary_rejection_acceptance, brute_force_optimum, naive_divergence
 
 # the quadrature takes ~0.5 s per call; two tests need the same three values
@@ -86,8 +85,14 @@ def test_baseline_values_from_textbook_channels(small_fig6):
 
 def test_summary_keys_and_values(small_fig6):
     s = small_fig6.summary()
-    for key in ("max_abs_spr_minus_lp", "binary_plateau", "rr_over_spr_at_0_5", "rr_within_5pct_eps",
-                "spr_runtime_s", "trials_skipped"):
+    for key in (
+        "max_abs_spr_minus_lp",
+        "binary_plateau",
+        "rr_over_spr_at_0_5",
+        "rr_within_5pct_eps",
+        "spr_runtime_s",
+        "trials_skipped",
+    ):
         assert key in s
     assert s["quick"] is True and s["experiment"] == "fig6"
     assert s["max_abs_spr_minus_lp"] <= 1e-9
@@ -179,7 +184,11 @@ def test_fig3_summary_at_the_paper_instance():
     s2 = ex.fig3([0.5, 0.5], [0.25, 0.75], 1.0).summary()
     assert s2["candidate_count"] == 4 and "paper_extreme_count" not in s2
     df = ex.fig3().to_frame()
-    assert len(df) == 10 and df["extreme"].sum() == 6 and sorted(df["hull_order"][df["extreme"]]) == list(range(6))
+    assert (
+        len(df) == 10
+        and df["extreme"].sum() == 6
+        and sorted(df["hull_order"][df["extreme"]]) == list(range(6))
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -220,7 +229,7 @@ def test_fig5_paper_rates_are_consistent_with_the_exact_integral():
 def test_fig5_chunking_does_not_change_the_stream():
     a = ex.hull_check(samples=5_000, chunk_size=997, max_cloud=10**6)
     b = ex.hull_check(samples=5_000, chunk_size=5_000, max_cloud=10**6)
-    for pa, pb in zip(a.panels, b.panels):
+    for pa, pb in zip(a.panels, b.panels, strict=False):
         assert pa.accepted == pb.accepted
         assert np.array_equal(pa.cloud, pb.cloud)
 

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 import ldpopt
 from ldpopt.geometry import HULL_TOL, JointRange, _exact_hull, joint_range
-
 from reference import binary_channel_support, extreme_margin, ldp_channel_vertices
 
 P = (0.04, 0.09, 0.22, 0.47, 0.18)
@@ -53,8 +52,8 @@ def test_paper_extreme_counts(eps, extreme):
 
 def test_paper_labels_eps2():
     jr = joint_range(P, Q, 2.0)
-    extreme = {lab for lab, e in zip(jr.labels, jr.is_extreme) if e}
-    interior = {lab for lab, e in zip(jr.labels, jr.is_extreme) if not e}
+    extreme = {lab for lab, e in zip(jr.labels, jr.is_extreme, strict=False) if e}
+    interior = {lab for lab, e in zip(jr.labels, jr.is_extreme, strict=False) if not e}
     assert extreme == PAPER_EXTREME_EPS2
     assert interior == PAPER_INTERIOR_EPS2
     # the constants sit at (0, 0) and (1, 1) exactly
@@ -73,14 +72,20 @@ def test_paper_points_closed_form():
     i = jr.labels.index("{1,2} | {3,4,5} [1,2]")
     e = math.exp(2.0)
     pb, qb = 0.04 + 0.09, 0.25 + 0.49
-    assert jr.points[i] == pytest.approx([(e * pb + 1 - pb) / (e + 1), (e * qb + 1 - qb) / (e + 1)], abs=1e-15)
+    assert jr.points[i] == pytest.approx(
+        [(e * pb + 1 - pb) / (e + 1), (e * qb + 1 - qb) / (e + 1)], abs=1e-15
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # independent oracles: LP support function, LP extremality margins, cdd vertex enumeration
 # --------------------------------------------------------------------------------------------
-instances = st.tuples(st.integers(0, 10**6), st.integers(2, 7), st.sampled_from([0.3, 1.0, 3.0]),
-                      st.sampled_from([0.05, 0.4, 1.0, 2.0, 5.0, 12.0]))
+instances = st.tuples(
+    st.integers(0, 10**6),
+    st.integers(2, 7),
+    st.sampled_from([0.3, 1.0, 3.0]),
+    st.sampled_from([0.05, 0.4, 1.0, 2.0, 5.0, 12.0]),
+)
 
 
 @settings(max_examples=15)
@@ -222,7 +227,7 @@ def test_exact_hull_collinear_and_duplicate_points():
     assert ext.tolist() == [True, False, True, True, True, True]
     assert hull.tolist() == [0, 5, 2, 3]
     # 1 ulp off the diagonal: a vertex on the side without other points, interior on the other
-    tiny = 2.0 ** -53
+    tiny = 2.0**-53
     pts2 = [(0.0, 0.0), (0.5, 0.5 + tiny), (1.0, 1.0), (0.75, 0.25)]
     hull2, ext2 = _exact_hull(np.array(pts2), [(Fraction(a), Fraction(b)) for a, b in pts2], 1.0)
     assert ext2.tolist() == [True, True, True, True]
@@ -246,8 +251,8 @@ def test_outside_distance():
 
 
 def test_labels_from_dict_input():
-    p = dict(zip("abcde", P))
-    q = dict(zip("abcde", Q))
+    p = dict(zip("abcde", P, strict=False))
+    q = dict(zip("abcde", Q, strict=False))
     jr = joint_range(p, q, 2.0)
     assert "{a,b} | {c,d,e} [1,2]" in jr.labels
     assert jr.mechanism(0).labels == tuple("abcde")

@@ -10,8 +10,8 @@ import pytest
 from scipy.stats import binom, binomtest
 
 import ldpopt
-from reference import enumerate_sum_law
 from ldpopt.inference import LikelihoodRatioTest, SequentialTest, sample_size
+from reference import enumerate_sum_law
 
 CI_ALPHA = 1e-6
 
@@ -74,7 +74,10 @@ def test_binomial_design_matches_direct_sums(n):
     assert d.method == "exact-binomial"
     m0, m1 = test.output_distributions
     hi = int(np.argmax(np.log(m1) - np.log(m0)))  # output counted by the statistic
-    q0, q1 = Fraction(float(m0[hi])) / Fraction(float(m0.sum())), Fraction(float(m1[hi])) / Fraction(float(m1.sum()))
+    q0, q1 = (
+        Fraction(float(m0[hi])) / Fraction(float(m0.sum())),
+        Fraction(float(m1[hi])) / Fraction(float(m1.sum())),
+    )
 
     def pmf(q, t):
         return Fraction(math.comb(n, t)) * q**t * (1 - q) ** (n - t)
@@ -175,8 +178,12 @@ def test_empirical_errors_match_design(case):
         mech, n, kw = ldpopt.randomized_response(6, 1.5), 150, {"exact_max_n": 20}
     test = LikelihoodRatioTest(mech, p0, p1, 0.05, **kw)
     d = test.design(n)
-    expected = {"binomial": "exact-binomial", "lattice": "exact-lattice", "lattice-randomized": "exact-lattice",
-                "saddlepoint": "saddlepoint"}[case]
+    expected = {
+        "binomial": "exact-binomial",
+        "lattice": "exact-lattice",
+        "lattice-randomized": "exact-lattice",
+        "saddlepoint": "saddlepoint",
+    }[case]
     assert d.method == expected
     r0 = simulated_rejections(test, mech, p0, n, reps, rng)
     r1 = simulated_rejections(test, mech, p1, n, reps, rng)
@@ -250,8 +257,8 @@ def test_sample_size_binomial_matches_brute_force():
     mech = ldpopt.binary_mechanism(p0, p1, 0.7)
     res = sample_size(mech, p0, p1, 0.05, 0.1)
     assert res.method == "exact-binomial" and res.exact
-    m0 = (mech.matrix.T @ p0)
-    m1 = (mech.matrix.T @ p1)
+    m0 = mech.matrix.T @ p0
+    m1 = mech.matrix.T @ p1
     hi = int(np.argmax(np.log(m1) - np.log(m0)))
 
     def meets(n):  # independent: non-randomised NP test from scipy's binomial law
@@ -350,7 +357,7 @@ def test_bayes_decision_matches_direct_posterior():
 def test_labelled_hypotheses_and_reports():
     labels = ["x", "y", "z", "w"]
     p0, p1 = hypotheses(4, 18)
-    d0 = dict(zip(labels, p0))
+    d0 = dict(zip(labels, p0, strict=False))
     d1 = {lab: p1[i] for i, lab in reversed(list(enumerate(labels)))}
     res = ldpopt.optimal_mechanism(d0, d1, 1.0, method="dp")
     mech = res.mechanism
@@ -358,8 +365,9 @@ def test_labelled_hypotheses_and_reports():
     a = LikelihoodRatioTest(mech, d0, d1).design(50)
     b = LikelihoodRatioTest(mech, p0, p1).design(50)
     assert a.threshold == b.threshold and a.type_ii == b.type_ii
-    named = ldpopt.Mechanism(ldpopt.randomized_response(4, 1.0).matrix, 1.0, labels=labels,
-                             output_labels=("A", "B", "C", "D"))
+    named = ldpopt.Mechanism(
+        ldpopt.randomized_response(4, 1.0).matrix, 1.0, labels=labels, output_labels=("A", "B", "C", "D")
+    )
     t = LikelihoodRatioTest(named, d0, d1)
     assert t.decide(["A", "B", "B"]).n == 3
     with pytest.raises(ValueError, match="unknown output 'E'"):

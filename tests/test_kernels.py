@@ -38,8 +38,20 @@ REL = 1e-12
 #: vectorised log/log1p, which may differ in the last ulp
 MIRROR_REL = 1e-13
 
-DIVERGENCES = ["kl", "reverse_kl", "tv", "chi2", "hellinger", "js",
-               "egamma:1", "egamma:1.5", "egamma:4", "renyi:0.5", "renyi:2", "renyi:3.5"]
+DIVERGENCES = [
+    "kl",
+    "reverse_kl",
+    "tv",
+    "chi2",
+    "hellinger",
+    "js",
+    "egamma:1",
+    "egamma:1.5",
+    "egamma:4",
+    "renyi:0.5",
+    "renyi:2",
+    "renyi:3.5",
+]
 EPS_CHOICES = [1e-6, 1e-3, 0.05, 0.3, 1.0, 2.0, 4.0, 8.0, 20.0, 60.0, 500.0, math.inf]
 #: the two paths of ``_fast.solve``
 PATHS = ("table", "pruned")
@@ -136,7 +148,7 @@ def test_perspective_mirrors_readable(divergence):
         ys = np.array([t[1] for t in pts])
         ds = np.array([t[2] for t in pts])
         arr = _perspective_array(div.code, div.param, xs, ys, ds, lf)
-        for (x, y, d), a in zip(pts, arr):
+        for (x, y, d), a in zip(pts, arr, strict=False):
             ours = K.perspective(div.code, div.param, x, y, d, lf)
             assert close(ours, float(a), MIRROR_REL), (divergence, x, y, d, lf, ours, a)
             try:  # the scalar reference follows Python's math (it raises where numpy gives inf)
@@ -155,8 +167,16 @@ def test_prefix_table_and_block_sums_are_the_readable_ones():
         q = rng.dirichlet(np.full(k, 0.2))
         pre = K.prefix_table(p / p.sum(), q)
         ref = _Prefix(p / p.sum(), q)
-        for row, arr in ((K._PH, ref.P[0]), (K._PL, ref.P[1]), (K._QH, ref.Q[0]), (K._QL, ref.Q[1]),
-                         (K._SPH, ref.SP[0]), (K._SPL, ref.SP[1]), (K._SQH, ref.SQ[0]), (K._SQL, ref.SQ[1])):
+        for row, arr in (
+            (K._PH, ref.P[0]),
+            (K._PL, ref.P[1]),
+            (K._QH, ref.Q[0]),
+            (K._QL, ref.Q[1]),
+            (K._SPH, ref.SP[0]),
+            (K._SPL, ref.SP[1]),
+            (K._SQH, ref.SQ[0]),
+            (K._SQL, ref.SQ[1]),
+        ):
             assert np.array_equal(pre[row], arr)
         for b in range(1, k + 1):
             dp, dq, _ = ref.sums(np.arange(b), b)
@@ -193,7 +213,7 @@ def test_score_table_is_the_readable_scores_bit_for_bit(chunk, monkeypatch):
         k = int(rng.integers(1, 12))
         p, q = random_instance(rng, k, [0.05, 0.5, 5.0][n % 3])
         red = _reduce(p, q)
-        for divergence in DIVERGENCES[n % 4::4]:
+        for divergence in DIVERGENCES[n % 4 :: 4]:
             div = get_divergence(divergence)
             for eps in (1e-6, 0.7, 9.0, 800.0, math.inf):
                 c, A, lf = _fast.rescale(eps)
@@ -201,7 +221,7 @@ def test_score_table_is_the_readable_scores_bit_for_bit(chunk, monkeypatch):
                 assert table.shape == (red.k * (red.k + 1) // 2,)
                 for b in range(1, red.k + 1):
                     ref = interval_scores(red.p, red.q, eps, div, np.arange(b), b)
-                    got = table[b * (b - 1) // 2:b * (b + 1) // 2]
+                    got = table[b * (b - 1) // 2 : b * (b + 1) // 2]
                     assert np.array_equal(got, ref, equal_nan=True), (divergence, eps, b, got, ref)
 
 
@@ -231,8 +251,13 @@ def test_small_single_solves_touch_only_the_table_kernels():
     process: it lists every kernel that was compiled or loaded from the on-disk cache.
     """
     env = {key: val for key, val in os.environ.items() if key != "NUMBA_DISABLE_JIT"}
-    out = subprocess.run([sys.executable, "-c", _COMPILED_KERNELS], capture_output=True, text=True, check=True,
-                         env=env).stdout.strip().splitlines()[-1]
+    out = (
+        subprocess.run(
+            [sys.executable, "-c", _COMPILED_KERNELS], capture_output=True, text=True, check=True, env=env
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     assert json.loads(out) == ["table_args", "table_budget_dp", "table_pass"]
 
 
@@ -288,13 +313,21 @@ def test_carried_bounds_dominate_scores_at_smaller_eps(divergence):
         e1 = float(e0 * rng.choice([1.0, 0.9, 0.5, 1e-3]))
         c0, A0, _ = _fast.rescale(e0)
         c1, A1, lf = _fast.rescale(e1)
-        val = np.array([K.perspective(div.code, div.param, c0 + A0 * a, c0 + A0 * b, A0 * (a - b), lf)
-                        for a, b in zip(sp, sq)])
+        val = np.array(
+            [
+                K.perspective(div.code, div.param, c0 + A0 * a, c0 + A0 * b, A0 * (a - b), lf)
+                for a, b in zip(sp, sq, strict=False)
+            ]
+        )
         state = np.full(val.shape[0], K._EXACT, dtype=np.uint8)
         K.carry_bounds(val, state, sp, sq, c0, A0, c1, A1)
         assert np.all(state == K._CARRIED)
-        now = np.array([K.perspective(div.code, div.param, c1 + A1 * a, c1 + A1 * b, A1 * (a - b), lf)
-                        for a, b in zip(sp, sq)])
+        now = np.array(
+            [
+                K.perspective(div.code, div.param, c1 + A1 * a, c1 + A1 * b, A1 * (a - b), lf)
+                for a, b in zip(sp, sq, strict=False)
+            ]
+        )
         assert np.all(val >= now), (divergence, e0, e1)
 
 
@@ -321,14 +354,20 @@ def test_fast_equals_readable_random_instances():
         k = int(rng.integers(1, 40)) if n % 12 else int(rng.integers(40, 121))
         conc = float(np.exp(rng.uniform(math.log(0.05), math.log(10.0))))
         p, q = random_instance(rng, k, conc)
-        eps = float(rng.choice(EPS_CHOICES)) if n % 3 else float(np.exp(rng.uniform(math.log(1e-6), math.log(500))))
+        eps = (
+            float(rng.choice(EPS_CHOICES))
+            if n % 3
+            else float(np.exp(rng.uniform(math.log(1e-6), math.log(500))))
+        )
         l = None if n % 2 else int(rng.integers(1, max(2, k // 2) + 1))
         assert_same_optimum(p, q, eps, DIVERGENCES[n % len(DIVERGENCES)], l)
         count += 1
     for n, k in enumerate((130, 150, 180, 220, 260, 300)):  # a few large alphabets
         p, q = random_instance(rng, k, [0.1, 1.0, 5.0][n % 3])
         l = None if n % 2 else 6
-        assert_same_optimum(p, q, [0.5, 3.0, 9.0][n % 3], ["kl", "js", "hellinger", "chi2", "tv", "reverse_kl"][n], l)
+        assert_same_optimum(
+            p, q, [0.5, 3.0, 9.0][n % 3], ["kl", "js", "hellinger", "chi2", "tv", "reverse_kl"][n], l
+        )
         count += 1
     assert count >= 600
 
@@ -366,8 +405,15 @@ def test_fast_equals_brute_force_over_all_set_partitions():
                 with solver_path(path):
                     fast = ldpopt.optimal_mechanism(p, q, eps, divergence, l, method="fast")
                 # the brute force multiplies out matrices: agreement to 1e-9 (absolute 1e-12 near 0)
-                assert abs(fast.value - ref) <= max(1e-12, 1e-9 * abs(ref)), (path, k, eps, l, divergence,
-                                                                                fast.value, ref)
+                assert abs(fast.value - ref) <= max(1e-12, 1e-9 * abs(ref)), (
+                    path,
+                    k,
+                    eps,
+                    l,
+                    divergence,
+                    fast.value,
+                    ref,
+                )
 
 
 @pytest.mark.nojit
@@ -379,7 +425,10 @@ def test_methods_reported(path):
         assert ldpopt.optimal_mechanism(p, q, 2.0, max_outputs=1).method == "single_block"
         assert ldpopt.optimal_mechanism(p, q, 2.0, method="dp").method == "dp"
         assert ldpopt.optimal_mechanism([1.0], [1.0], 2.0).value == 0.0
-        assert ldpopt.optimal_mechanism([0.7, 0.2, 0.1], [0.1, 0.2, 0.7], 9.0, max_outputs=2).method == "budget_dp"
+        assert (
+            ldpopt.optimal_mechanism([0.7, 0.2, 0.1], [0.1, 0.2, 0.7], 9.0, max_outputs=2).method
+            == "budget_dp"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -463,17 +512,32 @@ def test_uncached_pass_equals_cached_pass():
                         state = np.empty(0, dtype=np.uint8)
                     bounds = np.zeros(red.k + 1, dtype=np.int64)
                     bounds[1] = red.k
-                    raw, nb = K.dinkelbach_ws(pre, pos, sp, sq, val, state, np.empty(0, dtype=np.int64), div.code,
-                                              div.param, c, A, lf,
-                                              bounds, np.int64(1))
-                    out.append((raw, list(bounds[:nb + 1])))
+                    raw, nb = K.dinkelbach_ws(
+                        pre,
+                        pos,
+                        sp,
+                        sq,
+                        val,
+                        state,
+                        np.empty(0, dtype=np.int64),
+                        div.code,
+                        div.param,
+                        c,
+                        A,
+                        lf,
+                        bounds,
+                        np.int64(1),
+                    )
+                    out.append((raw, list(bounds[: nb + 1])))
                 assert out[0] == out[1]
 
 
 @settings(max_examples=40)
-@given(st.lists(st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0)), min_size=1, max_size=12),
-       st.sampled_from([0.01, 0.5, 2.0, 7.0, math.inf]),
-       st.sampled_from(["kl", "tv", "js", "chi2", "hellinger", "renyi:2"]))
+@given(
+    st.lists(st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0)), min_size=1, max_size=12),
+    st.sampled_from([0.01, 0.5, 2.0, 7.0, math.inf]),
+    st.sampled_from(["kl", "tv", "js", "chi2", "hellinger", "renyi:2"]),
+)
 def test_property_fast_equals_readable(pairs, eps, divergence):
     p = np.array([a for a, _ in pairs])
     q = np.array([b for _, b in pairs])

@@ -19,10 +19,34 @@ from ldpopt.mechanism_io import (
     save_mechanism,
 )
 
-P0 = {"page": 0.31, "search": 0.14, "cart": 0.11, "checkout": 0.06, "login": 0.08, "reset": 0.012,
-      "profile": 0.028, "gift": 0.01, "address": 0.02, "review": 0.09, "help": 0.09, "api": 0.05}
-P1 = {"page": 0.12, "search": 0.06, "cart": 0.07, "checkout": 0.11, "login": 0.05, "reset": 0.09,
-      "profile": 0.08, "gift": 0.15, "address": 0.10, "review": 0.03, "help": 0.04, "api": 0.10}
+P0 = {
+    "page": 0.31,
+    "search": 0.14,
+    "cart": 0.11,
+    "checkout": 0.06,
+    "login": 0.08,
+    "reset": 0.012,
+    "profile": 0.028,
+    "gift": 0.01,
+    "address": 0.02,
+    "review": 0.09,
+    "help": 0.09,
+    "api": 0.05,
+}
+P1 = {
+    "page": 0.12,
+    "search": 0.06,
+    "cart": 0.07,
+    "checkout": 0.11,
+    "login": 0.05,
+    "reset": 0.09,
+    "profile": 0.08,
+    "gift": 0.15,
+    "address": 0.10,
+    "review": 0.03,
+    "help": 0.04,
+    "api": 0.10,
+}
 
 
 @pytest.fixture
@@ -76,12 +100,16 @@ def test_round_trip_various_mechanisms(tmp_path, eps):
         mech.to_json(path)
         back = Mechanism.from_json(path)
         assert np.array_equal(back.matrix, mech.matrix)
-        assert back.eps == mech.eps and back.labels == mech.labels and back.output_labels == mech.output_labels
+        assert (
+            back.eps == mech.eps and back.labels == mech.labels and back.output_labels == mech.output_labels
+        )
         assert back.partition == mech.partition
 
 
 def test_output_labels_and_no_distributions(tmp_path):
-    mech = Mechanism([[0.6, 0.4], [0.4, 0.6]], 1.0, labels=("no", "yes"), output_labels=("N", "Y"), name="custom")
+    mech = Mechanism(
+        [[0.6, 0.4], [0.4, 0.6]], 1.0, labels=("no", "yes"), output_labels=("N", "Y"), name="custom"
+    )
     path = tmp_path / "c.json"
     mech.to_json(path, p0=[0.5, 0.5], p1=[0.2, 0.8], include_distributions=False)
     f = load_mechanism(path)
@@ -215,5 +243,8 @@ def test_pandas_labels_survive_design_file_and_privatize(tmp_path):
     f = load_mechanism(path)
     assert f.mechanism.labels == ("x", "y", "z")
     assert np.array_equal(f.p1, np.array([0.1, 0.3, 0.6]))
-    assert tuple(tuple(f.mechanism.labels[i] for i in b) for b in f.mechanism.partition) == res.labelled_partition
+    assert (
+        tuple(tuple(f.mechanism.labels[i] for i in b) for b in f.mechanism.partition)
+        == res.labelled_partition
+    )
     assert f.mechanism.privatize(["z", "x"], rng=np.random.default_rng(0)).shape == (2,)

@@ -38,7 +38,9 @@ def test_bayes_risk_rows_match_the_decision_problem():
     mech = _random_mechanism(rng, 5, 6, 1.0)
     # textbook: sum over outputs of min over actions of the posterior-weighted loss
     py = mech.matrix.T @ P  # (n, T)
-    expected = sum(min(sum(prior[t] * py[y, t] * L[t, a] for t in range(3)) for a in range(4)) for y in range(6))
+    expected = sum(
+        min(sum(prior[t] * py[y, t] * L[t, a] for t in range(3)) for a in range(4)) for y in range(6)
+    )
     assert obj.evaluate(mech) == pytest.approx(expected, rel=1e-12)
     assert prob.bayes_risk(mech) == pytest.approx(expected, rel=1e-12)
     dec = obj.decisions(mech.matrix.T)
@@ -52,7 +54,8 @@ def test_mutual_information_matches_entropies():
         prior = rng.dirichlet(np.ones(6))
         mech = _random_mechanism(rng, 6, 4, 2.0)
         assert MutualInformation(prior).evaluate(mech) == pytest.approx(
-            mutual_information_naive(mech.matrix, prior), rel=1e-10, abs=1e-14)
+            mutual_information_naive(mech.matrix, prior), rel=1e-10, abs=1e-14
+        )
     assert MutualInformation(num_inputs=4).prior == pytest.approx(np.full(4, 0.25))
 
 
@@ -62,7 +65,9 @@ def test_fisher_information_matches_definition():
     d = rng.normal(size=5)
     d -= d.mean()
     mech = _random_mechanism(rng, 5, 3, 1.5)
-    assert FisherInformation(pmf, d).evaluate(mech) == pytest.approx(fisher_information_naive(mech.matrix, pmf, d), rel=1e-12)
+    assert FisherInformation(pmf, d).evaluate(mech) == pytest.approx(
+        fisher_information_naive(mech.matrix, pmf, d), rel=1e-12
+    )
     # vector parameter: trace of the Fisher matrix
     D = rng.normal(size=(5, 2))
     D -= D.mean(axis=0)
@@ -92,7 +97,7 @@ def test_renyi_objective_reports_transformed_value():
 
 
 @settings(max_examples=30)
-@given(st.integers(0, 10 ** 6), st.floats(0.01, 100.0))
+@given(st.integers(0, 10**6), st.floats(0.01, 100.0))
 def test_builtin_contributions_are_one_homogeneous(seed, t):
     rng = np.random.default_rng(seed)
     m = 5
@@ -101,9 +106,12 @@ def test_builtin_contributions_are_one_homogeneous(seed, t):
     prob = ldpopt.DecisionProblem(P, rng.random((3, 2)))
     d = rng.normal(size=m)
     d -= d.mean()
-    objs = [BayesRisk(prob), MutualInformation(rng.dirichlet(np.ones(m))),
-            FisherInformation(rng.dirichlet(np.ones(m)), d),
-            FDivergenceObjective(rng.dirichlet(np.ones(m)), rng.dirichlet(np.ones(m)), "kl")]
+    objs = [
+        BayesRisk(prob),
+        MutualInformation(rng.dirichlet(np.ones(m))),
+        FisherInformation(rng.dirichlet(np.ones(m)), d),
+        FDivergenceObjective(rng.dirichlet(np.ones(m)), rng.dirichlet(np.ones(m)), "kl"),
+    ]
     for obj in objs:
         assert np.allclose(obj.contributions(t * V), t * obj.contributions(V), rtol=1e-9, atol=1e-12)
 

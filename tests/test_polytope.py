@@ -113,7 +113,7 @@ def test_canonical_form_merges_splits_and_drops_zero_outputs():
 
 
 @settings(max_examples=25)
-@given(st.integers(2, 4), st.integers(2, 4), st.floats(0.2, 3.0), st.integers(0, 10 ** 6))
+@given(st.integers(2, 4), st.integers(2, 4), st.floats(0.2, 3.0), st.integers(0, 10**6))
 def test_blackwell_garbling_properties(m, n, eps, seed):
     rng = np.random.default_rng(seed)
     # a random eps-LDP channel: columns with entries in [1, e^eps], then normalised rows
@@ -149,8 +149,10 @@ def test_blackwell_order_of_randomized_responses():
 def test_maximal_channels_are_not_strictly_dominated():
     # Theorem 3.10: two distinct points of S give Blackwell-incomparable channels
     rows, verts = polytope.polytope_vertices(3, 1.0)
-    mechs = [polytope.q_ex({tuple(np.flatnonzero(rows[j])): v[j] for j in np.flatnonzero(v > 0)}, 1.0, 3)
-             for v in verts]
+    mechs = [
+        polytope.q_ex({tuple(np.flatnonzero(rows[j])): v[j] for j in np.flatnonzero(v > 0)}, 1.0, 3)
+        for v in verts
+    ]
     for i, a in enumerate(mechs):
         for j, b in enumerate(mechs):
             if i != j:

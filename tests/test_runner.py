@@ -25,8 +25,12 @@ REL = 1e-9
 #: small grid used for the scheduler comparisons: 6 instances in 3 chunks
 GRID = {
     "instances": {"generator": "dirichlet", "k": 7, "trials": 6, "alpha": 0.7, "seed": 11},
-    "grid": {"eps": [0.25, 1.0, 2.5, 6.0], "divergences": ["kl", "tv", "renyi:2", "egamma:1.5"],
-             "max_outputs": [0, 2], "baselines": ["binary", "rr"]},
+    "grid": {
+        "eps": [0.25, 1.0, 2.5, 6.0],
+        "divergences": ["kl", "tv", "renyi:2", "egamma:1.5"],
+        "max_outputs": [0, 2],
+        "baselines": ["binary", "rr"],
+    },
     "run": {"instances_per_chunk": 2},
 }
 
@@ -58,10 +62,16 @@ def reference(tmp_path_factory):
 # Rows are right (independent checks)
 # ---------------------------------------------------------------------------------------------
 def test_rows_against_independent_evaluations(tmp_path):
-    cfg = {"instances": {"generator": "dirichlet", "k": 5, "trials": 4, "alpha": 0.5, "seed": 2},
-           "grid": {"eps": [0.3, 1.0, 3.0], "divergences": ["kl", "hellinger", "renyi:0.5"],
-                    "max_outputs": [0, 2], "baselines": ["binary", "rr", "kov_lp"]},
-           "run": {"instances_per_chunk": 3}}
+    cfg = {
+        "instances": {"generator": "dirichlet", "k": 5, "trials": 4, "alpha": 0.5, "seed": 2},
+        "grid": {
+            "eps": [0.3, 1.0, 3.0],
+            "divergences": ["kl", "hellinger", "renyi:0.5"],
+            "max_outputs": [0, 2],
+            "baselines": ["binary", "rr", "kov_lp"],
+        },
+        "run": {"instances_per_chunk": 3},
+    }
     df = ldpopt.run_sweep(cfg, tmp_path, scheduler="inline", quiet=True)
     assert tuple(df.columns) == COLUMNS
     assert len(df) == 4 * 3 * 3 * (2 + 3)
@@ -94,7 +104,7 @@ def test_rows_against_independent_evaluations(tmp_path):
     for mech in ("kov_lp", "binary", "rr"):
         base = df[df.mechanism == mech].set_index(key)["value"].reindex(opt.index)
         if mech == "kov_lp":
-            assert all(close(a, b) for a, b in zip(opt, base))
+            assert all(close(a, b) for a, b in zip(opt, base, strict=False))
         else:
             assert (opt >= base - 1e-12 * opt.abs()).all(), mech
     binary = df[df.mechanism == "binary"].set_index(key)["value"].reindex(opt.index)
@@ -104,16 +114,22 @@ def test_rows_against_independent_evaluations(tmp_path):
 
 def test_file_instances_with_different_alphabets(tmp_path):
     pairs = tmp_path / "pairs.json"
-    pairs.write_text(json.dumps([
-        {"id": "fraud", "p0": {"a": 0.1, "b": 0.6, "c": 0.3}, "p1": {"a": 0.5, "b": 0.2, "c": 0.3}},
-        {"id": "pair2", "p0": [0.25, 0.25, 0.25, 0.25, 0.0], "p1": [0.1, 0.2, 0.3, 0.0, 0.4]},
-        {"id": "same", "p0": [0.5, 0.5], "p1": [0.5, 0.5]},
-    ]))
-    cfg = {"instances": {"file": str(pairs)},
-           "grid": {"eps": [0.5, 2.0], "divergences": ["tv", "chi2"], "baselines": ["rr"]}}
+    pairs.write_text(
+        json.dumps(
+            [
+                {"id": "fraud", "p0": {"a": 0.1, "b": 0.6, "c": 0.3}, "p1": {"a": 0.5, "b": 0.2, "c": 0.3}},
+                {"id": "pair2", "p0": [0.25, 0.25, 0.25, 0.25, 0.0], "p1": [0.1, 0.2, 0.3, 0.0, 0.4]},
+                {"id": "same", "p0": [0.5, 0.5], "p1": [0.5, 0.5]},
+            ]
+        )
+    )
+    cfg = {
+        "instances": {"file": str(pairs)},
+        "grid": {"eps": [0.5, 2.0], "divergences": ["tv", "chi2"], "baselines": ["rr"]},
+    }
     df = ldpopt.run_sweep(cfg, tmp_path / "out", scheduler="inline", quiet=True)
     assert list(dict.fromkeys(df.instance)) == ["fraud", "pair2", "same"]
-    assert dict(zip(df.instance, df.k)) == {"fraud": 3, "pair2": 5, "same": 2}
+    assert dict(zip(df.instance, df.k, strict=False)) == {"fraud": 3, "pair2": 5, "same": 2}
     inst = parse_config(cfg).instances
     for r in df[df.mechanism == "optimal"].itertuples():
         u, v = inst.get(r.instance_index, r.instance_index + 1)[0]
@@ -135,13 +151,24 @@ def test_partition_strings_round_trip():
 
 
 def test_chunk_plan_depends_on_the_config_only():
-    fig1b = parse_config({"instances": {"generator": "dirichlet", "k": 100, "trials": 100, "seed": 0},
-                          "grid": {"eps": {"start": 0.1, "stop": 10.1, "step": 0.1}, "divergences": ["kl"],
-                                   "baselines": ["binary", "rr"]}})
+    fig1b = parse_config(
+        {
+            "instances": {"generator": "dirichlet", "k": 100, "trials": 100, "seed": 0},
+            "grid": {
+                "eps": {"start": 0.1, "stop": 10.1, "step": 0.1},
+                "divergences": ["kl"],
+                "baselines": ["binary", "rr"],
+            },
+        }
+    )
     ipc = runner.plan_chunks(fig1b)
     assert 1 <= ipc <= 100 and ipc == runner.plan_chunks(fig1b)
-    big = parse_config({"instances": {"generator": "dirichlet", "k": 400, "trials": 100000},
-                        "grid": {"eps": {"start": 0.1, "stop": 10.0, "step": 0.1}, "divergences": ["kl"]}})
+    big = parse_config(
+        {
+            "instances": {"generator": "dirichlet", "k": 400, "trials": 100000},
+            "grid": {"eps": {"start": 0.1, "stop": 10.0, "step": 0.1}, "divergences": ["kl"]},
+        }
+    )
     cost = runner._instance_cost(big, 400) * runner.plan_chunks(big)
     assert runner.MIN_CHUNK_S / 2 <= cost <= runner.TARGET_CHUNK_S * 1.01
     assert runner.plan_chunks(parse_config({**GRID})) == 2  # [run] instances_per_chunk
@@ -149,9 +176,16 @@ def test_chunk_plan_depends_on_the_config_only():
 
 @pytest.mark.parametrize("trials", [1, 7, 100, 101, 999, 5000])
 def test_chunk_plan_has_even_chunks_and_honours_the_cost_model(trials):
-    cfg = parse_config({"instances": {"generator": "dirichlet", "k": 100, "trials": trials, "seed": 0},
-                        "grid": {"eps": {"start": 0.1, "stop": 10.1, "step": 0.1}, "divergences": ["kl"],
-                                 "baselines": ["binary", "rr"]}})
+    cfg = parse_config(
+        {
+            "instances": {"generator": "dirichlet", "k": 100, "trials": trials, "seed": 0},
+            "grid": {
+                "eps": {"start": 0.1, "stop": 10.1, "step": 0.1},
+                "divergences": ["kl"],
+                "baselines": ["binary", "rr"],
+            },
+        }
+    )
     ipc = runner.plan_chunks(cfg)
     n = math.ceil(trials / ipc)
     last = trials - (n - 1) * ipc
@@ -188,8 +222,14 @@ def test_dask_local_cluster_identical_and_dead_worker_retried(tmp_path, referenc
 
 def test_tcp_scheduler_identical(tmp_path, reference):
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp", host="127.0.0.1",
-                                  dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=1,
+        threads_per_worker=2,
+        processes=False,
+        protocol="tcp",
+        host="127.0.0.1",
+        dashboard_address=None,
+    ) as cluster:
         address = cluster.scheduler_address
         assert address.startswith("tcp://127.0.0.1:")
         df = runner.run_sweep(GRID, tmp_path, scheduler=address, quiet=True)
@@ -218,8 +258,12 @@ def test_scheduler_errors_come_before_any_work(tmp_path, monkeypatch):
         runner.run_sweep(GRID, tmp_path / "b", scheduler="tcp://127.0.0.1")
     pytest.importorskip("distributed")
     t0 = time.monotonic()
-    with pytest.raises(runner.SchedulerError, match=r"cannot reach the Dask scheduler at tcp://127.0.0.1:\d+"):
-        runner.run_sweep(GRID, tmp_path / "c", scheduler=f"tcp://127.0.0.1:{_closed_port()}", connect_timeout=2)
+    with pytest.raises(
+        runner.SchedulerError, match=r"cannot reach the Dask scheduler at tcp://127.0.0.1:\d+"
+    ):
+        runner.run_sweep(
+            GRID, tmp_path / "c", scheduler=f"tcp://127.0.0.1:{_closed_port()}", connect_timeout=2
+        )
     assert time.monotonic() - t0 < 30
     assert not (tmp_path / "c" / "manifest.json").exists() and not chunk_files(tmp_path / "c")
 
@@ -248,10 +292,23 @@ def test_sigkill_midway_then_resume_gives_the_uninterrupted_dataset(tmp_path):
     cfg.write_text(KILL_CONFIG)
     out = tmp_path / "killed"
     env = dict(os.environ, **{runner.FAULT_ENV: "sleep:0.4"})
-    cmd = [sys.executable, "-c", "from ldpopt.cli import main; main()", "sweep", str(cfg), "--out", str(out),
-           "--scheduler", "processes", "--workers", "2", "--quiet"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-c",
+        "from ldpopt.cli import main; main()",
+        "sweep",
+        str(cfg),
+        "--out",
+        str(out),
+        "--scheduler",
+        "processes",
+        "--workers",
+        "2",
+        "--quiet",
+    ]
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + 240  # generous: a cold numba cache compiles first
         while len(chunk_files(out)) < 2:
@@ -300,7 +357,9 @@ def test_failing_chunk_is_reported_and_the_others_continue(tmp_path, monkeypatch
 def test_damaged_and_temporary_files_are_recomputed(tmp_path, reference):
     runner.run_sweep(GRID, tmp_path, scheduler="inline", quiet=True)
     files = chunk_files(tmp_path)
-    files[1].write_bytes(files[1].read_bytes()[:100])  # truncated (cannot happen via os.replace, but disks lie)
+    files[1].write_bytes(
+        files[1].read_bytes()[:100]
+    )  # truncated (cannot happen via os.replace, but disks lie)
     stray = tmp_path / "chunks" / ".chunk-000002.parquet.abc.tmp"
     stray.write_bytes(b"partial")
     df = runner.run_sweep(GRID, tmp_path, scheduler="inline", quiet=True)

@@ -15,8 +15,8 @@ from scipy.stats import chisquare
 
 import ldpopt
 from ldpopt import _sampling as S
-from reference import exact_exp_interval, exact_is_ldp
 from ldpopt.mechanism import Mechanism
+from reference import exact_exp_interval, exact_is_ldp
 
 GOF_ALPHA = 1e-6
 ROW_SAMPLES = 100_000
@@ -40,7 +40,9 @@ def maximal_channel(k: int, eps: float, seed: int) -> np.ndarray:
     a general, non-block channel that sits on the privacy boundary.
     """
     E = math.exp(eps)
-    patterns = [np.array(v, float) for v in itertools.product((1.0, E), repeat=k) if 1.0 < max(v) and min(v) < E]
+    patterns = [
+        np.array(v, float) for v in itertools.product((1.0, E), repeat=k) if 1.0 < max(v) and min(v) < E
+    ]
     A = np.array(patterns).T  # k x m
     rng = np.random.default_rng(seed)
     res = linprog(rng.normal(size=A.shape[1]), A_eq=A, b_eq=np.ones(k), bounds=(0, None), method="highs")
@@ -88,7 +90,9 @@ def test_realised_channel_is_exactly_ldp_and_stochastic(name):
     assert ch.kind == expected_kind
 
 
-@pytest.mark.parametrize("k,eps", [(2, 1e-8), (3, 0.1), (5, 1.0), (17, 3.0), (4, 30.0), (100, 1.0), (3, 700.0)])
+@pytest.mark.parametrize(
+    "k,eps", [(2, 1e-8), (3, 0.1), (5, 1.0), (17, 3.0), (4, 30.0), (100, 1.0), (3, 700.0)]
+)
 def test_rr_realised_exactly_at_eps_and_never_above(k, eps):
     ch = S.realise(ldpopt.randomized_response(k, eps))
     assert ch.kind == "block_rr"
@@ -225,8 +229,17 @@ def test_block_and_general_samplers_agree_in_law():
     rr = ldpopt.randomized_response(4, 1.0)
     ch = S.realise(rr)
     assert ch.kind == "block_rr"
-    forced = S.RealisedChannel(eps=ch.eps, entries=ch.entries, remainder=ch.remainder, kind="general", low=None,
-                               max_change=0.0, adjusted=0, check=ch.check, _rem_scaled=ch._rem_scaled)
+    forced = S.RealisedChannel(
+        eps=ch.eps,
+        entries=ch.entries,
+        remainder=ch.remainder,
+        kind="general",
+        low=None,
+        max_change=0.0,
+        adjusted=0,
+        check=ch.check,
+        _rem_scaled=ch._rem_scaled,
+    )
     x = np.repeat(np.arange(4), ROW_SAMPLES)
     src = S.bit_source(np.random.default_rng(5))
     y = S.sample_indices(forced, x, src)

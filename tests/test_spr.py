@@ -242,7 +242,9 @@ def test_huge_eps_is_finite_and_tends_to_no_privacy():
         assert math.isfinite(res.value)
         assert res.mechanism.is_ldp(eps)
         assert close(res.value, naive_divergence(p, q, "kl"), rel=1e-9)
-    assert close(ldpopt.optimal_mechanism(p, q, 1e3, "kl").value, ldpopt.optimal_mechanism(p, q, math.inf).value)
+    assert close(
+        ldpopt.optimal_mechanism(p, q, 1e3, "kl").value, ldpopt.optimal_mechanism(p, q, math.inf).value
+    )
 
 
 def test_large_alphabet_with_tiny_masses_and_zeros():
@@ -352,9 +354,11 @@ def test_monotone_in_eps(inst, eps, factor, divergence):
 def test_monotone_in_budget_and_bounded_by_data_processing(inst, eps, divergence):
     p, q = inst
     div = ldpopt.get_divergence(divergence)
-    values = [ldpopt.optimal_mechanism(p, q, eps, divergence, max_outputs=l, method="dp").value
-              for l in range(1, len(p) + 1)]
-    for a, b in zip(values, values[1:]):
+    values = [
+        ldpopt.optimal_mechanism(p, q, eps, divergence, max_outputs=l, method="dp").value
+        for l in range(1, len(p) + 1)
+    ]
+    for a, b in zip(values, values[1:], strict=False):
         assert b >= a - 1e-12 * max(1.0, abs(a))
     top = div(p, q)
     assert values[-1] <= top + 1e-12 * max(1.0, abs(top)) or math.isinf(top)

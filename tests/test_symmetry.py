@@ -47,7 +47,7 @@ def test_orbit_counts_match_burnside(m):
     assert len(cy) == necklace_count(m) - 2  # minus the empty and the full set
     assert len(di) == bracelet_count(m) - 2
     for orbits in (cy, di, symmetric(m).subset_orbits()):
-        assert sum(o.size for o in orbits) == 2 ** m - 2
+        assert sum(o.size for o in orbits) == 2**m - 2
         for o in orbits:
             assert len(o.representative) == o.k
             # transitive group: every point lies in |O| k / m members (B.5)
@@ -121,9 +121,12 @@ def test_subset_selection_mechanism():
         hi = math.exp(eps) / (math.comb(m - 1, k - 1) * math.exp(eps) + math.comb(m - 1, k))
         assert ss.matrix.max() == pytest.approx(hi)
         assert subset_selection_mutual_information(m, eps, k) == pytest.approx(
-            mutual_information_naive(ss.matrix, np.full(m, 1 / m)), rel=1e-10)
-    assert np.allclose(ldpopt.canonical_form(subset_selection(m, eps, 1)).matrix,
-                       ldpopt.canonical_form(ldpopt.randomized_response(m, eps)).matrix)
+            mutual_information_naive(ss.matrix, np.full(m, 1 / m)), rel=1e-10
+        )
+    assert np.allclose(
+        ldpopt.canonical_form(subset_selection(m, eps, 1)).matrix,
+        ldpopt.canonical_form(ldpopt.randomized_response(m, eps)).matrix,
+    )
     with pytest.raises(ValueError, match="size"):
         subset_selection(m, eps, m)
 
@@ -133,7 +136,10 @@ def test_mutual_information_is_maximised_by_subset_selection_of_the_predicted_si
     for eps in (0.3, 1.0, 2.5):
         k = mi_optimal_size(m, eps)
         # brute force over the sizes with the textbook MI formula
-        direct = [mutual_information_naive(subset_selection(m, eps, j).matrix, np.full(m, 1 / m)) for j in range(1, m)]
+        direct = [
+            mutual_information_naive(subset_selection(m, eps, j).matrix, np.full(m, 1 / m))
+            for j in range(1, m)
+        ]
         assert k == 1 + int(np.argmax(direct))
         # and over ALL eps-LDP channels (LP over every subset, no symmetry used)
         lp = ldpopt.optimal_channel(MutualInformation(num_inputs=m), eps, method="enumerate")
@@ -165,5 +171,6 @@ def test_large_subset_selection_optimum_uses_an_equally_optimal_cyclic_design():
     assert math.comb(m, k) > 200_000 and "cyclic design" in res.message
     assert res.num_outputs == m and all(len(y) == k for y in res.weights)
     assert mutual_information_naive(res.mechanism.matrix, np.full(m, 1 / m)) == pytest.approx(
-        subset_selection_mutual_information(m, eps, k), rel=1e-10)
+        subset_selection_mutual_information(m, eps, k), rel=1e-10
+    )
     assert res.value == pytest.approx(subset_selection_mutual_information(m, eps, k), rel=1e-10)

@@ -5,7 +5,8 @@
   :func:`egamma_mechanism`, :func:`lr_distance_mechanism`, :func:`kov_lp`.
 """
 
-from importlib.metadata import PackageNotFoundError, version as _version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
 
 from ldpopt.divergences import FDivergence, egamma, f_divergence, get_divergence, renyi
 from ldpopt.lp import kov_lp

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Callable
+from typing import IO
 
 __all__ = ["atomic_write", "atomic_write_text"]
 
@@ -21,8 +22,13 @@ def _default_mode() -> int:
     return 0o666 & ~umask
 
 
-def atomic_write(path: str | os.PathLike, writer: Callable[[IO], object], *, binary: bool = True,
-                 newline: str | None = None) -> Path:
+def atomic_write(
+    path: str | os.PathLike,
+    writer: Callable[[IO], object],
+    *,
+    binary: bool = True,
+    newline: str | None = None,
+) -> Path:
     """Call ``writer(fileobj)`` on a temporary file beside ``path``, then move it onto ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

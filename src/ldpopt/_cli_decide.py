@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 import typer
@@ -75,7 +74,9 @@ def load_problem(path: Path):
     L = _matrix(doc, "loss", path)
     prior = doc.get("prior")
     if prior is not None:
-        if not isinstance(prior, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in prior):
+        if not isinstance(prior, list) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in prior
+        ):
             fail(f"{path}: 'prior' must be a list of numbers")
         prior = np.array(prior, dtype=float)
     labels = doc.get("labels") or {}
@@ -91,8 +92,15 @@ def load_problem(path: Path):
     if not isinstance(name, str):
         fail(f"{path}: 'name' must be a string")
     try:
-        return DecisionProblem(P, L, prior, labels=labels.get("inputs"), parameter_labels=labels.get("parameters"),
-                               action_labels=labels.get("actions"), name=name)
+        return DecisionProblem(
+            P,
+            L,
+            prior,
+            labels=labels.get("inputs"),
+            parameter_labels=labels.get("parameters"),
+            action_labels=labels.get("actions"),
+            name=name,
+        )
     except (ValueError, TypeError) as exc:
         fail(f"{path}: {exc}")
 
@@ -120,11 +128,13 @@ def _result_payload(prob, res) -> dict:
     outputs = []
     for j, (subset, weight) in enumerate(res.weights.items()):
         rule = res.decision_rule[j]
-        outputs.append({
-            "subset": [prob.labels[i] if prob.labels is not None else int(i) for i in sorted(subset)],
-            "weight": weight,
-            "decision": {names[a]: float(rule[a]) for a in np.flatnonzero(rule > 0)},
-        })
+        outputs.append(
+            {
+                "subset": [prob.labels[i] if prob.labels is not None else int(i) for i in sorted(subset)],
+                "weight": weight,
+                "decision": {names[a]: float(rule[a]) for a in np.flatnonzero(rule > 0)},
+            }
+        )
     return {
         "name": prob.name,
         "risk": res.risk,
@@ -137,7 +147,9 @@ def _result_payload(prob, res) -> dict:
         "input_labels": list(prob.labels) if prob.labels is not None else None,
         "outputs": outputs,
         "matrix": res.mechanism.matrix.tolist(),
-        "certificate": None if cert is None else {
+        "certificate": None
+        if cert is None
+        else {
             "dual": cert.dual.tolist(),
             "prior": None if cert.prior is None else cert.prior.tolist(),
             "min_reduced_cost": cert.min_reduced_cost,
@@ -149,11 +161,13 @@ def _result_payload(prob, res) -> dict:
 
 @app.command("decide")
 def decide(
-    problem: Path = typer.Argument(..., help="Problem file (JSON: likelihood, loss, optional prior/labels/name)."),
+    problem: Path = typer.Argument(
+        ..., help="Problem file (JSON: likelihood, loss, optional prior/labels/name)."
+    ),
     eps: float = typer.Option(..., "--eps", help="Privacy level eps > 0 (finite)."),
     risk: str = typer.Option("bayes", "--risk", help="bayes or minimax."),
     method: str = typer.Option("auto", "--method", help="auto, enumerate, colgen, direct or vertex."),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the result as JSON to FILE."),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the result as JSON to FILE."),
 ) -> None:
     """Optimal eps-LDP channel (maximal, one output per subset) for a finite decision problem."""
     from ldpopt.decision import optimal_channel
@@ -171,8 +185,10 @@ def decide(
         fail(str(exc))
     if res.mechanism is None:
         fail(f"the solver failed: {res.message}")
-    console.print(f"[bold]{prob.name}[/]: optimal {eps:g}-LDP channel, {risk} risk = [bold]{_fmt(res.value)}[/] "
-                  f"({res.num_outputs} outputs, method {res.method})")
+    console.print(
+        f"[bold]{prob.name}[/]: optimal {eps:g}-LDP channel, {risk} risk = [bold]{_fmt(res.value)}[/] "
+        f"({res.num_outputs} outputs, method {res.method})"
+    )
     if res.status != 0:
         console.print(f"[yellow]warning:[/] {res.message}")
     out = Table(title="Outputs y = c_y * S_y (S_y(x) = e^eps on the subset, 1 elsewhere)")
@@ -181,8 +197,12 @@ def decide(
     out.add_column("weight c_y", justify="right")
     out.add_column("decision")
     for j, (subset, weight) in enumerate(res.weights.items()):
-        out.add_row(str(j), _subset_text(subset, prob.labels), f"{weight:.6g}",
-                    _decision_text(res.decision_rule[j], prob.action_labels))
+        out.add_row(
+            str(j),
+            _subset_text(subset, prob.labels),
+            f"{weight:.6g}",
+            _decision_text(res.decision_rule[j], prob.action_labels),
+        )
     console.print(out)
     if prob.num_inputs <= _MAX_TABLE and res.num_outputs <= _MAX_TABLE:
         ch = Table(title="Channel Q(y | x)")
@@ -195,11 +215,12 @@ def decide(
         console.print(ch)
     if res.certificate is not None:
         cert = res.certificate
-        console.print(f"dual certificate: bound {_fmt(cert.bound)}, min reduced cost {cert.min_reduced_cost:.3g} "
-                      f"({'verified' if cert.verified else 'NOT verified'})")
+        console.print(
+            f"dual certificate: bound {_fmt(cert.bound)}, min reduced cost {cert.min_reduced_cost:.3g} "
+            f"({'verified' if cert.verified else 'NOT verified'})"
+        )
     if json_out is not None:
         from ldpopt.cli import _write_json
 
         _write_json(json_out, _result_payload(prob, res))
         console.print(f"wrote {json_out}")
-

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import typer
@@ -44,7 +44,7 @@ def _load(path: Path):
         fail(f"--mechanism {exc}")
 
 
-def _read_column(path: Path, column: Optional[str], option: str, default: Optional[str] = None):
+def _read_column(path: Path, column: str | None, option: str, default: str | None = None):
     """Read one CSV column as strings; returns (values, column name)."""
     import pandas as pd
 
@@ -71,8 +71,9 @@ def _read_column(path: Path, column: Optional[str], option: str, default: Option
     return df[column].to_numpy(dtype=str), column
 
 
-def _symbols_to_indices(values: np.ndarray, labels: Optional[tuple], size: int, column: str, path: Path,
-                        what: str) -> np.ndarray:
+def _symbols_to_indices(
+    values: np.ndarray, labels: tuple | None, size: int, column: str, path: Path, what: str
+) -> np.ndarray:
     """Map CSV strings to indices: by str(label) when there are labels, else as integers."""
     if labels is not None:
         keys = [str(lab) for lab in labels]
@@ -94,8 +95,10 @@ def _symbols_to_indices(values: np.ndarray, labels: Optional[tuple], size: int, 
     bad = np.flatnonzero(idx < 0)
     if bad.size:
         i = int(bad[0])
-        fail(f"unknown {what} {str(values[i])!r} in column {column!r} of {path} (data row {i + 1}); "
-             f"expected {known}")
+        fail(
+            f"unknown {what} {str(values[i])!r} in column {column!r} of {path} (data row {i + 1}); "
+            f"expected {known}"
+        )
     return idx.astype(np.int64)
 
 
@@ -108,7 +111,7 @@ def _atomic_csv(path: Path, frame: Any, option: str) -> None:
         fail(f"cannot write {option} {path}: {exc.strerror or exc}")
 
 
-def _rng(seed: Optional[int]):
+def _rng(seed: int | None):
     if seed is None:
         return None
     return np.random.default_rng(seed)
@@ -144,9 +147,12 @@ def export_cmd(
     eps: float = typer.Option(..., "--eps", help="Privacy level eps > 0."),
     output: Path = typer.Option(..., "--output", help="Mechanism file to write (JSON)."),
     divergence: str = typer.Option("kl", "--divergence", help="Utility divergence of the design."),
-    max_outputs: Optional[int] = typer.Option(None, "--max-outputs", help="Output budget."),
-    distributions: bool = typer.Option(True, "--distributions/--no-distributions",
-                                       help="Store p0/p1 in the file (their digests are always stored)."),
+    max_outputs: int | None = typer.Option(None, "--max-outputs", help="Output budget."),
+    distributions: bool = typer.Option(
+        True,
+        "--distributions/--no-distributions",
+        help="Store p0/p1 in the file (their digests are always stored).",
+    ),
 ) -> None:
     """Design the optimal eps-LDP mechanism for P0 vs P1 and write it as a versioned mechanism file."""
     import ldpopt
@@ -162,7 +168,9 @@ def export_cmd(
         save_mechanism(res, output, p0=a, p1=b, include_distributions=distributions)
     except OSError as exc:
         fail(f"cannot write --output {output}: {exc.strerror or exc}")
-    console.print(partition_table(res, f"Optimal {res.eps:g}-LDP mechanism ({res.divergence} = {res.value:.6g})"))
+    console.print(
+        partition_table(res, f"Optimal {res.eps:g}-LDP mechanism ({res.divergence} = {res.value:.6g})")
+    )
     console.print(f"wrote {output}")
 
 
@@ -174,10 +182,13 @@ def privatize_cmd(
     mechanism: Path = typer.Option(..., "--mechanism", help="Mechanism file (JSON)."),
     input: Path = typer.Option(..., "--input", help="CSV with one input symbol per row."),
     output: Path = typer.Option(..., "--output", help="CSV of reports to write (column 'report')."),
-    column: Optional[str] = typer.Option(None, "--column", help="Input column (needed if the CSV has several)."),
-    seed: Optional[int] = typer.Option(None, "--seed",
-                                       help="Seeded PRNG for reproducible EXPERIMENTS ONLY (predictable: "
-                                            "never for real users). Default: the OS CSPRNG."),
+    column: str | None = typer.Option(None, "--column", help="Input column (needed if the CSV has several)."),
+    seed: int | None = typer.Option(
+        None,
+        "--seed",
+        help="Seeded PRNG for reproducible EXPERIMENTS ONLY (predictable: "
+        "never for real users). Default: the OS CSPRNG.",
+    ),
 ) -> None:
     """Privatize every row of a CSV column with an eps-LDP mechanism file (exact sampling)."""
     import pandas as pd
@@ -210,7 +221,7 @@ def privatize_cmd(
 # ---------------------------------------------------------------------------------------------
 # test
 # ---------------------------------------------------------------------------------------------
-def _hypotheses(mf: Any, p0: Optional[str], p1: Optional[str]):
+def _hypotheses(mf: Any, p0: str | None, p1: str | None):
     mech = mf.mechanism
     if (p0 is None) != (p1 is None):
         fail("give both --p0 and --p1, or neither (to use the ones stored in the mechanism file)")
@@ -225,8 +236,10 @@ def _hypotheses(mf: Any, p0: Optional[str], p1: Optional[str]):
     except (ValueError, TypeError) as exc:
         fail(str(exc))
     if mf.p0_sha256 is not None and not matches:
-        console.print("[yellow]warning:[/] --p0/--p1 differ from the distributions this mechanism was "
-                      "designed for (digest mismatch)")
+        console.print(
+            "[yellow]warning:[/] --p0/--p1 differ from the distributions this mechanism was "
+            "designed for (digest mismatch)"
+        )
     return a, b
 
 
@@ -235,11 +248,15 @@ def test_cmd(
     mechanism: Path = typer.Option(..., "--mechanism", help="Mechanism file (JSON)."),
     reports: Path = typer.Option(..., "--reports", help="CSV of reports (column 'report' or --column)."),
     alpha: float = typer.Option(0.05, "--alpha", help="Type-I error of the test."),
-    p0: Optional[str] = typer.Option(None, "--p0", help="H0 distribution (default: stored in the file)."),
-    p1: Optional[str] = typer.Option(None, "--p1", help="H1 distribution (default: stored in the file)."),
-    column: Optional[str] = typer.Option(None, "--column", help="Reports column."),
-    randomized: bool = typer.Option(False, "--randomized", help="Randomise at the boundary (size exactly alpha)."),
-    prior: Optional[float] = typer.Option(None, "--prior", help="Also give the Bayes decision with P(H1) = PRIOR."),
+    p0: str | None = typer.Option(None, "--p0", help="H0 distribution (default: stored in the file)."),
+    p1: str | None = typer.Option(None, "--p1", help="H1 distribution (default: stored in the file)."),
+    column: str | None = typer.Option(None, "--column", help="Reports column."),
+    randomized: bool = typer.Option(
+        False, "--randomized", help="Randomise at the boundary (size exactly alpha)."
+    ),
+    prior: float | None = typer.Option(
+        None, "--prior", help="Also give the Bayes decision with P(H1) = PRIOR."
+    ),
 ) -> None:
     """Likelihood-ratio test of H0: P0 against H1: P1 from privatized reports."""
     from ldpopt.inference import LikelihoodRatioTest
@@ -271,23 +288,31 @@ def test_cmd(
     s = Table(title=f"Likelihood-ratio test, alpha = {alpha:g}")
     s.add_column("quantity")
     s.add_column("value", justify="right")
-    for name, val in (("reports n", str(res.n)), ("log-likelihood ratio", _fmt(res.llr)),
-                      ("statistic", _fmt(res.statistic)), ("threshold", _fmt(res.threshold)),
-                      ("p-value", _fmt(res.p_value)), ("size (type-I error)", _fmt(res.size)),
-                      ("power", _fmt(res.power)), ("method", res.method)):
+    for name, val in (
+        ("reports n", str(res.n)),
+        ("log-likelihood ratio", _fmt(res.llr)),
+        ("statistic", _fmt(res.statistic)),
+        ("threshold", _fmt(res.threshold)),
+        ("p-value", _fmt(res.p_value)),
+        ("size (type-I error)", _fmt(res.size)),
+        ("power", _fmt(res.power)),
+        ("method", res.method),
+    ):
         s.add_row(name, val)
     console.print(s)
-    verdict = ("reject H0: the reports look like P1" if res.decision == 1 else "keep H0 (P0)")
+    verdict = "reject H0: the reports look like P1" if res.decision == 1 else "keep H0 (P0)"
     console.print(f"decision: {res.decision} ({verdict})")
     if bayes is not None:
-        console.print(f"Bayes decision (P(H1) = {prior:g}): {bayes.decision}, posterior P(H1 | reports) = "
-                      f"{bayes.posterior1:.6g}")
+        console.print(
+            f"Bayes decision (P(H1) = {prior:g}): {bayes.decision}, posterior P(H1 | reports) = "
+            f"{bayes.posterior1:.6g}"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
 # samplesize
 # ---------------------------------------------------------------------------------------------
-def _eps_list(text: Optional[str]) -> Optional[list[float]]:
+def _eps_list(text: str | None) -> list[float] | None:
     if text is None:
         return None
     out = []
@@ -309,18 +334,19 @@ def _comparison_line(name: str, n: int, n_opt: int, eps: float) -> str:
     if n > n_opt:
         return f"{name} needs {ratio:.1f}x more reports than the optimum at eps = {eps:g} ({n} vs {n_opt})"
     # the KL (Stein-exponent) optimum is not always the n-optimum at finite (alpha, beta)
-    return (f"{name} needs {ratio:.2f}x the reports of the KL-optimal mechanism at eps = {eps:g} "
-            f"({n} vs {n_opt})")
+    return (
+        f"{name} needs {ratio:.2f}x the reports of the KL-optimal mechanism at eps = {eps:g} ({n} vs {n_opt})"
+    )
 
 
 @app.command("samplesize")
 def samplesize_cmd(
-    p0: Optional[str] = typer.Option(None, "--p0", help="P0 (default: from --mechanism)."),
-    p1: Optional[str] = typer.Option(None, "--p1", help="P1 (default: from --mechanism)."),
-    eps: Optional[str] = typer.Option(None, "--eps", help="eps, or a list '0.5,1,2' (default: the file's)."),
+    p0: str | None = typer.Option(None, "--p0", help="P0 (default: from --mechanism)."),
+    p1: str | None = typer.Option(None, "--p1", help="P1 (default: from --mechanism)."),
+    eps: str | None = typer.Option(None, "--eps", help="eps, or a list '0.5,1,2' (default: the file's)."),
     alpha: float = typer.Option(0.05, "--alpha", help="Type-I error."),
     beta: float = typer.Option(0.05, "--beta", help="Type-II error."),
-    mechanism: Optional[Path] = typer.Option(None, "--mechanism", help="Also size this mechanism file."),
+    mechanism: Path | None = typer.Option(None, "--mechanism", help="Also size this mechanism file."),
     method: str = typer.Option("auto", "--method", help="auto, exact, saddlepoint, chernoff or stein."),
     randomized: bool = typer.Option(False, "--randomized", help="Randomised tests (size exactly alpha)."),
 ) -> None:
@@ -333,8 +359,8 @@ def samplesize_cmd(
         if mf.p0 is None:
             fail("the mechanism file does not store p0/p1: give --p0 and --p1")
         lab = mf.mechanism.labels
-        a = mf.p0 if lab is None else dict(zip(lab, mf.p0))
-        b = mf.p1 if lab is None else dict(zip(lab, mf.p1))
+        a = mf.p0 if lab is None else dict(zip(lab, mf.p0, strict=False))
+        b = mf.p1 if lab is None else dict(zip(lab, mf.p1, strict=False))
     elif p0 is None or p1 is None:
         fail("give --p0 and --p1 (or --mechanism with a file that stores them)")
     else:
@@ -354,8 +380,11 @@ def samplesize_cmd(
     try:
         for e in eps_values:
             opt = ldpopt.optimal_mechanism(a, b, e, "kl")
-            rows = [("optimal (SPR, KL)", opt.mechanism), ("binary", ldpopt.binary_mechanism(a, b, e)),
-                    ("k-RR", ldpopt.randomized_response(k, e, labels=opt.mechanism.labels))]
+            rows = [
+                ("optimal (SPR, KL)", opt.mechanism),
+                ("binary", ldpopt.binary_mechanism(a, b, e)),
+                ("k-RR", ldpopt.randomized_response(k, e, labels=opt.mechanism.labels)),
+            ]
             if mf is not None and mf.mechanism.eps == e:
                 rows.append((f"file {mechanism.name}", mf.mechanism))
             sizes = []
@@ -370,8 +399,14 @@ def samplesize_cmd(
             n_opt = sizes[0][2].n
             for name, mech, r in sizes:
                 ratio = "-" if r is None else f"{r.n / n_opt:.2f}x"
-                t.add_row(f"{e:g}", name, str(mech.num_outputs), "never" if r is None else str(r.n),
-                          "-" if r is None else r.method, ratio)
+                t.add_row(
+                    f"{e:g}",
+                    name,
+                    str(mech.num_outputs),
+                    "never" if r is None else str(r.n),
+                    "-" if r is None else r.method,
+                    ratio,
+                )
                 if r is not None and name != sizes[0][0]:
                     lines.append(_comparison_line(name, r.n, n_opt, e))
                 elif r is None:

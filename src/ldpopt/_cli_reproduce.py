@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from contextlib import contextmanager
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 from rich.table import Table
@@ -43,7 +42,7 @@ QuickOpt = typer.Option(False, "--quick", help="Reduced run for CI (clearly labe
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
-def _outdir(out: Optional[Path], name: str) -> Path:
+def _outdir(out: Path | None, name: str) -> Path:
     d = Path(out) if out is not None else Path("ldpopt-out") / name
     try:
         d.mkdir(parents=True, exist_ok=True)
@@ -65,7 +64,9 @@ def _clean(obj):
     return obj
 
 
-def _write_outputs(outdir: Path, name: str, fig, frame, summary: dict, extra: dict | None = None) -> list[Path]:
+def _write_outputs(
+    outdir: Path, name: str, fig, frame, summary: dict, extra: dict | None = None
+) -> list[Path]:
     from ldpopt.plots import save_figure
 
     paths = save_figure(fig, outdir / name)
@@ -119,10 +120,16 @@ def _print_summary(title: str, summary: dict, paths: list[Path]) -> None:
             return "-" if x is None else f"{100 * x:.3f}%"
 
         for pn in summary["panels"]:
-            pt.add_row(_fmt(pn["eps"]), pn["proposal"], f"{pn['accepted']:,}",
-                       pct(pn["acceptance_rate"]), pct(pn.get("paper_acceptance_rate")),
-                       f"{pn['extreme_count']}/{pn['candidate_count']}", _fmt(pn.get("paper_extreme_count")),
-                       str(pn["outside_hull"]))
+            pt.add_row(
+                _fmt(pn["eps"]),
+                pn["proposal"],
+                f"{pn['accepted']:,}",
+                pct(pn["acceptance_rate"]),
+                pct(pn.get("paper_acceptance_rate")),
+                f"{pn['extreme_count']}/{pn['candidate_count']}",
+                _fmt(pn.get("paper_extreme_count")),
+                str(pn["outside_hull"]),
+            )
         console.print(pt)
     console.print(Text("wrote " + ", ".join(str(p) for p in paths)))
 
@@ -130,11 +137,24 @@ def _print_summary(title: str, summary: dict, paths: list[Path]) -> None:
 @contextmanager
 def _progress(description: str, total: int):
     """A rich progress bar; yields a callback ``advance(n)``."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
-        TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=True) as prog:
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    ) as prog:
         task = prog.add_task(description, total=total)
         yield lambda n=1: prog.advance(task, n)
 
@@ -152,9 +172,17 @@ def _eps_grid(step: float):
 # ---------------------------------------------------------------------------------------------
 # fig1 / fig6
 # ---------------------------------------------------------------------------------------------
-def _utility_command(name: str, k: Optional[List[int]], trials: Optional[int], seed: int,
-                     eps_step: Optional[float], resamples: Optional[int], spr_solver: str,
-                     out: Optional[Path], quick: bool) -> None:
+def _utility_command(
+    name: str,
+    k: list[int] | None,
+    trials: int | None,
+    seed: int,
+    eps_step: float | None,
+    resamples: int | None,
+    spr_solver: str,
+    out: Path | None,
+    quick: bool,
+) -> None:
     from ldpopt import experiments as ex
     from ldpopt.experiments.utility import progress_total
     from ldpopt.plots import plot_utility_curves
@@ -169,8 +197,9 @@ def _utility_command(name: str, k: Optional[List[int]], trials: Optional[int], s
         with _progress(f"{name}: k = {', '.join(map(str, ks))}, T = {trials}", total) as adv:
             if name == "fig6":
                 res = resamples if resamples is not None else (QUICK_RESAMPLES if quick else 5000)
-                exp = ex.fig6(ks, trials, seed, grid, resamples=res, spr_solver=spr_solver, quick=quick,
-                              progress=adv)
+                exp = ex.fig6(
+                    ks, trials, seed, grid, resamples=res, spr_solver=spr_solver, quick=quick, progress=adv
+                )
             else:
                 exp = ex.fig1(ks, trials, seed, grid, spr_solver=spr_solver, quick=quick, progress=adv)
     except (ValueError, TypeError) as exc:
@@ -183,12 +212,20 @@ def _utility_command(name: str, k: Optional[List[int]], trials: Optional[int], s
 
 @reproduce_app.command("fig1")
 def fig1_cmd(
-    k: Optional[List[int]] = typer.Option(None, "--k", help="Alphabet size; repeat for several panels (default 6 and 100)."),
-    trials: Optional[int] = typer.Option(None, "--trials", help="Dirichlet pairs T (default 100; 10 with --quick)."),
+    k: list[int] | None = typer.Option(
+        None, "--k", help="Alphabet size; repeat for several panels (default 6 and 100)."
+    ),
+    trials: int | None = typer.Option(
+        None, "--trials", help="Dirichlet pairs T (default 100; 10 with --quick)."
+    ),
     seed: int = typer.Option(0, "--seed", help="NumPy seed of the Dirichlet draws."),
-    eps_step: Optional[float] = typer.Option(None, "--eps-step", help="Grid step on [0, 10] (default 0.1; 0.5 with --quick)."),
-    spr_solver: str = typer.Option("auto", "--spr-solver", help="auto (ldpopt.sweep if available), sweep or loop."),
-    out: Optional[Path] = OutOpt,
+    eps_step: float | None = typer.Option(
+        None, "--eps-step", help="Grid step on [0, 10] (default 0.1; 0.5 with --quick)."
+    ),
+    spr_solver: str = typer.Option(
+        "auto", "--spr-solver", help="auto (ldpopt.sweep if available), sweep or loop."
+    ),
+    out: Path | None = OutOpt,
     quick: bool = QuickOpt,
 ) -> None:
     """Figure 1: normalised KL utility vs eps of SPR, binary, k-RR and (k <= 10) the KOV LP."""
@@ -197,13 +234,23 @@ def fig1_cmd(
 
 @reproduce_app.command("fig6")
 def fig6_cmd(
-    k: Optional[List[int]] = typer.Option(None, "--k", help="Alphabet size; repeat for several panels (default 6 and 100)."),
-    trials: Optional[int] = typer.Option(None, "--trials", help="Dirichlet pairs T (default 100; 10 with --quick)."),
+    k: list[int] | None = typer.Option(
+        None, "--k", help="Alphabet size; repeat for several panels (default 6 and 100)."
+    ),
+    trials: int | None = typer.Option(
+        None, "--trials", help="Dirichlet pairs T (default 100; 10 with --quick)."
+    ),
     seed: int = typer.Option(0, "--seed", help="NumPy seed of the Dirichlet draws."),
-    eps_step: Optional[float] = typer.Option(None, "--eps-step", help="Grid step on [0, 10] (default 0.1; 0.5 with --quick)."),
-    resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples (default 5000; 500 with --quick)."),
-    spr_solver: str = typer.Option("auto", "--spr-solver", help="auto (ldpopt.sweep if available), sweep or loop."),
-    out: Optional[Path] = OutOpt,
+    eps_step: float | None = typer.Option(
+        None, "--eps-step", help="Grid step on [0, 10] (default 0.1; 0.5 with --quick)."
+    ),
+    resamples: int | None = typer.Option(
+        None, "--resamples", help="Bootstrap resamples (default 5000; 500 with --quick)."
+    ),
+    spr_solver: str = typer.Option(
+        "auto", "--spr-solver", help="auto (ldpopt.sweep if available), sweep or loop."
+    ),
+    out: Path | None = OutOpt,
     quick: bool = QuickOpt,
 ) -> None:
     """Figure 6: Figure 1 with 95% percentile-bootstrap bands (same resample indices for every mechanism)."""
@@ -213,7 +260,7 @@ def fig6_cmd(
 # ---------------------------------------------------------------------------------------------
 # fig3
 # ---------------------------------------------------------------------------------------------
-def _pair(p0: Optional[str], p1: Optional[str]):
+def _pair(p0: str | None, p1: str | None):
     from ldpopt.experiments import PAPER_P, PAPER_Q
 
     if (p0 is None) != (p1 is None):
@@ -225,10 +272,14 @@ def _pair(p0: Optional[str], p1: Optional[str]):
 
 @reproduce_app.command("fig3")
 def fig3_cmd(
-    p0: Optional[str] = typer.Option(None, "--p0", help="P0 as comma-separated probabilities (default: the paper's p)."),
-    p1: Optional[str] = typer.Option(None, "--p1", help="P1 as comma-separated probabilities (default: the paper's q)."),
+    p0: str | None = typer.Option(
+        None, "--p0", help="P0 as comma-separated probabilities (default: the paper's p)."
+    ),
+    p1: str | None = typer.Option(
+        None, "--p1", help="P1 as comma-separated probabilities (default: the paper's q)."
+    ),
     eps: float = typer.Option(2.0, "--eps", help="Privacy level."),
-    out: Optional[Path] = OutOpt,
+    out: Path | None = OutOpt,
     quick: bool = QuickOpt,
 ) -> None:
     """Figure 3: the joint range R_2(p, q), its 2(k-1)+2 SPR candidates and which are extreme."""
@@ -251,13 +302,21 @@ def fig3_cmd(
 # ---------------------------------------------------------------------------------------------
 @reproduce_app.command("fig5")
 def fig5_cmd(
-    p0: Optional[str] = typer.Option(None, "--p0", help="P0 (default: the paper's p)."),
-    p1: Optional[str] = typer.Option(None, "--p1", help="P1 (default: the paper's q)."),
-    eps: Optional[List[float]] = typer.Option(None, "--eps", help="Privacy level per panel; repeat (default 0.4, 2, 5)."),
-    samples: Optional[int] = typer.Option(None, "--samples", help="Proposals per panel (default 2,000,000; 20,000 with --quick)."),
-    seed: int = typer.Option(20260503, "--seed", help="Seed of numpy.random.default_rng (shared by the panels)."),
-    chunk_size: int = typer.Option(250_000, "--chunk-size", help="Proposals per vectorised step (bounds memory)."),
-    out: Optional[Path] = OutOpt,
+    p0: str | None = typer.Option(None, "--p0", help="P0 (default: the paper's p)."),
+    p1: str | None = typer.Option(None, "--p1", help="P1 (default: the paper's q)."),
+    eps: list[float] | None = typer.Option(
+        None, "--eps", help="Privacy level per panel; repeat (default 0.4, 2, 5)."
+    ),
+    samples: int | None = typer.Option(
+        None, "--samples", help="Proposals per panel (default 2,000,000; 20,000 with --quick)."
+    ),
+    seed: int = typer.Option(
+        20260503, "--seed", help="Seed of numpy.random.default_rng (shared by the panels)."
+    ),
+    chunk_size: int = typer.Option(
+        250_000, "--chunk-size", help="Proposals per vectorised step (bounds memory)."
+    ),
+    out: Path | None = OutOpt,
     quick: bool = QuickOpt,
 ) -> None:
     """Figure 5: rejection-sampled random eps-LDP channels vs the predicted SPR hull."""
@@ -274,8 +333,14 @@ def fig5_cmd(
     except (ValueError, TypeError) as exc:
         fail(str(exc))
     summary = res.summary()
-    paths = _write_outputs(outdir, "fig5", plot_hull_check(res), res.to_frame(), summary,
-                           extra={"fig5_cloud.csv": res.cloud_frame()})
+    paths = _write_outputs(
+        outdir,
+        "fig5",
+        plot_hull_check(res),
+        res.to_frame(),
+        summary,
+        extra={"fig5_cloud.csv": res.cloud_frame()},
+    )
     _print_summary("fig5: Monte-Carlo check of the joint range", _clean(summary), paths)
 
 
@@ -284,13 +349,21 @@ def fig5_cmd(
 # ---------------------------------------------------------------------------------------------
 @reproduce_app.command("runtimes")
 def runtimes_cmd(
-    lp_max_k: Optional[int] = typer.Option(None, "--lp-max-k", help="Largest k for the LP (grid 4, 6, ..., default 16)."),
-    spr_max_k: Optional[int] = typer.Option(None, "--spr-max-k", help="Largest k for the SPR solver (default 10000)."),
+    lp_max_k: int | None = typer.Option(
+        None, "--lp-max-k", help="Largest k for the LP (grid 4, 6, ..., default 16)."
+    ),
+    spr_max_k: int | None = typer.Option(
+        None, "--spr-max-k", help="Largest k for the SPR solver (default 10000)."
+    ),
     eps: float = typer.Option(1.0, "--eps", help="Privacy level of every solve."),
-    repeats: Optional[int] = typer.Option(None, "--repeats", help="Instances per k (default 5; 3 with --quick)."),
-    budget: Optional[float] = typer.Option(None, "--budget", help="Seconds per solve after which a solver stops (default 60; 5 with --quick)."),
+    repeats: int | None = typer.Option(
+        None, "--repeats", help="Instances per k (default 5; 3 with --quick)."
+    ),
+    budget: float | None = typer.Option(
+        None, "--budget", help="Seconds per solve after which a solver stops (default 60; 5 with --quick)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of the Dirichlet instances."),
-    out: Optional[Path] = OutOpt,
+    out: Path | None = OutOpt,
     quick: bool = QuickOpt,
 ) -> None:
     """Runtimes: seconds per solve of the SPR solver vs the KOV LP (log-log)."""
@@ -309,8 +382,17 @@ def runtimes_cmd(
     outdir = _outdir(out, "runtimes")
     try:
         with _progress("runtimes", total_units(lp_ks, spr_ks)) as adv:
-            res = ex.runtimes(lp_ks, spr_ks, eps, repeats=reps, seed=seed, lp_budget_s=bud, spr_budget_s=bud,
-                              quick=quick, progress=adv)
+            res = ex.runtimes(
+                lp_ks,
+                spr_ks,
+                eps,
+                repeats=reps,
+                seed=seed,
+                lp_budget_s=bud,
+                spr_budget_s=bud,
+                quick=quick,
+                progress=adv,
+            )
     except (ValueError, TypeError) as exc:
         fail(str(exc))
     summary = res.summary()

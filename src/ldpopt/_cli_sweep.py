@@ -6,7 +6,6 @@ Heavy imports (pandas, pyarrow, dask, matplotlib) happen inside the commands.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -20,13 +19,21 @@ DEFAULT_OUT_ROOT = Path("ldpopt-out")
 @app.command("sweep")
 def sweep_command(
     config: Path = typer.Argument(..., help="Sweep configuration (TOML); see docs/sweeps.md."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Result directory (default ./ldpopt-out/sweep-<config name>)."),
-    scheduler: str = typer.Option("processes", "--scheduler",
-                                  help="inline | processes | dask-local | tcp://HOST:PORT."),
-    resume: bool = typer.Option(True, "--resume/--no-resume",
-                                help="Keep finished chunks in DIR (default) or start over, deleting them."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Result directory (default ./ldpopt-out/sweep-<config name>)."
+    ),
+    scheduler: str = typer.Option(
+        "processes", "--scheduler", help="inline | processes | dask-local | tcp://HOST:PORT."
+    ),
+    resume: bool = typer.Option(
+        True,
+        "--resume/--no-resume",
+        help="Keep finished chunks in DIR (default) or start over, deleting them.",
+    ),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar: log lines per chunk on stderr."),
-    workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Worker processes (default: all cores)."),
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, help="Worker processes (default: all cores)."
+    ),
 ) -> None:
     """Run (or resume) a sweep of optimal LDP utilities into a Parquet dataset with a manifest."""
     import logging
@@ -49,8 +56,15 @@ def sweep_command(
     try:
         with warnings.catch_warnings(record=True):
             warnings.simplefilter("always")
-            runner.run_sweep(config, out, scheduler=scheduler, resume=resume, quiet=quiet, workers=workers,
-                             max_rows_in_memory=0)
+            runner.run_sweep(
+                config,
+                out,
+                scheduler=scheduler,
+                resume=resume,
+                quiet=quiet,
+                workers=workers,
+                max_rows_in_memory=0,
+            )
     except (ValueError, TypeError) as exc:  # config, scheduler and store errors, all before any work
         fail(str(exc))
     finally:
@@ -71,8 +85,11 @@ def _print_summary(manifest: dict, out: Path, wall: float) -> None:
     run = manifest["runs"][-1] if manifest["runs"] else {}
     computed = run.get("chunks_computed", 0)
     t = Table(title=escape(f"sweep {manifest['status']}: {out}"), show_header=False)
-    t.add_row("chunks", f"{manifest['chunks']['done']}/{manifest['chunks']['total']} done "
-                        f"({computed} this run, {manifest['chunks']['failed']} failed)")
+    t.add_row(
+        "chunks",
+        f"{manifest['chunks']['done']}/{manifest['chunks']['total']} done "
+        f"({computed} this run, {manifest['chunks']['failed']} failed)",
+    )
     t.add_row("cells", f"{manifest['cells']['done']:,}/{manifest['cells']['total']:,}")
     t.add_row("rows", f"{manifest['rows']['done']:,}")
     t.add_row("scheduler", f"{run.get('scheduler', '-')} ({run.get('workers', '-')} workers)")
@@ -80,8 +97,10 @@ def _print_summary(manifest: dict, out: Path, wall: float) -> None:
     t.add_row("time", f"{wall:.3g} s wall, {solve:.3g} s solving")
     console.print(t)
     for cid, err in manifest["chunk_errors"].items():
-        console.print(f"[bold red]chunk {cid} failed[/] ({err.get('attempts', 1)} attempt(s)): {escape(err['error'])}",
-                      highlight=False)
+        console.print(
+            f"[bold red]chunk {cid} failed[/] ({err.get('attempts', 1)} attempt(s)): {escape(err['error'])}",
+            highlight=False,
+        )
     if manifest["chunk_errors"]:
         console.print("rerun the same command to retry the failed chunks")
 
@@ -89,10 +108,12 @@ def _print_summary(manifest: dict, out: Path, wall: float) -> None:
 @app.command("sweep-report")
 def sweep_report_command(
     directory: Path = typer.Argument(..., help="A directory written by 'ldpopt sweep'."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Report directory (default DIR/report)."),
+    out: Path | None = typer.Option(None, "--out", help="Report directory (default DIR/report)."),
     resamples: int = typer.Option(1000, "--resamples", min=0, help="Bootstrap resamples (0: no bands)."),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the bootstrap resample indices."),
-    formats: str = typer.Option("png,svg", "--format", help="Comma-separated figure formats (png, svg, pdf)."),
+    formats: str = typer.Option(
+        "png,svg", "--format", help="Comma-separated figure formats (png, svg, pdf)."
+    ),
 ) -> None:
     """Summarise a sweep: mean utility per eps and mechanism with bootstrap bands, and plots."""
     from rich.table import Table

@@ -127,14 +127,25 @@ def _sparse_eq(rows: np.ndarray, c0: float):
     r_idx, c_idx = np.nonzero(rows.T)
     data = np.full(r_idx.size, 1.0 - c0)
     top = sparse.csr_matrix((data, (r_idx, c_idx)), shape=(m, n))
-    A = sparse.bmat([[top, sparse.csr_matrix(np.full((m, 1), c0))],
-                     [sparse.csr_matrix(-np.ones((1, n))), sparse.csr_matrix(np.ones((1, 1)))]], format="csr")
+    A = sparse.bmat(
+        [
+            [top, sparse.csr_matrix(np.full((m, 1), c0))],
+            [sparse.csr_matrix(-np.ones((1, n))), sparse.csr_matrix(np.ones((1, 1)))],
+        ],
+        format="csr",
+    )
     b = np.concatenate([np.ones(m), [0.0]])
     return A, b
 
 
-def solve_pair_lp(rows: np.ndarray, actions: np.ndarray, c0: float, *, costs: np.ndarray | None = None,
-                  risks: np.ndarray | None = None) -> PairLP:
+def solve_pair_lp(
+    rows: np.ndarray,
+    actions: np.ndarray,
+    c0: float,
+    *,
+    costs: np.ndarray | None = None,
+    risks: np.ndarray | None = None,
+) -> PairLP:
     r"""Solve the pair LP over the given columns with HiGHS (Bayes if ``risks`` is None, else minimax).
 
     ``costs`` (n,) are the Bayes costs; ``risks`` (n, T) the minimax risk coefficients.
@@ -153,16 +164,36 @@ def solve_pair_lp(rows: np.ndarray, actions: np.ndarray, c0: float, *, costs: np
     else:
         T = risks.shape[1]
         A_eq = sparse.hstack([A_eq, sparse.csr_matrix((m + 1, 1))], format="csr")
-        A_ub = sparse.hstack([sparse.csr_matrix(risks.T), sparse.csr_matrix((T, 1)),
-                              sparse.csr_matrix(-np.ones((T, 1)))], format="csr")
+        A_ub = sparse.hstack(
+            [sparse.csr_matrix(risks.T), sparse.csr_matrix((T, 1)), sparse.csr_matrix(-np.ones((T, 1)))],
+            format="csr",
+        )
         c = np.zeros(n + 2)
         c[-1] = 1.0
         bounds = [(0, None)] * (n + 1) + [(None, None)]
-        res = linprog(c, A_ub=A_ub, b_ub=np.zeros(T), A_eq=A_eq, b_eq=b_eq, bounds=bounds,
-                      method="highs-ds", options=opts)
+        res = linprog(
+            c,
+            A_ub=A_ub,
+            b_ub=np.zeros(T),
+            A_eq=A_eq,
+            b_eq=b_eq,
+            bounds=bounds,
+            method="highs-ds",
+            options=opts,
+        )
     if res.status != 0:
-        return PairLP(rows[:0], actions[:0], np.zeros(0), math.nan, np.zeros(m), None, int(res.status),
-                      str(res.message), 1, n)
+        return PairLP(
+            rows[:0],
+            actions[:0],
+            np.zeros(0),
+            math.nan,
+            np.zeros(m),
+            None,
+            int(res.status),
+            str(res.message),
+            1,
+            n,
+        )
     z = np.asarray(res.x[:n])
     u = np.asarray(res.eqlin.marginals[:m])
     prior = None
@@ -217,7 +248,12 @@ class _Master:
                 idx.extend(range(m + 1, m + 1 + T))
                 val.extend(risks[j].tolist())
                 pos += T
-        return np.array(starts, dtype=np.int32), np.array(idx, dtype=np.int32), np.array(val, dtype=float), pos
+        return (
+            np.array(starts, dtype=np.int32),
+            np.array(idx, dtype=np.int32),
+            np.array(val, dtype=float),
+            pos,
+        )
 
     def delete(self, idx):
         keep = np.ones(self.rows.shape[0], dtype=bool)
@@ -238,9 +274,14 @@ class _HighsMaster(_Master):
         super().__init__(m, c0, T)
         self._h = core
         h = self.h = core._Highs()
-        for key, val in (("output_flag", False), ("presolve", "off"), ("solver", "simplex"),
-                         ("simplex_strategy", 4), ("primal_feasibility_tolerance", LP_TOL),
-                         ("dual_feasibility_tolerance", LP_TOL)):
+        for key, val in (
+            ("output_flag", False),
+            ("presolve", "off"),
+            ("solver", "simplex"),
+            ("simplex_strategy", 4),
+            ("primal_feasibility_tolerance", LP_TOL),
+            ("dual_feasibility_tolerance", LP_TOL),
+        ):
             h.setOptionValue(key, val)
         inf = core.kHighsInf
         lower = np.concatenate([np.ones(m), [0.0], np.full(T, -inf)])
@@ -248,12 +289,28 @@ class _HighsMaster(_Master):
         empty_i = np.zeros(0, dtype=np.int32)
         h.addRows(m + 1 + T, lower, upper, 0, empty_i, empty_i, np.zeros(0))
         # sigma column: c0 on x-rows, +1 on the sigma row
-        h.addCols(1, np.zeros(1), np.zeros(1), np.full(1, inf), m + 1, np.zeros(1, dtype=np.int32),
-                  np.arange(m + 1, dtype=np.int32), np.concatenate([np.full(m, c0), [1.0]]))
+        h.addCols(
+            1,
+            np.zeros(1),
+            np.zeros(1),
+            np.full(1, inf),
+            m + 1,
+            np.zeros(1, dtype=np.int32),
+            np.arange(m + 1, dtype=np.int32),
+            np.concatenate([np.full(m, c0), [1.0]]),
+        )
         self.offset = 1
         if T:
-            h.addCols(1, np.ones(1), np.full(1, -inf), np.full(1, inf), T, np.zeros(1, dtype=np.int32),
-                      np.arange(m + 1, m + 1 + T, dtype=np.int32), -np.ones(T))
+            h.addCols(
+                1,
+                np.ones(1),
+                np.full(1, -inf),
+                np.full(1, inf),
+                T,
+                np.zeros(1, dtype=np.int32),
+                np.arange(m + 1, m + 1 + T, dtype=np.int32),
+                -np.ones(T),
+            )
             self.offset = 2
 
     def add(self, rows, actions, costs, risks):
@@ -261,8 +318,16 @@ class _HighsMaster(_Master):
         k = rows.shape[0]
         starts, idx, val, nnz = self._col_entries(rows, risks)
         cost = costs if not self.T else np.zeros(k)
-        self.h.addCols(k, np.asarray(cost, dtype=float), np.zeros(k), np.full(k, self._h.kHighsInf),
-                       nnz, starts, idx, val)
+        self.h.addCols(
+            k,
+            np.asarray(cost, dtype=float),
+            np.zeros(k),
+            np.full(k, self._h.kHighsInf),
+            nnz,
+            starts,
+            idx,
+            val,
+        )
 
     def delete(self, idx):
         super().delete(idx)
@@ -274,10 +339,10 @@ class _HighsMaster(_Master):
         if self.h.getModelStatus() != self._h.HighsModelStatus.kOptimal:
             return False, math.nan, None, None, None, self.h.modelStatusToString(self.h.getModelStatus())
         sol = self.h.getSolution()
-        x = np.asarray(sol.col_value)[self.offset:]
+        x = np.asarray(sol.col_value)[self.offset :]
         dual = np.asarray(sol.row_dual)
         u = dual[: self.m]
-        lam = np.clip(-dual[self.m + 1:], 0.0, None) if self.T else None
+        lam = np.clip(-dual[self.m + 1 :], 0.0, None) if self.T else None
         return True, float(self.h.getInfo().objective_function_value), x, u, lam, "optimal"
 
 
@@ -285,14 +350,21 @@ class _LinprogMaster(_Master):
     """Fallback master: re-solves with scipy.optimize.linprog each round."""
 
     def solve(self):
-        res = solve_pair_lp(self.rows, self.actions, self.c0, costs=None if self.T else self.costs,
-                            risks=self.risks if self.T else None)
+        res = solve_pair_lp(
+            self.rows,
+            self.actions,
+            self.c0,
+            costs=None if self.T else self.costs,
+            risks=self.risks if self.T else None,
+        )
         if res.status != 0:
             return False, math.nan, None, None, None, res.message
         x = np.zeros(self.rows.shape[0])
         # map the support back to positions (rows/actions pairs are unique in the master)
-        key = {(r.tobytes(), int(a)): i for i, (r, a) in enumerate(zip(self.rows, self.actions))}
-        for r, a, w in zip(res.rows, res.actions, res.z):
+        key = {
+            (r.tobytes(), int(a)): i for i, (r, a) in enumerate(zip(self.rows, self.actions, strict=False))
+        }
+        for r, a, w in zip(res.rows, res.actions, res.z, strict=False):
             x[key[(r.tobytes(), int(a))]] = w
         lam = None
         if self.T:
@@ -335,14 +407,20 @@ def _initial_columns(B0: np.ndarray, c0: float, seed) -> tuple[np.ndarray, np.nd
     """The RR seed of :func:`_seed_columns` plus the (distinct) columns of a caller's ``seed``."""
     rows, acts = _seed_columns(B0, c0)
     if seed is not None:
-        have = {(r.tobytes(), int(a)) for r, a in zip(rows, acts)}
-        keep = [i for i, (r, a) in enumerate(zip(*seed)) if (np.asarray(r, bool).tobytes(), int(a)) not in have]
+        have = {(r.tobytes(), int(a)) for r, a in zip(rows, acts, strict=False)}
+        keep = [
+            i
+            for i, (r, a) in enumerate(zip(*seed, strict=False))
+            if (np.asarray(r, bool).tobytes(), int(a)) not in have
+        ]
         rows = np.vstack([rows, np.asarray(seed[0], dtype=bool)[keep]])
         acts = np.concatenate([acts, np.asarray(seed[1], dtype=int)[keep]])
     return rows, acts
 
 
-def _priced_columns(order: np.ndarray, rc: np.ndarray, tol: float, per_action: int) -> list[tuple[np.ndarray, int]]:
+def _priced_columns(
+    order: np.ndarray, rc: np.ndarray, tol: float, per_action: int
+) -> list[tuple[np.ndarray, int]]:
     """Up to ``per_action`` prefix columns per action with reduced cost below ``-tol`` (from :func:`price`)."""
     out = []
     for a in np.flatnonzero(rc.min(axis=0) < -tol):
@@ -367,11 +445,21 @@ def _column_rc(master: _Master, Beff: np.ndarray, u: np.ndarray, c0: float) -> n
     return c0 * D.sum(axis=0)[master.actions] + (1.0 - c0) * inside
 
 
-def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray | None = None,
-                      L: np.ndarray | None = None, max_iter: int = 20000, time_limit: float | None = None,
-                      smoothing: float = SMOOTHING, per_action: int = PER_ACTION,
-                      purge: int | None = PURGE, backend: str = "auto",
-                      seed: tuple[np.ndarray, np.ndarray] | None = None, duals: str = "auto") -> PairLP:
+def column_generation(
+    c0: float,
+    *,
+    B: np.ndarray | None = None,
+    P: np.ndarray | None = None,
+    L: np.ndarray | None = None,
+    max_iter: int = 20000,
+    time_limit: float | None = None,
+    smoothing: float = SMOOTHING,
+    per_action: int = PER_ACTION,
+    purge: int | None = PURGE,
+    backend: str = "auto",
+    seed: tuple[np.ndarray, np.ndarray] | None = None,
+    duals: str = "auto",
+) -> PairLP:
     r"""Exact column generation for the Bayes (``B`` given) or minimax (``P`` and ``L`` given) pair LP.
 
     Each round solves the restricted master (seeded with randomized response) and prices all pairs
@@ -396,8 +484,9 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
     if duals == "lagrangian" and B is None:
         raise ValueError("duals='lagrangian' needs a Bayes problem (B); minimax uses duals='in-out'")
     if B is not None and duals != "in-out" and B.shape[0] >= 2:
-        return lagrangian_column_generation(c0, B, max_iter=max_iter, time_limit=time_limit,
-                                            per_action=per_action, backend=backend, seed=seed)
+        return lagrangian_column_generation(
+            c0, B, max_iter=max_iter, time_limit=time_limit, per_action=per_action, backend=backend, seed=seed
+        )
     minimax = B is None
     if minimax:
         m, T = P.shape
@@ -409,7 +498,7 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
         B0 = B
     master = make_master(m, c0, T, backend)
     rows, acts = _initial_columns(B0, c0, seed)
-    seen = {(r.tobytes(), int(a)) for r, a in zip(rows, acts)}
+    seen = {(r.tobytes(), int(a)) for r, a in zip(rows, acts, strict=False)}
     purged: set = set()
 
     def add(rows, acts):
@@ -479,7 +568,7 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
             # drop the non-basic columns with the largest reduced cost; a column is deleted at most
             # once (a re-generated column stays), so purging cannot make the method cycle
             rc_cols = _column_rc(master, Beff, u, c0)
-            keys = [(r.tobytes(), int(a)) for r, a in zip(master.rows, master.actions)]
+            keys = [(r.tobytes(), int(a)) for r, a in zip(master.rows, master.actions, strict=False)]
             idle = np.array([i for i in np.flatnonzero(x <= 0.0) if keys[i] not in purged], dtype=int)
             if idle.size:
                 drop = idle[np.argsort(rc_cols[idle])[::-1][: n_cols - purge * m // 2]]
@@ -490,10 +579,30 @@ def column_generation(c0: float, *, B: np.ndarray | None = None, P: np.ndarray |
                 master.delete(np.sort(drop))
         add(np.array(new_r, dtype=bool), np.array(new_a, dtype=int))
     if best is None:
-        return PairLP(np.zeros((0, m), bool), np.zeros(0, int), np.zeros(0), math.nan, np.zeros(m), None,
-                      status, message, it, master.rows.shape[0])
-    return PairLP(best[0], best[1], best[2], value, u, lam if minimax else None, status, message, it,
-                  master.rows.shape[0])
+        return PairLP(
+            np.zeros((0, m), bool),
+            np.zeros(0, int),
+            np.zeros(0),
+            math.nan,
+            np.zeros(m),
+            None,
+            status,
+            message,
+            it,
+            master.rows.shape[0],
+        )
+    return PairLP(
+        best[0],
+        best[1],
+        best[2],
+        value,
+        u,
+        lam if minimax else None,
+        status,
+        message,
+        it,
+        master.rows.shape[0],
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -587,17 +696,28 @@ def _weights_master(G: np.ndarray, S: np.ndarray, c0: float):
     if c0 > 0.0:
         rows.append(np.r_[0.0, np.ones(K)][None])
         rhs.append([1.0 / c0])
-    res = linprog(np.r_[1.0, np.zeros(K)], A_ub=np.vstack(rows), b_ub=np.concatenate(rhs),
-                  bounds=[(None, None)] + [(0.0, 1.0)] * K, method="highs")
+    res = linprog(
+        np.r_[1.0, np.zeros(K)],
+        A_ub=np.vstack(rows),
+        b_ub=np.concatenate(rhs),
+        bounds=[(None, None)] + [(0.0, 1.0)] * K,
+        method="highs",
+    )
     if res.status != 0:  # pragma: no cover - the model is a bounded, feasible LP
         return None, None
     return np.asarray(res.x[1:]), np.clip(-np.asarray(res.ineqlin.marginals[:n]), 0.0, None)
 
 
-def lagrangian_column_generation(c0: float, B: np.ndarray, *, max_iter: int = 20000,
-                                 time_limit: float | None = None, per_action: int = PER_ACTION,
-                                 backend: str = "auto",
-                                 seed: tuple[np.ndarray, np.ndarray] | None = None) -> PairLP:
+def lagrangian_column_generation(
+    c0: float,
+    B: np.ndarray,
+    *,
+    max_iter: int = 20000,
+    time_limit: float | None = None,
+    per_action: int = PER_ACTION,
+    backend: str = "auto",
+    seed: tuple[np.ndarray, np.ndarray] | None = None,
+) -> PairLP:
     r"""Exact column generation for the Bayes pair LP, priced at Lagrangian dual points.
 
     The dual of the pair LP is :math:`\max\sum_x u_x` s.t. :math:`g_a(u)\ge 0` for every action
@@ -624,7 +744,7 @@ def lagrangian_column_generation(c0: float, B: np.ndarray, *, max_iter: int = 20
     m, K = B.shape
     master = make_master(m, c0, 0, backend)
     rows, acts = _initial_columns(B, c0, seed)
-    seen = {(r.tobytes(), int(a)) for r, a in zip(rows, acts)}
+    seen = {(r.tobytes(), int(a)) for r, a in zip(rows, acts, strict=False)}
     master.add(rows, acts, pair_costs(rows, acts, B, c0), None)
     scale = float(np.abs(B).sum(axis=0).max()) or 1.0
     h = np.full(K, min(1.0, 2.0 / ((1.0 + c0) * K)))  # binary RR's column maxima, spread over the actions
@@ -679,7 +799,7 @@ def lagrangian_column_generation(c0: float, B: np.ndarray, *, max_iter: int = 20
             # columns that are tight at the best certificate: by complementary slackness an optimal
             # support lies among them once the bound is optimal (at most m - 1 prefixes per action)
             o_c, rc_c = tight
-            fresh([(_prefix_set(o_c, j, a), int(a)) for j, a in zip(*np.nonzero(rc_c <= tol))])
+            fresh([(_prefix_set(o_c, j, a), int(a)) for j, a in zip(*np.nonzero(rc_c <= tol), strict=False)])
         if value - best_lb <= GAP_RTOL * max(scale, abs(value)):
             status, message = 0, "optimal: the Lagrangian dual bound meets the master value"
             break
@@ -688,8 +808,18 @@ def lagrangian_column_generation(c0: float, B: np.ndarray, *, max_iter: int = 20
             break
         fresh(_priced_columns(order, rc, tol, per_action))
     if best is None:
-        return PairLP(np.zeros((0, m), bool), np.zeros(0, int), np.zeros(0), math.nan, np.zeros(m), None,
-                      status, message, it, master.rows.shape[0])
+        return PairLP(
+            np.zeros((0, m), bool),
+            np.zeros(0, int),
+            np.zeros(0),
+            math.nan,
+            np.zeros(m),
+            None,
+            status,
+            message,
+            it,
+            master.rows.shape[0],
+        )
     if best_u is None:
         best_u = _certify(B, um, c0)[0]
     return PairLP(best[0], best[1], best[2], value, best_u, None, status, message, it, master.rows.shape[0])
@@ -700,8 +830,9 @@ def lagrangian_column_generation(c0: float, B: np.ndarray, *, max_iter: int = 20
 # --------------------------------------------------------------------------------------------
 
 
-def channel_lp(c0: float, *, B: np.ndarray | None = None, P: np.ndarray | None = None,
-               L: np.ndarray | None = None):
+def channel_lp(
+    c0: float, *, B: np.ndarray | None = None, P: np.ndarray | None = None, L: np.ndarray | None = None
+):
     r"""Optimal :math:`\varepsilon`-LDP channel from X to the decisions A with the identity decoder.
 
     Composing a channel with its decision rule gives a channel :math:`W(a|x)` that is again
@@ -731,34 +862,54 @@ def channel_lp(c0: float, *, B: np.ndarray | None = None, P: np.ndarray | None =
     # variables: h (K), s (m*K, row-major s[x, a])
     ones_h = sparse.csr_matrix(np.full((m, K), c0))
     rowsum = sparse.hstack([ones_h, sparse.kron(sparse.identity(m), np.ones((1, K)))], format="csr")
-    env = sparse.hstack([-(1.0 - c0) * sparse.kron(np.ones((m, 1)), sparse.identity(K)),
-                         sparse.identity(nq)], format="csr")
+    env = sparse.hstack(
+        [-(1.0 - c0) * sparse.kron(np.ones((m, 1)), sparse.identity(K)), sparse.identity(nq)], format="csr"
+    )
     opts = {"primal_feasibility_tolerance": LP_TOL, "dual_feasibility_tolerance": LP_TOL}
 
     def channel(x):
-        h, s = x[:K], x[K:K + nq].reshape(m, K)
+        h, s = x[:K], x[K : K + nq].reshape(m, K)
         return np.clip(c0 * h[None, :] + s, 0.0, None)
 
     if not minimax:
         cost = np.concatenate([c0 * B.sum(axis=0), B.ravel()])
-        res = linprog(cost, A_ub=env, b_ub=np.zeros(nq), A_eq=rowsum, b_eq=np.ones(m), bounds=(0, None),
-                      method="highs", options=opts)
+        res = linprog(
+            cost,
+            A_ub=env,
+            b_ub=np.zeros(nq),
+            A_eq=rowsum,
+            b_eq=np.ones(m),
+            bounds=(0, None),
+            method="highs",
+            options=opts,
+        )
         if res.status != 0:
             return None, math.nan, None, None, int(res.status), str(res.message)
         return channel(res.x), float(res.fun), np.asarray(res.eqlin.marginals), None, 0, str(res.message)
     # risk rows: sum_a L[theta,a] (c0 h_a + sum_x P[x,theta] s[x,a]) - t <= 0
     R_h = c0 * L  # (T, K), since sum_x P(x|theta) = 1
     R_s = np.einsum("xt,ta->txa", P, L).reshape(T, nq)
-    A_ub = sparse.vstack([
-        sparse.hstack([env, sparse.csr_matrix((nq, 1))]),
-        sparse.csr_matrix(np.hstack([R_h, R_s, -np.ones((T, 1))])),
-    ], format="csr")
+    A_ub = sparse.vstack(
+        [
+            sparse.hstack([env, sparse.csr_matrix((nq, 1))]),
+            sparse.csr_matrix(np.hstack([R_h, R_s, -np.ones((T, 1))])),
+        ],
+        format="csr",
+    )
     A_eq = sparse.hstack([rowsum, sparse.csr_matrix((m, 1))], format="csr")
     cost = np.zeros(K + nq + 1)
     cost[-1] = 1.0
     bounds = [(0, None)] * (K + nq) + [(None, None)]
-    res = linprog(cost, A_ub=A_ub, b_ub=np.zeros(nq + T), A_eq=A_eq, b_eq=np.ones(m), bounds=bounds,
-                  method="highs", options=opts)
+    res = linprog(
+        cost,
+        A_ub=A_ub,
+        b_ub=np.zeros(nq + T),
+        A_eq=A_eq,
+        b_eq=np.ones(m),
+        bounds=bounds,
+        method="highs",
+        options=opts,
+    )
     if res.status != 0:
         return None, math.nan, None, None, int(res.status), str(res.message)
     lam = np.clip(-np.asarray(res.ineqlin.marginals[nq:]), 0.0, None)

@@ -117,8 +117,9 @@ def _solve_pruned(p, q, k, l, code, param, c, A, lf):
     # compiled only when first needed (the budget program only if a budget binds, the coarse
     # start only for huge k), which keeps the first call short; the overhead is a few us
     solve_ws = getattr(K.solve_ws, "py_func", K.solve_ws)  # (a plain function with NUMBA_DISABLE_JIT)
-    raw, nb, code = solve_ws(pre, k, l, code, param, c, A, lf, bounds, 0, sp, sq, val, state,
-                             np.empty(0, dtype=np.int64))
+    raw, nb, code = solve_ws(
+        pre, k, l, code, param, c, A, lf, bounds, 0, sp, sq, val, state, np.empty(0, dtype=np.int64)
+    )
     return raw, bounds, nb, code
 
 
@@ -139,8 +140,9 @@ def _prefix_table(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return pre
 
 
-def score_table(p: np.ndarray, q: np.ndarray, c: float, A: float, lf: float, code: int,
-                param: float) -> np.ndarray:
+def score_table(
+    p: np.ndarray, q: np.ndarray, c: float, A: float, lf: float, code: int, param: float
+) -> np.ndarray:
     r"""Every interval score :math:`\mu'[t:i)`, 0 <= t < i <= k, packed at ``i (i - 1) / 2 + t``.
 
     The block sums are ``spr._Prefix.sums`` (compiled: :func:`ldpopt._kernels.table_args`)
@@ -163,7 +165,7 @@ def score_table(p: np.ndarray, q: np.ndarray, c: float, A: float, lf: float, cod
         i1 = min(k + 1, max(i0 + 1, (1 + math.isqrt(1 + 8 * (j0 + TABLE_CHUNK))) // 2))
         n = i1 * (i1 - 1) // 2 - j0
         K.table_args(pre, c, A, i0, i1, x, y, d)
-        S[j0:j0 + n] = _perspective_array(code, param, x[:n], y[:n], d[:n], lf)
+        S[j0 : j0 + n] = _perspective_array(code, param, x[:n], y[:n], d[:n], lf)
         i0 = i1
     return S
 
@@ -186,7 +188,7 @@ def _traceback(par: np.ndarray, cnt: np.ndarray, k: int) -> list:
     compiling it would only add to the first call's compile time)."""
     out = np.empty(k + 1, dtype=np.int64)
     nb = _TRACEBACK(np.arange(k + 1), par, cnt, out)
-    return [int(b) for b in out[:nb + 1]]
+    return [int(b) for b in out[: nb + 1]]
 
 
 def _best_two_blocks(S: np.ndarray, k: int, c: float) -> list:
@@ -236,7 +238,7 @@ def _budget_table(S: np.ndarray, k: int, l: int, c: float):
     par = np.zeros((l + 1, k + 1), dtype=np.int64)
     bounds = np.zeros(l + 1, dtype=np.int64)
     raw, nb = K.table_budget_dp(S, k, l, c, F, par, bounds)
-    return float(raw), [int(b) for b in bounds[:nb + 1]]
+    return float(raw), [int(b) for b in bounds[: nb + 1]]
 
 
 def _solve_table(p, q, k, l, code, param, c, A, lf):

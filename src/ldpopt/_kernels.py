@@ -70,6 +70,7 @@ COARSEN_MIN_K = 4096
 #: number of groups of the coarse grid
 COARSE_GROUPS = 1024
 
+
 # ---------------------------------------------------------------------------------------------
 # Perspective g(x, y) = y f(x / y) (mirror of divergences._perspective_scalar)
 # ---------------------------------------------------------------------------------------------
@@ -544,12 +545,16 @@ def _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH):
     for sg in range(i // SUPER + 1):
         s0 = sg * SUPER
         s1 = min(s0 + SUPER, i)
-        if s1 - s0 == SUPER and _box_prunes(pre, pos, s0, s1 - 1, b, SH[sg], best, code, param, c, A, lf, pen):
+        if s1 - s0 == SUPER and _box_prunes(
+            pre, pos, s0, s1 - 1, b, SH[sg], best, code, param, c, A, lf, pen
+        ):
             continue
         for g in range(s0 // GROUP, (s1 + GROUP - 1) // GROUP):
             t0 = g * GROUP
             t1 = min(t0 + GROUP, s1)
-            if t1 - t0 == GROUP and _box_prunes(pre, pos, t0, t1 - 1, b, GH[g], best, code, param, c, A, lf, pen):
+            if t1 - t0 == GROUP and _box_prunes(
+                pre, pos, t0, t1 - 1, b, GH[g], best, code, param, c, A, lf, pen
+            ):
                 continue
             for t in range(t0, t1):
                 if t == h:
@@ -626,10 +631,10 @@ def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, 
                     SH[sg] = mx
             continue
         base = i * (i - 1) // 2
-        src = val[base:base + i]
-        sts = state[base:base + i]
-        dps = sp[base:base + i]
-        dqs = sq[base:base + i]
+        src = val[base : base + i]
+        sts = state[base : base + i]
+        dps = sp[base : base + i]
+        dqs = sq[base : base + i]
         # the incumbent: the hint, or the candidate with the best bound
         h = par[i] if hinted else -1
         if h < 0 or h >= i:
@@ -738,8 +743,9 @@ def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, code, param, c, A, lf, bou
         lam = partition_ratio(pre, bounds, nb, code, param, c, A, lf)
         passes = 0
         while passes < MAX_DINKELBACH_STEPS and not math.isinf(lam):
-            penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, lam * c, H, cnt, par, hinted,
-                           GH, SH)
+            penalized_pass(
+                pre, pos, sp, sq, val, state, code, param, c, A, lf, lam * c, H, cnt, par, hinted, GH, SH
+            )
             passes += 1
             hinted = True  # the previous pass's split points
             nb2 = _traceback(pos, par, cnt, cand)
@@ -894,8 +900,9 @@ def _coarse_start(pre, k, code, param, c, A, lf, bounds):
     nb = np.int64(1)
     for rnd in range(2):
         sp, sq, val, state = _new_cache(pre, pos)
-        nb = dinkelbach_ws(pre, pos, sp, sq, val, state, np.empty(0, dtype=np.int64), code, param, c, A, lf,
-                           bounds, nb)[1]
+        nb = dinkelbach_ws(
+            pre, pos, sp, sq, val, state, np.empty(0, dtype=np.int64), code, param, c, A, lf, bounds, nb
+        )[1]
         if rnd == 1:
             break
         # refine: allow every cut within two groups of a coarse cut
@@ -947,8 +954,9 @@ def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, val, state
         if k > COARSEN_MIN_K:
             alt = np.empty(k + 1, dtype=np.int64)
             nb_alt = _coarse_start(pre, k, code, param, c, A, lf, alt)
-            if partition_ratio(pre, alt, nb_alt, code, param, c, A, lf) > \
-                    partition_ratio(pre, bounds, nb, code, param, c, A, lf):
+            if partition_ratio(pre, alt, nb_alt, code, param, c, A, lf) > partition_ratio(
+                pre, bounds, nb, code, param, c, A, lf
+            ):
                 nb = nb_alt
                 for j in range(nb + 1):
                     bounds[j] = alt[j]
@@ -1084,8 +1092,26 @@ def table_budget_dp(S, k, l, c, F, par, bounds):
 # Sweeps: many (instance, eps) cells
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy", nogil=True)
-def solve_item(pres, pre_off, ks, ls, t, e0, e1, order, code, param, cs, As, lfs,
-               raw_out, nb_out, meth_out, bounds_out, bounds_off):
+def solve_item(
+    pres,
+    pre_off,
+    ks,
+    ls,
+    t,
+    e0,
+    e1,
+    order,
+    code,
+    param,
+    cs,
+    As,
+    lfs,
+    raw_out,
+    nb_out,
+    meth_out,
+    bounds_out,
+    bounds_off,
+):
     """Instance ``t`` at the eps indices ``order[e0:e1]`` (by decreasing eps), sequentially.
 
     The block sums are computed once (they do not depend on eps), every solve is warm-started
@@ -1117,7 +1143,9 @@ def solve_item(pres, pre_off, ks, ls, t, e0, e1, order, code, param, cs, As, lfs
             carry_bounds(val, state, sp, sq, c_prev, A_prev, c, A)
         else:
             state[:] = _EMPTY
-        raw, nb, m = solve_ws(pre, k, ls[t], code, param, c, A, lfs[e], bounds, nwarm, sp, sq, val, state, hint)
+        raw, nb, m = solve_ws(
+            pre, k, ls[t], code, param, c, A, lfs[e], bounds, nwarm, sp, sq, val, state, hint
+        )
         c_prev = c
         A_prev = A
         raw_out[t, e] = raw

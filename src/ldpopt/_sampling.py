@@ -145,8 +145,7 @@ def bit_source(rng: Any = None) -> BitSource:
     if isinstance(rng, np.random.Generator):
         return _GeneratorBits(rng)
     raise TypeError(
-        "rng must be None (the operating system's CSPRNG) or a numpy.random.Generator, "
-        f"got rng={rng!r}"
+        f"rng must be None (the operating system's CSPRNG) or a numpy.random.Generator, got rng={rng!r}"
     )
 
 
@@ -533,11 +532,20 @@ def _finish(m, F, r, rem, eps, kind, low, changed, check) -> RealisedChannel:
     F.setflags(write=False)
     rr = np.asarray(r, dtype=np.int64)
     rr.setflags(write=False)
-    return RealisedChannel(eps=eps, entries=F, remainder=rr, kind=kind, low=low, max_change=max_change,
-                           adjusted=int(changed), check=check, _rem_scaled=tuple(rem))
+    return RealisedChannel(
+        eps=eps,
+        entries=F,
+        remainder=rr,
+        kind=kind,
+        low=low,
+        max_change=max_change,
+        adjusted=int(changed),
+        check=check,
+        _rem_scaled=tuple(rem),
+    )
 
 
-_CACHE: "weakref.WeakKeyDictionary[Any, RealisedChannel]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Any, RealisedChannel] = weakref.WeakKeyDictionary()
 
 
 def realise(mech: Any) -> RealisedChannel:
@@ -684,7 +692,7 @@ def _sample_general(ch: RealisedChannel, x: np.ndarray, source: BitSource) -> np
     counts = np.bincount(x, minlength=ch.num_inputs)
     starts = np.concatenate(([0], np.cumsum(counts)))
     for xi in np.flatnonzero(counts):
-        pos = sort[starts[xi]:starts[xi + 1]]
+        pos = sort[starts[xi] : starts[xi + 1]]
         uu = u[pos]
         bucket = np.searchsorted(T[xi], uu, side="left")  # boundaries whose first word is < U's
         tie = np.zeros(pos.size, dtype=bool)
@@ -742,7 +750,9 @@ def _encode(values: Any, labels: tuple | None, size: int, name: str, what: str) 
     ints = arr.astype(np.int64)
     out = (ints < 0) | (ints >= size)
     if np.any(out):
-        raise ValueError(f"{name} contains {what} index {int(ints[np.flatnonzero(out)[0]])}, outside range({size})")
+        raise ValueError(
+            f"{name} contains {what} index {int(ints[np.flatnonzero(out)[0]])}, outside range({size})"
+        )
     return ints
 
 

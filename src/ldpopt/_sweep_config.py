@@ -16,10 +16,11 @@ import json
 import math
 import numbers
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -101,9 +102,7 @@ def _list(value: Any, where: str) -> list:
 def _check_keys(table: Mapping, allowed: tuple, where: str) -> None:
     for key in table:
         if key not in allowed:
-            raise SweepConfigError(
-                f"unknown key {key!r} in {where}; allowed keys: {', '.join(allowed)}"
-            )
+            raise SweepConfigError(f"unknown key {key!r} in {where}; allowed keys: {', '.join(allowed)}")
 
 
 def _no_duplicates(values: list, where: str) -> None:
@@ -138,8 +137,13 @@ class InstanceSpec:
 
     def as_dict(self) -> dict:
         if self.kind == "dirichlet":
-            return {"generator": "dirichlet", "k": self.k, "trials": self.trials,
-                    "alpha": list(self.alpha), "seed": self.seed}
+            return {
+                "generator": "dirichlet",
+                "k": self.k,
+                "trials": self.trials,
+                "alpha": list(self.alpha),
+                "seed": self.seed,
+            }
         return {"file": self.path, "normalize": self.normalize, "sha256": self.file_sha256}
 
 
@@ -205,10 +209,13 @@ def _parse_instances(table: Mapping, base_dir: Path | None) -> tuple[InstanceSpe
         else:
             alpha = (_real(alpha_raw, _where("instances", "alpha")),) * k
         if any(not (a > 0 and math.isfinite(a)) for a in alpha):
-            raise SweepConfigError(f"{_where('instances', 'alpha')} must be finite and > 0, got {_short(alpha_raw)}")
+            raise SweepConfigError(
+                f"{_where('instances', 'alpha')} must be finite and > 0, got {_short(alpha_raw)}"
+            )
         spec = InstanceSpec(kind="dirichlet", k=k, trials=trials, alpha=alpha, seed=seed)
-        inst = Instances(spec=spec, ids=tuple(str(i) for i in range(trials)),
-                         ks=np.full(trials, k, dtype=np.int64))
+        inst = Instances(
+            spec=spec, ids=tuple(str(i) for i in range(trials)), ks=np.full(trials, k, dtype=np.int64)
+        )
         return spec, inst
     for key in ("k", "trials", "alpha", "seed"):
         if key in table:
@@ -218,7 +225,9 @@ def _parse_instances(table: Mapping, base_dir: Path | None) -> tuple[InstanceSpe
         raise SweepConfigError(f"{_where('instances', 'file')} must be a path string, got {_short(path_raw)}")
     normalize = table.get("normalize", False)
     if not isinstance(normalize, bool):
-        raise SweepConfigError(f"{_where('instances', 'normalize')} must be true or false, got {_short(normalize)}")
+        raise SweepConfigError(
+            f"{_where('instances', 'normalize')} must be true or false, got {_short(normalize)}"
+        )
     path = Path(path_raw).expanduser()
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path
@@ -241,8 +250,9 @@ def _parse_instances(table: Mapping, base_dir: Path | None) -> tuple[InstanceSpe
     ids, pairs, ks = [], [], []
     for ident, p0, p1 in records:
         try:
-            u, v, _ = check_labelled_pair(p0, p1, names=(f"instance {ident!r} p0", f"instance {ident!r} p1"),
-                                          normalize=normalize)
+            u, v, _ = check_labelled_pair(
+                p0, p1, names=(f"instance {ident!r} p0", f"instance {ident!r} p1"), normalize=normalize
+            )
         except (ValueError, TypeError) as exc:
             raise SweepConfigError(f"{_where('instances', 'file')} {path.name}: {exc}") from None
         ids.append(ident)
@@ -265,7 +275,9 @@ def _read_pairs(path: Path, fmt: str) -> list[tuple[str, Any, Any]]:
             _check_keys(payload, ("instances",), where)
             payload = payload.get("instances")
         if not isinstance(payload, list):
-            raise SweepConfigError(f"{where}: expected a list of {{id, p0, p1}} objects or {{\"instances\": [...]}}")
+            raise SweepConfigError(
+                f'{where}: expected a list of {{id, p0, p1}} objects or {{"instances": [...]}}'
+            )
         out = []
         for j, rec in enumerate(payload):
             if not isinstance(rec, Mapping) or "p0" not in rec or "p1" not in rec:
@@ -273,7 +285,9 @@ def _read_pairs(path: Path, fmt: str) -> list[tuple[str, Any, Any]]:
             _check_keys(rec, ("id", "p0", "p1"), f"{where} instance #{j}")
             for key in ("p0", "p1"):
                 if not isinstance(rec[key], (list, Mapping)):
-                    raise SweepConfigError(f"{where}: instance #{j} {key} must be a list or a label->probability object")
+                    raise SweepConfigError(
+                        f"{where}: instance #{j} {key} must be a list or a label->probability object"
+                    )
             out.append((str(rec.get("id", j)), rec["p0"], rec["p1"]))
         return out
     import pandas as pd
@@ -301,7 +315,13 @@ def _read_pairs(path: Path, fmt: str) -> list[tuple[str, Any, Any]]:
             labels = [str(s) for s in grp["symbol"]]
             if len(set(labels)) != len(labels):
                 raise SweepConfigError(f"{where}: instance {ident!r} repeats a symbol")
-            out.append((str(ident), dict(zip(labels, grp["p0"].tolist())), dict(zip(labels, grp["p1"].tolist()))))
+            out.append(
+                (
+                    str(ident),
+                    dict(zip(labels, grp["p0"].tolist(), strict=False)),
+                    dict(zip(labels, grp["p1"].tolist(), strict=False)),
+                )
+            )
         else:
             out.append((str(ident), grp["p0"].to_numpy(float), grp["p1"].to_numpy(float)))
     return out
@@ -391,7 +411,9 @@ def _parse_baselines(value: Any) -> tuple[str, ...]:
     names = []
     for x in _list(value, where):
         if not isinstance(x, str) or x.strip().lower() not in BASELINES:
-            raise SweepConfigError(f"{where} entries must be among {', '.join(map(repr, BASELINES))}, got {_short(x)}")
+            raise SweepConfigError(
+                f"{where} entries must be among {', '.join(map(repr, BASELINES))}, got {_short(x)}"
+            )
         names.append(x.strip().lower())
     _no_duplicates(names, where)
     return tuple(names)
@@ -473,7 +495,9 @@ class SweepConfig:
         return hashlib.sha256(text.encode()).hexdigest()
 
 
-def parse_config(data: Mapping, base_dir: str | os.PathLike | None = None, source: str | None = None) -> SweepConfig:
+def parse_config(
+    data: Mapping, base_dir: str | os.PathLike | None = None, source: str | None = None
+) -> SweepConfig:
     """Validate a configuration given as nested mappings (the structure of the TOML file).
 
     Parameters
@@ -526,9 +550,17 @@ def parse_config(data: Mapping, base_dir: str | os.PathLike | None = None, sourc
     ipc = None if ipc is None else _int(ipc, _where("run", "instances_per_chunk"), 1)
     workers = run.get("workers")
     workers = None if workers is None else _int(workers, _where("run", "workers"), 1)
-    return SweepConfig(instances=instances, eps=eps, divergences=divergences, budgets=budgets,
-                       baselines=baselines, instances_per_chunk=ipc, workers=workers,
-                       raw=_jsonable(data), source=source)
+    return SweepConfig(
+        instances=instances,
+        eps=eps,
+        divergences=divergences,
+        budgets=budgets,
+        baselines=baselines,
+        instances_per_chunk=ipc,
+        workers=workers,
+        raw=_jsonable(data),
+        source=source,
+    )
 
 
 def load_config(config: Any) -> SweepConfig:

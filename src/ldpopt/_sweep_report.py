@@ -20,8 +20,21 @@ import numpy as np
 
 __all__ = ["summarize", "plot_summary", "write_report", "SUMMARY_COLUMNS"]
 
-SUMMARY_COLUMNS = ("divergence", "budget", "mechanism", "eps", "n", "skipped", "mean_value",
-                   "mean_normalized", "lo", "hi", "mean_num_outputs", "outputs_lo", "outputs_hi")
+SUMMARY_COLUMNS = (
+    "divergence",
+    "budget",
+    "mechanism",
+    "eps",
+    "n",
+    "skipped",
+    "mean_value",
+    "mean_normalized",
+    "lo",
+    "hi",
+    "mean_num_outputs",
+    "outputs_lo",
+    "outputs_hi",
+)
 #: resampled values held in memory at once while bootstrapping (B x T x columns)
 _BOOT_BATCH = 20_000_000
 _MECH_ORDER = {"optimal": 0, "kov_lp": 1, "binary": 2, "rr": 3}
@@ -37,11 +50,11 @@ def _boot_band(M: np.ndarray, idx: np.ndarray, level: float) -> tuple[np.ndarray
     step = max(1, _BOOT_BATCH // max(1, B * T))
     q = (100 * (1 - level) / 2, 100 * (1 + level) / 2)
     for a in range(0, C, step):
-        block = M[:, a:a + step]
+        block = M[:, a : a + step]
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN resamples
             means = np.nanmean(block[idx], axis=1)  # (B, c)
-            lo[a:a + step], hi[a:a + step] = np.nanpercentile(means, q, axis=0)
+            lo[a : a + step], hi[a : a + step] = np.nanpercentile(means, q, axis=0)
     return lo, hi
 
 
@@ -88,7 +101,9 @@ def summarize(df, resamples: int = 1000, seed: int = 0, level: float = 0.95):
         val = np.full((T, C), np.nan)
         outs = np.full((T, C), np.nan)
         r = sub["instance_index"].map(pos).to_numpy()
-        c = np.array([col[k] for k in zip(sub["budget"], sub["mechanism"], sub["eps"])], dtype=np.int64)
+        c = np.array(
+            [col[k] for k in zip(sub["budget"], sub["mechanism"], sub["eps"], strict=False)], dtype=np.int64
+        )
         norm[r, c] = sub["normalized_utility"].to_numpy(float)
         val[r, c] = sub["value"].to_numpy(float)
         outs[r, c] = sub["num_outputs"].to_numpy(float)
@@ -104,8 +119,23 @@ def summarize(df, resamples: int = 1000, seed: int = 0, level: float = 0.95):
         else:
             lo = hi = olo = ohi = np.full(C, np.nan)
         for (budget, mech, eps), j in col.items():
-            rows.append((div, int(budget), mech, float(eps), int(n[j]), int(T - n[j]), mean_val[j],
-                         mean_norm[j], lo[j], hi[j], mean_out[j], olo[j], ohi[j]))
+            rows.append(
+                (
+                    div,
+                    int(budget),
+                    mech,
+                    float(eps),
+                    int(n[j]),
+                    int(T - n[j]),
+                    mean_val[j],
+                    mean_norm[j],
+                    lo[j],
+                    hi[j],
+                    mean_out[j],
+                    olo[j],
+                    ohi[j],
+                )
+            )
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
 
@@ -134,7 +164,7 @@ def plot_summary(summary, out_dir: str | Path, formats=("png", "svg")) -> list[P
         fig = Figure(figsize=(5.0 * ncol, 3.8 * nrow), layout="constrained")
         FigureCanvasAgg(fig)
         axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
-        for ax, div in zip(axes, divs):
+        for ax, div in zip(axes, divs, strict=False):
             sub = summary[summary["divergence"] == div]
             budgets = sorted(sub.loc[sub["mechanism"] == "optimal", "budget"].unique())
             normalized = bool(np.isfinite(sub["mean_normalized"]).any())
@@ -149,12 +179,20 @@ def plot_summary(summary, out_dir: str | Path, formats=("png", "svg")) -> list[P
                     y, lo, hi = g["mean_num_outputs"], g["outputs_lo"], g["outputs_hi"]
                 style = "--" if mech == "kov_lp" else "-"
                 best = mech == "optimal" and budget == 0
-                (line,) = ax.plot(g["eps"], y, style, label=_label(mech, int(budget), budgets),
-                                  lw=2.2 if best else 1.5, zorder=3 if mech == "kov_lp" else 2)
+                (line,) = ax.plot(
+                    g["eps"],
+                    y,
+                    style,
+                    label=_label(mech, int(budget), budgets),
+                    lw=2.2 if best else 1.5,
+                    zorder=3 if mech == "kov_lp" else 2,
+                )
                 if normalized or what == "outputs":
                     ok = np.isfinite(lo) & np.isfinite(hi)
                     if ok.any():
-                        ax.fill_between(g["eps"][ok], lo[ok], hi[ok], color=line.get_color(), alpha=0.18, lw=0)
+                        ax.fill_between(
+                            g["eps"][ok], lo[ok], hi[ok], color=line.get_color(), alpha=0.18, lw=0
+                        )
             ax.set_xlabel(r"$\varepsilon$")
             if what == "utility":
                 ax.set_ylabel(r"$D_f(M_0\|M_1)/D_f(P_0\|P_1)$" if normalized else r"$D_f(M_0\|M_1)$")
@@ -169,7 +207,7 @@ def plot_summary(summary, out_dir: str | Path, formats=("png", "svg")) -> list[P
                 ax.set_ylim(0.8, max(2.2, top * 1.08))
             ax.grid(alpha=0.3)
             ax.legend(fontsize=8)
-        for ax in axes[len(divs):]:
+        for ax in axes[len(divs) :]:
             ax.set_visible(False)
         for fmt in formats:
             path = out_dir / f"{what}_vs_eps.{fmt}"
@@ -178,8 +216,13 @@ def plot_summary(summary, out_dir: str | Path, formats=("png", "svg")) -> list[P
     return written
 
 
-def write_report(directory: str | Path, out_dir: str | Path | None = None, resamples: int = 1000,
-                 seed: int = 0, formats=("png", "svg")) -> tuple:
+def write_report(
+    directory: str | Path,
+    out_dir: str | Path | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+    formats=("png", "svg"),
+) -> tuple:
     """Summarise a sweep directory: ``summary.csv`` and the plots in ``out_dir`` (default ``DIR/report``).
 
     Returns (summary DataFrame, list of written paths).

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,20 +52,22 @@ MANIFEST_INTERVAL_S = 1.0
 COMPRESSION = "zstd"
 
 #: One row per (instance, eps, divergence, budget, mechanism).
-SCHEMA = pa.schema([
-    pa.field("instance", pa.string(), nullable=False),
-    pa.field("instance_index", pa.int64(), nullable=False),
-    pa.field("k", pa.int64(), nullable=False),
-    pa.field("eps", pa.float64(), nullable=False),
-    pa.field("divergence", pa.string(), nullable=False),
-    pa.field("budget", pa.int64(), nullable=False),
-    pa.field("mechanism", pa.string(), nullable=False),
-    pa.field("value", pa.float64()),
-    pa.field("normalized_utility", pa.float64()),
-    pa.field("num_outputs", pa.int64()),
-    pa.field("partition", pa.string()),
-    pa.field("solve_time", pa.float64()),
-])
+SCHEMA = pa.schema(
+    [
+        pa.field("instance", pa.string(), nullable=False),
+        pa.field("instance_index", pa.int64(), nullable=False),
+        pa.field("k", pa.int64(), nullable=False),
+        pa.field("eps", pa.float64(), nullable=False),
+        pa.field("divergence", pa.string(), nullable=False),
+        pa.field("budget", pa.int64(), nullable=False),
+        pa.field("mechanism", pa.string(), nullable=False),
+        pa.field("value", pa.float64()),
+        pa.field("normalized_utility", pa.float64()),
+        pa.field("num_outputs", pa.int64()),
+        pa.field("partition", pa.string()),
+        pa.field("solve_time", pa.float64()),
+    ]
+)
 COLUMNS = tuple(SCHEMA.names)
 
 
@@ -74,7 +76,7 @@ class StoreError(ValueError):
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def read_manifest(directory: str | os.PathLike) -> dict:
@@ -96,7 +98,7 @@ def chunk_files(directory: str | os.PathLike) -> dict[int, Path]:
         for p in cdir.iterdir():
             name = p.name
             if name.startswith(_CHUNK_PREFIX) and name.endswith(_CHUNK_SUFFIX):
-                core = name[len(_CHUNK_PREFIX):-len(_CHUNK_SUFFIX)]
+                core = name[len(_CHUNK_PREFIX) : -len(_CHUNK_SUFFIX)]
                 if core.isdigit():
                     out[int(core)] = p
     return out
@@ -131,9 +133,16 @@ class SweepStore:
         Static manifest fields (config, resolved config, version...).
     """
 
-    def __init__(self, root: str | os.PathLike, fingerprint: str, num_chunks: int,
-                 rows_per_chunk: list[int], cells_per_chunk: list[int], resume: bool,
-                 manifest_base: dict[str, Any]):
+    def __init__(
+        self,
+        root: str | os.PathLike,
+        fingerprint: str,
+        num_chunks: int,
+        rows_per_chunk: list[int],
+        cells_per_chunk: list[int],
+        resume: bool,
+        manifest_base: dict[str, Any],
+    ):
         self.root = Path(root)
         self.chunk_dir = self.root / CHUNK_DIR
         self.fingerprint = fingerprint
@@ -147,7 +156,9 @@ class SweepStore:
         try:
             self.chunk_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StoreError(f"cannot create the output directory {str(self.root)!r}: {exc.strerror or exc}") from None
+            raise StoreError(
+                f"cannot create the output directory {str(self.root)!r}: {exc.strerror or exc}"
+            ) from None
         if not os.access(self.chunk_dir, os.W_OK):
             raise StoreError(f"output directory {str(self.root)!r} is not writable")
         previous = self._previous_manifest()
@@ -202,7 +213,9 @@ class SweepStore:
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
-            raise StoreError(f"{str(path)!r} exists but cannot be read ({exc}); remove it or choose another --out") from None
+            raise StoreError(
+                f"{str(path)!r} exists but cannot be read ({exc}); remove it or choose another --out"
+            ) from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise StoreError(f"{str(path)!r} is not an ldpopt sweep manifest ({FORMAT})")
         return data
@@ -220,7 +233,9 @@ class SweepStore:
             meta = pq.read_metadata(path)
         except Exception:  # corrupt or foreign file: recompute the chunk
             return False
-        return meta.num_rows == self.rows_per_chunk[cid] and meta.schema.to_arrow_schema().names == list(COLUMNS)
+        return meta.num_rows == self.rows_per_chunk[cid] and meta.schema.to_arrow_schema().names == list(
+            COLUMNS
+        )
 
     # --- writing ---------------------------------------------------------------------------
     def chunk_path(self, cid: int) -> Path:
@@ -232,8 +247,7 @@ class SweepStore:
         if table.num_rows != self.rows_per_chunk[cid]:
             raise StoreError(f"chunk {cid} has {table.num_rows} rows, expected {self.rows_per_chunk[cid]}")
         table = table.cast(SCHEMA) if table.schema != SCHEMA else table
-        atomic_write(self.chunk_path(cid),
-                            lambda fh: pq.write_table(table, fh, compression=COMPRESSION))
+        atomic_write(self.chunk_path(cid), lambda fh: pq.write_table(table, fh, compression=COMPRESSION))
         self.done.add(cid)
         self.errors.pop(str(cid), None)
         dt = time.perf_counter() - t0
@@ -293,4 +307,3 @@ class SweepStore:
         self.runs.append(run)
         self.write_manifest(running=False, force=True)
         return self.manifest(running=False)
-

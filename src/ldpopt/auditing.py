@@ -24,8 +24,9 @@ A lower bound above the claimed eps is a **violation** (with confidence 1 - alph
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -98,9 +99,16 @@ def _cp_upper(c: np.ndarray, n: int, level: float) -> np.ndarray:
     return out
 
 
-def audit(mech: Any, n: int = 100_000, *, alpha: float = 0.05, n_select: int | None = None,
-          candidates: int = 8, sampler: Callable[[np.ndarray], Any] | None = None,
-          rng: Any = None) -> AuditResult:
+def audit(
+    mech: Any,
+    n: int = 100_000,
+    *,
+    alpha: float = 0.05,
+    n_select: int | None = None,
+    candidates: int = 8,
+    sampler: Callable[[np.ndarray], Any] | None = None,
+    rng: Any = None,
+) -> AuditResult:
     r"""Statistical lower bound on the true eps of ``mech``'s sampler, next to the claimed eps.
 
     Parameters
@@ -158,8 +166,20 @@ def audit(mech: Any, n: int = 100_000, *, alpha: float = 0.05, n_select: int | N
 
     claimed = float(mech.eps)
     model = float(mech.privacy_level())
-    empty = AuditResult(0.0, claimed, model, False, float(alpha), n, n_select, None, (), (), 0,
-                        message="a single input or output: nothing to audit (eps_lower = 0)")
+    empty = AuditResult(
+        0.0,
+        claimed,
+        model,
+        False,
+        float(alpha),
+        n,
+        n_select,
+        None,
+        (),
+        (),
+        0,
+        message="a single input or output: nothing to audit (eps_lower = 0)",
+    )
     if k < 2 or n_out < 2:
         return empty
 
@@ -193,10 +213,12 @@ def audit(mech: Any, n: int = 100_000, *, alpha: float = 0.05, n_select: int | N
     violation = eps_lower > claimed
     conf = f"{100 * (1 - alpha):.6g}%"
     if violation:
-        msg = (f"VIOLATION: with {conf} confidence the sampler's eps is at least {eps_lower:.4g}, "
-               f"above the claimed {claimed:.4g}")
+        msg = (
+            f"VIOLATION: with {conf} confidence the sampler's eps is at least {eps_lower:.4g}, "
+            f"above the claimed {claimed:.4g}"
+        )
     else:
-        msg = (f"no violation detected: eps >= {eps_lower:.4g} with {conf} confidence, claimed {claimed:.4g}")
+        msg = f"no violation detected: eps >= {eps_lower:.4g} with {conf} confidence, claimed {claimed:.4g}"
     return AuditResult(
         eps_lower=eps_lower,
         claimed_eps=claimed,

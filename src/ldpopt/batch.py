@@ -20,8 +20,9 @@ from __future__ import annotations
 import numbers
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -94,9 +95,13 @@ def _as_pairs(p0s: Any, p1s: Any) -> tuple[list, list]:
     out = []
     for name, ps in (("p0s", p0s), ("p1s", p1s)):
         if isinstance(ps, (str, bytes, dict)) or not hasattr(ps, "__len__"):
-            raise TypeError(f"{name} must be a 2-D array or a sequence of distributions, got {type(ps).__name__}")
+            raise TypeError(
+                f"{name} must be a 2-D array or a sequence of distributions, got {type(ps).__name__}"
+            )
         if isinstance(ps, np.ndarray) and ps.ndim != 2:
-            raise ValueError(f"{name} must be 2-D (one distribution per row), got an array of shape {ps.shape}")
+            raise ValueError(
+                f"{name} must be 2-D (one distribution per row), got an array of shape {ps.shape}"
+            )
         items = list(ps)
         if len(items) == 0:
             raise ValueError(f"{name} must contain at least one distribution")
@@ -104,12 +109,18 @@ def _as_pairs(p0s: Any, p1s: Any) -> tuple[list, list]:
             raise ValueError(f"{name} must be a sequence of distributions (for one pair use [p0] and [p1])")
         out.append(items)
     if len(out[0]) != len(out[1]):
-        raise ValueError(f"p0s and p1s must hold the same number of distributions, got {len(out[0])} and {len(out[1])}")
+        raise ValueError(
+            f"p0s and p1s must hold the same number of distributions, got {len(out[0])} and {len(out[1])}"
+        )
     return out[0], out[1]
 
 
 def _as_eps_grid(eps_grid: Any) -> np.ndarray:
-    if isinstance(eps_grid, (str, bytes)) or isinstance(eps_grid, numbers.Real) or not hasattr(eps_grid, "__len__"):
+    if (
+        isinstance(eps_grid, (str, bytes))
+        or isinstance(eps_grid, numbers.Real)
+        or not hasattr(eps_grid, "__len__")
+    ):
         raise TypeError(f"eps_grid must be a 1-D sequence of privacy levels, got {eps_grid!r}")
     if isinstance(eps_grid, np.ndarray) and eps_grid.ndim != 1:
         raise ValueError(f"eps_grid must be 1-D, got an array of shape {eps_grid.shape}")
@@ -138,9 +149,13 @@ def _reduce_pair(u: np.ndarray, v: np.ndarray) -> LRReduction:
         near = (a == b) | (finite & (np.abs(b - a) <= _NEAR_TIE_RTOL * np.where(finite, scale, 1.0)))
     if idx.size == 0 or np.any(near):
         return _reduce(u, v)
-    return LRReduction(p=u[order].astype(float), q=v[order].astype(float),
-                       classes=tuple((int(i),) for i in order),
-                       dropped=tuple(int(i) for i in np.flatnonzero(~keep)), k_original=int(u.shape[0]))
+    return LRReduction(
+        p=u[order].astype(float),
+        q=v[order].astype(float),
+        classes=tuple((int(i),) for i in order),
+        dropped=tuple(int(i) for i in np.flatnonzero(~keep)),
+        k_original=int(u.shape[0]),
+    )
 
 
 def sweep(
@@ -195,8 +210,10 @@ def sweep(
         raise TypeError(f"progress must be True, False or None, got {progress!r}")
     a_list, b_list = _as_pairs(p0s, p1s)
     grid = _as_eps_grid(eps_grid)
-    pairs = [check_labelled_pair(a, b, names=(f"p0s[{t}]", f"p1s[{t}]"), normalize=normalize)[:2]
-             for t, (a, b) in enumerate(zip(a_list, b_list))]
+    pairs = [
+        check_labelled_pair(a, b, names=(f"p0s[{t}]", f"p1s[{t}]"), normalize=normalize)[:2]
+        for t, (a, b) in enumerate(zip(a_list, b_list, strict=False))
+    ]
     reds = [_reduce_pair(u, v) for u, v in pairs]
     input_div = np.array([div(u, v) for u, v in pairs], dtype=float)
     T, E = len(reds), grid.shape[0]
@@ -219,8 +236,16 @@ def sweep(
         partitions = [[reds[t].lift_blocks(bounds[t][e]) for e in range(E)] for t in range(T)]
     for arr in (values, nb, grid, input_div):
         arr.setflags(write=False)
-    return SweepResult(values=values, num_outputs=nb, partitions=partitions, eps_grid=grid,
-                       divergence=div.name, max_outputs=l_user, input_divergence=input_div, method=method)
+    return SweepResult(
+        values=values,
+        num_outputs=nb,
+        partitions=partitions,
+        eps_grid=grid,
+        divergence=div.name,
+        max_outputs=l_user,
+        input_divergence=input_div,
+        method=method,
+    )
 
 
 def _warn_user_divergence(div: FDivergence) -> None:
@@ -252,11 +277,23 @@ class _Progress:
         self.done += n
         if self.bar is None and self.mode is not False and self.done < self.total:
             if self.mode or time.perf_counter() - self.start > PROGRESS_DELAY:
-                from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                           TimeElapsedColumn, TimeRemainingColumn)
+                from rich.progress import (
+                    BarColumn,
+                    MofNCompleteColumn,
+                    Progress,
+                    TextColumn,
+                    TimeElapsedColumn,
+                    TimeRemainingColumn,
+                )
 
-                self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                    TimeElapsedColumn(), TimeRemainingColumn(), transient=True)
+                self.bar = Progress(
+                    TextColumn("[bold]{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeElapsedColumn(),
+                    TimeRemainingColumn(),
+                    transient=True,
+                )
                 self.bar.start()
                 self.task = self.bar.add_task(self.label, total=self.total, completed=self.done)
         elif self.bar is not None:
@@ -310,7 +347,7 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
     pres = np.empty(int(pre_off[-1]))
     for t, r in enumerate(reds):
         table = K.prefix_table(np.ascontiguousarray(r.p, dtype=float), np.ascontiguousarray(r.q, dtype=float))
-        pres[pre_off[t]:pre_off[t + 1]] = table.reshape(-1)
+        pres[pre_off[t] : pre_off[t + 1]] = table.reshape(-1)
     scal = [_fast.rescale(float(e)) for e in grid]
     cs = np.array([s[0] for s in scal])
     As = np.array([s[1] for s in scal])
@@ -335,8 +372,26 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
     def run(item):
         t, e0, e1 = item
         # the kernel releases the GIL: items of different threads run on different cores
-        K.solve_item(pres, pre_off, ks, ls, t, e0, e1, order, code, param, cs, As, lfs,
-                     raw, nb, meth, bounds, bounds_off)
+        K.solve_item(
+            pres,
+            pre_off,
+            ks,
+            ls,
+            t,
+            e0,
+            e1,
+            order,
+            code,
+            param,
+            cs,
+            As,
+            lfs,
+            raw,
+            nb,
+            meth,
+            bounds,
+            bounds_off,
+        )
         return e1 - e0
 
     bar = _Progress(T * E, progress, f"sweep {T} x {E} ({div.name})")
@@ -357,7 +412,7 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
             row = []
             for e in range(E):
                 b0 = bounds_off[t, e]
-                b = bounds[b0:b0 + nb[t, e] + 1]
+                b = bounds[b0 : b0 + nb[t, e] + 1]
                 row.append([(int(b[i]), int(b[i + 1])) for i in range(int(nb[t, e]))])
             bounds_list.append(row)
     return raw, nb, bounds_list
@@ -381,4 +436,3 @@ def _sweep_readable(reds, ls, grid, div, keep_bounds, progress):
     finally:
         bar.close()
     return raw, nb, cuts_all
-

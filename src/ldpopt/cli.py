@@ -12,7 +12,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import typer
@@ -181,10 +181,12 @@ def design(
     p0: str = typer.Option(..., "--p0", help="P0: comma-separated probabilities or label=prob pairs."),
     p1: str = typer.Option(..., "--p1", help="P1: comma-separated probabilities or label=prob pairs."),
     eps: float = typer.Option(..., "--eps", help="Privacy level eps > 0 ('inf' for none)."),
-    divergence: str = typer.Option("kl", "--divergence", help="kl, reverse_kl, tv, chi2, hellinger, js, egamma:G, renyi:A."),
-    max_outputs: Optional[int] = typer.Option(None, "--max-outputs", help="Output budget l."),
+    divergence: str = typer.Option(
+        "kl", "--divergence", help="kl, reverse_kl, tv, chi2, hellinger, js, egamma:G, renyi:A."
+    ),
+    max_outputs: int | None = typer.Option(None, "--max-outputs", help="Output budget l."),
     normalize: bool = typer.Option(False, "--normalize", help="Rescale p0/p1 to sum to 1."),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the result as JSON to FILE."),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the result as JSON to FILE."),
 ) -> None:
     """Design the optimal eps-LDP mechanism for P0 vs P1 and compare with binary and k-RR."""
     a = parse_distribution(p0, "p0")
@@ -195,13 +197,15 @@ def design(
 
             a, b, labels = check_labelled_pair(a, b, normalize=True)
             if labels is not None:
-                a, b = dict(zip(labels, a)), dict(zip(labels, b))
+                a, b = dict(zip(labels, a, strict=False)), dict(zip(labels, b, strict=False))
         res, rows = _comparison_rows(a, b, eps, divergence, max_outputs)
     except (ValueError, TypeError) as exc:
         fail(str(exc).replace("normalize=True", "--normalize"))
     _print_design(res, rows, labels=None if res.labels is None else [str(x) for x in res.labels])
-    console.print(f"value = {_fmt(res.value)}   D_f(P0||P1) = {_fmt(res.input_divergence)}   "
-                  f"normalised = {_fmt(res.normalized_value)}")
+    console.print(
+        f"value = {_fmt(res.value)}   D_f(P0||P1) = {_fmt(res.input_divergence)}   "
+        f"normalised = {_fmt(res.normalized_value)}"
+    )
     if json_out is not None:
         _write_json(json_out, _result_dict(res, rows))
         console.print(f"wrote {json_out}")
@@ -225,19 +229,26 @@ def demo(
     p0 = {k: v[0] for k, v in DEMO_EVENTS.items()}
     p1 = {k: v[1] for k, v in DEMO_EVENTS.items()}
     console.rule("[bold]ldpopt demo: web-session events, normal (P0) vs fraudulent (P1)")
-    console.print(f"{len(labels)} event categories; each session reports one event through an eps-LDP mechanism.")
+    console.print(
+        f"{len(labels)} event categories; each session reports one event through an eps-LDP mechanism."
+    )
     try:
         import ldpopt
 
         for eps in DEMO_EPS:
             res, rows = _comparison_rows(p0, p1, eps, divergence, None)
             console.rule(f"eps = {eps:g}")
-            console.print(partition_table(res, f"Optimal partition ({res.num_outputs} outputs)",
-                                          "events (likelihood-ratio order)"))
+            console.print(
+                partition_table(
+                    res, f"Optimal partition ({res.num_outputs} outputs)", "events (likelihood-ratio order)"
+                )
+            )
             _print_comparison(res, rows)
         budget = ldpopt.optimal_mechanism(p0, p1, 2.0, divergence, max_outputs=3)
-        console.print(f"With an output budget of 3 at eps = 2: value {_fmt(budget.value)} "
-                      f"(normalised {_fmt(budget.normalized_value)}).")
+        console.print(
+            f"With an output budget of 3 at eps = 2: value {_fmt(budget.value)} "
+            f"(normalised {_fmt(budget.normalized_value)})."
+        )
     except (ValueError, TypeError) as exc:
         fail(str(exc))
 

@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import math
 import types
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,7 @@ LIKELIHOOD_TOL = 1e-9
 #: "auto" enumerates all subsets up to this m for objectives with linear pieces, then uses "direct"
 AUTO_ENUM_MAX_M = 10
 #: full minimax enumeration is limited to this many (subset, action) columns
-ENUM_MAX_PAIRS = 2 ** 21
+ENUM_MAX_PAIRS = 2**21
 #: a certificate is accepted when its minimum reduced cost is >= -CERT_RTOL * scale
 CERT_RTOL = 1e-8
 
@@ -151,7 +152,9 @@ class DecisionProblem:
                 f"likelihood columns must sum to 1 (P(x|theta) over x), column {int(bad[0])} sums to {sums[bad[0]]!r}"
             )
         if L.shape[0] != T:
-            raise ValueError(f"loss must have one row per parameter: likelihood has T={T} columns, loss has shape {L.shape}")
+            raise ValueError(
+                f"loss must have one row per parameter: likelihood has T={T} columns, loss has shape {L.shape}"
+            )
         if self.prior is None:
             prior = np.full(T, 1.0 / T)
         else:
@@ -208,7 +211,9 @@ class DecisionProblem:
         py = self._output_likelihood(mechanism)
         rule = np.asarray(decision_rule, dtype=float)
         if rule.shape != (py.shape[0], self.num_actions):
-            raise ValueError(f"decision_rule must have shape ({py.shape[0]}, {self.num_actions}), got {rule.shape}")
+            raise ValueError(
+                f"decision_rule must have shape ({py.shape[0]}, {self.num_actions}), got {rule.shape}"
+            )
         return np.einsum("yt,ya,ta->t", py, rule, self.loss)
 
     def bayes_risk(self, mechanism: Any, prior: Any = None) -> float:
@@ -231,15 +236,24 @@ class DecisionProblem:
         A_eq = np.hstack([np.kron(np.eye(n), np.ones((1, A))), np.zeros((n, 1))])
         c = np.zeros(n * A + 1)
         c[-1] = 1.0
-        res = linprog(c, A_ub=A_ub, b_ub=np.zeros(T), A_eq=A_eq, b_eq=np.ones(n),
-                      bounds=[(0, None)] * (n * A) + [(None, None)], method="highs")
+        res = linprog(
+            c,
+            A_ub=A_ub,
+            b_ub=np.zeros(T),
+            A_eq=A_eq,
+            b_eq=np.ones(n),
+            bounds=[(0, None)] * (n * A) + [(None, None)],
+            method="highs",
+        )
         if res.status != 0:  # pragma: no cover - the LP is always feasible and bounded
             raise RuntimeError(f"minimax LP failed: {res.message}")
         return float(res.fun)
 
     def __repr__(self) -> str:
-        return (f"DecisionProblem(name={self.name!r}, inputs={self.num_inputs}, parameters={self.num_parameters}, "
-                f"actions={self.num_actions})")
+        return (
+            f"DecisionProblem(name={self.name!r}, inputs={self.num_inputs}, parameters={self.num_parameters}, "
+            f"actions={self.num_actions})"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -349,7 +363,7 @@ def _merge_pairs(rows: np.ndarray, actions: np.ndarray, z: np.ndarray, K: int):
     """Merge pair columns (y, a) with the same subset into one output with a randomised decision."""
     keys: dict[bytes, int] = {}
     out_rows, out_w, out_rule = [], [], []
-    for r, a, w in zip(rows, actions, z):
+    for r, a, w in zip(rows, actions, z, strict=False):
         key = r.tobytes()
         if key not in keys:
             keys[key] = len(out_rows)
@@ -375,14 +389,20 @@ def _polish(rows: np.ndarray, w: np.ndarray, c0: float) -> np.ndarray:
     return w
 
 
-def _certificate(u: np.ndarray, prior: np.ndarray | None, rcmin: float, c0: float, sign: float,
-                 scale: float) -> LPCertificate:
+def _certificate(
+    u: np.ndarray, prior: np.ndarray | None, rcmin: float, c0: float, sign: float, scale: float
+) -> LPCertificate:
     m = u.shape[0]
     dual_value = float(u.sum())
     bound = dual_value + cg.column_bound(m, c0) * min(0.0, rcmin)
-    return LPCertificate(dual=np.asarray(u, dtype=float).copy(), prior=None if prior is None else np.asarray(prior).copy(),
-                         dual_value=dual_value, min_reduced_cost=float(rcmin), bound=sign * bound,
-                         verified=bool(rcmin >= -CERT_RTOL * max(scale, 1e-300)))
+    return LPCertificate(
+        dual=np.asarray(u, dtype=float).copy(),
+        prior=None if prior is None else np.asarray(prior).copy(),
+        dual_value=dual_value,
+        min_reduced_cost=float(rcmin),
+        bound=sign * bound,
+        verified=bool(rcmin >= -CERT_RTOL * max(scale, 1e-300)),
+    )
 
 
 def _scale_of(B: np.ndarray) -> float:
@@ -409,14 +429,16 @@ def _row_additive_enumerate(obj: RowAdditiveObjective, c0: float) -> _Solution:
     rcmin = float((costs - V @ res.u).min())
     cert = _certificate(res.u, None, rcmin, c0, sign, float(np.abs(costs).max()))
     w = _polish(res.rows, res.z, c0)
-    return _Solution(res.rows, w, None, math.nan, "enumerate", 0, "optimal (HiGHS over all 2^m - 2 subsets)", cert)
+    return _Solution(
+        res.rows, w, None, math.nan, "enumerate", 0, "optimal (HiGHS over all 2^m - 2 subsets)", cert
+    )
 
 
 def _minimax_enumerate(problem: DecisionProblem, c0: float) -> _Solution:
     m, A = problem.num_inputs, problem.num_actions
-    if m > ENUM_MAX_M or (2 ** m - 2) * A > ENUM_MAX_PAIRS:
+    if m > ENUM_MAX_M or (2**m - 2) * A > ENUM_MAX_PAIRS:
         raise ValueError(
-            f"full enumeration of the minimax LP needs (2^m - 2) * A = {(2 ** m - 2) * A} columns, above the limit "
+            f"full enumeration of the minimax LP needs (2^m - 2) * A = {(2**m - 2) * A} columns, above the limit "
             f"{ENUM_MAX_PAIRS} (m <= {ENUM_MAX_M}); use method='colgen' or method='direct'"
         )
     R = subset_rows(m)
@@ -430,7 +452,9 @@ def _minimax_enumerate(problem: DecisionProblem, c0: float) -> _Solution:
     Beff = cg.effective_B(P, L, res.prior)
     cert = _certificate(res.u, res.prior, cg.min_reduced_cost(Beff, res.u, c0), c0, 1.0, _scale_of(Beff))
     rws, w, rule = _merge_pairs(res.rows, res.actions, res.z, A)
-    return _Solution(rws, w, rule, math.nan, "enumerate", 0, "optimal (HiGHS over all (subset, action) pairs)", cert)
+    return _Solution(
+        rws, w, rule, math.nan, "enumerate", 0, "optimal (HiGHS over all (subset, action) pairs)", cert
+    )
 
 
 def _pieces(problem: Any, risk: str) -> dict:
@@ -453,8 +477,16 @@ def _colgen_solve(problem: Any, risk: str, c0: float, max_iter: int, time_limit:
     res = cg.column_generation(c0, max_iter=max_iter, time_limit=time_limit, **data)
     K = data["L"].shape[1] if "L" in data else data["B"].shape[1]
     if res.rows.shape[0] == 0:
-        return _Solution(res.rows, np.zeros(0), None, math.nan, "colgen", res.status or 4, res.message,
-                         iterations=res.iterations)
+        return _Solution(
+            res.rows,
+            np.zeros(0),
+            None,
+            math.nan,
+            "colgen",
+            res.status or 4,
+            res.message,
+            iterations=res.iterations,
+        )
     Beff = cg.effective_B(data["P"], data["L"], res.prior) if "P" in data else data["B"]
     cert = _certificate(res.u, res.prior, cg.min_reduced_cost(Beff, res.u, c0), c0, 1.0, _scale_of(Beff))
     rws, w, rule = _merge_pairs(res.rows, res.actions, res.z, K)
@@ -486,7 +518,7 @@ def _direct_solve(problem: Any, risk: str, c0: float) -> _Solution:
             rows = np.vstack([rows, np.repeat(eye, K, axis=0)])
             acts = np.concatenate([acts, np.tile(np.arange(K), m)])
         uniq: dict = {}
-        for i, (r, a) in enumerate(zip(rows, acts)):
+        for i, (r, a) in enumerate(zip(rows, acts, strict=False)):
             uniq.setdefault((r.tobytes(), int(a)), i)
         idx = np.array(sorted(uniq.values()), dtype=int)
         rows, acts = rows[idx], acts[idx]
@@ -502,8 +534,16 @@ def _direct_solve(problem: Any, risk: str, c0: float) -> _Solution:
     rws, w, rule = _merge_pairs(res.rows, res.actions, res.z, K)
     if "B" in data:
         w = _polish(rws, w, c0)
-    return _Solution(rws, w, rule, math.nan, "direct", 0,
-                     "optimal (LP over channels X -> A, decomposed into extreme rows)", cert)
+    return _Solution(
+        rws,
+        w,
+        rule,
+        math.nan,
+        "direct",
+        0,
+        "optimal (LP over channels X -> A, decomposed into extreme rows)",
+        cert,
+    )
 
 
 def _vertex_solve(obj: Any, c0: float, group: Any, check: bool) -> _Solution:
@@ -537,8 +577,15 @@ def _vertex_solve(obj: Any, c0: float, group: Any, check: bool) -> _Solution:
     val, rows, w = best
     w = _polish(rows, w, c0)
     where = "the reduced polytope S^G" if group is not None else "S_(X,eps)"
-    return _Solution(rows, w, None, math.nan, "vertex", 0,
-                     f"optimal (best of {len(candidates)} vertices of {where}, pycddlib)")
+    return _Solution(
+        rows,
+        w,
+        None,
+        math.nan,
+        "vertex",
+        0,
+        f"optimal (best of {len(candidates)} vertices of {where}, pycddlib)",
+    )
 
 
 def _evaluate(obj: Any, rows: np.ndarray, w: np.ndarray, c0: float) -> float:
@@ -565,7 +612,9 @@ def _spr_solve(obj: FDivergenceObjective, eps: float, c0: float) -> _Solution:
         for j, b in enumerate(blocks):
             rows[j, list(b)] = True
         w = np.full(len(blocks), 1.0 / (1.0 + (len(blocks) - 1) * c0))
-    return _Solution(rows, w, None, math.nan, "spr", res.status, f"optimal (SPR dynamic program: {res.message})")
+    return _Solution(
+        rows, w, None, math.nan, "spr", res.status, f"optimal (SPR dynamic program: {res.message})"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -594,9 +643,17 @@ def _choose(problem: Any, obj: Any, risk: str, group: Any) -> str:
     )
 
 
-def optimal_channel(problem: Any, eps: float, risk: str = "bayes", method: str = "auto", *,
-                    group: Any = None, max_iter: int = 20000, time_limit: float | None = None,
-                    check_invariance: bool = True) -> ChannelResult:
+def optimal_channel(
+    problem: Any,
+    eps: float,
+    risk: str = "bayes",
+    method: str = "auto",
+    *,
+    group: Any = None,
+    max_iter: int = 20000,
+    time_limit: float | None = None,
+    check_invariance: bool = True,
+) -> ChannelResult:
     r"""Optimal :math:`\varepsilon`-LDP channel for a decision problem or a row-additive objective.
 
     Solves :math:`\min_{Q}R^*(Q)` over all :math:`\varepsilon`-LDP channels (any finite output alphabet)
@@ -639,7 +696,9 @@ def optimal_channel(problem: Any, eps: float, risk: str = "bayes", method: str =
         name = risk
     elif isinstance(problem, (RowAdditiveObjective, ChannelObjective)):
         if risk != "bayes":
-            raise ValueError(f"risk={risk!r} applies to a DecisionProblem; objective {problem.name!r} has its own criterion")
+            raise ValueError(
+                f"risk={risk!r} applies to a DecisionProblem; objective {problem.name!r} has its own criterion"
+            )
         obj = problem
         sense = problem.sense
         name = problem.name
@@ -660,7 +719,9 @@ def optimal_channel(problem: Any, eps: float, risk: str = "bayes", method: str =
             raise ValueError(f"group acts on {group.m} points but the problem has m={m} inputs")
     chosen = _choose(problem, obj, risk, group) if method == "auto" else method
     if isinstance(problem, ChannelObjective) and chosen != "vertex":
-        raise ValueError(f"a ChannelObjective is not row-additive: only method='vertex' applies, got {chosen!r}")
+        raise ValueError(
+            f"a ChannelObjective is not row-additive: only method='vertex' applies, got {chosen!r}"
+        )
     if risk == "minimax" and chosen in ("vertex", "symmetry", "spr"):
         raise ValueError(
             f"method={chosen!r} does not apply to the minimax risk (it is not row-additive or concave); "
@@ -687,22 +748,37 @@ def optimal_channel(problem: Any, eps: float, risk: str = "bayes", method: str =
         sol = _symmetric_solve(obj, group, c0, check_invariance)
     else:  # spr
         if not isinstance(obj, FDivergenceObjective):
-            raise ValueError("method='spr' applies only to the f-divergence objective between two distributions")
+            raise ValueError(
+                "method='spr' applies only to the f-divergence objective between two distributions"
+            )
         sol = _spr_solve(obj, eps, c0)
     return _build(problem, obj, risk, sense, name, sol, eps, c0)
 
 
-def _build(problem: Any, obj: Any, risk: str, sense: str, name: str, sol: _Solution, eps: float,
-           c0: float) -> ChannelResult:
+def _build(
+    problem: Any, obj: Any, risk: str, sense: str, name: str, sol: _Solution, eps: float, c0: float
+) -> ChannelResult:
     if sol.rows.shape[0] == 0:
-        return ChannelResult(math.nan, None, types.MappingProxyType({}), None, eps, name, sense, sol.method,
-                             sol.status or 4, sol.message, sol.certificate, sol.iterations)
+        return ChannelResult(
+            math.nan,
+            None,
+            types.MappingProxyType({}),
+            None,
+            eps,
+            name,
+            sense,
+            sol.method,
+            sol.status or 4,
+            sol.message,
+            sol.certificate,
+            sol.iterations,
+        )
     rows, w = sol.rows, np.asarray(sol.w, dtype=float)
     V = scaled_rows(rows, c0)  # (n, m) output rows, paper orientation
     # value from the channel's own weights
     if risk == "minimax":
         rule = sol.decisions
-        coef = (c0 + (1.0 - c0) * rows.astype(float) @ problem.likelihood)  # (n, T): S~_y . P_theta
+        coef = c0 + (1.0 - c0) * rows.astype(float) @ problem.likelihood  # (n, T): S~_y . P_theta
         per_theta = np.einsum("n,nt,na,ta->t", w, coef, rule, problem.loss)
         value = float(per_theta.max())
     elif isinstance(obj, RowAdditiveObjective):
@@ -724,6 +800,20 @@ def _build(problem: Any, obj: Any, risk: str, sense: str, name: str, sol: _Solut
     else:
         out_labels = tuple(tuple(int(i) for i in np.flatnonzero(r)) for r in rows)
     mech = Mechanism(matrix, eps, labels=labels, output_labels=out_labels, name=f"optimal_channel[{name}]")
-    weights = {frozenset(int(i) for i in np.flatnonzero(r)): float(c0 * wt) for r, wt in zip(rows, w)}
-    return ChannelResult(float(value), mech, types.MappingProxyType(weights), rule, eps, name, sense,
-                         sol.method, sol.status, sol.message, sol.certificate, sol.iterations)
+    weights = {
+        frozenset(int(i) for i in np.flatnonzero(r)): float(c0 * wt) for r, wt in zip(rows, w, strict=False)
+    }
+    return ChannelResult(
+        float(value),
+        mech,
+        types.MappingProxyType(weights),
+        rule,
+        eps,
+        name,
+        sense,
+        sol.method,
+        sol.status,
+        sol.message,
+        sol.certificate,
+        sol.iterations,
+    )

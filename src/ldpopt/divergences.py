@@ -24,8 +24,8 @@ accurately than ``x - y`` (both are close to 1 when eps is tiny), so e.g. KL use
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -57,8 +57,9 @@ CONVEXITY_TOL = 1e-9
 _LOG2 = math.log(2.0)
 
 
-def _perspective_scalar(code: int, param: float, x: float, y: float, d: float,
-                        log_floor: float = -math.inf) -> float:
+def _perspective_scalar(
+    code: int, param: float, x: float, y: float, d: float, log_floor: float = -math.inf
+) -> float:
     """Reference scalar perspective y f(x/y) for the built-in codes (readable version).
 
     ``log_floor`` is the log of a positive lower bound that x and y are known to have even
@@ -113,8 +114,9 @@ def _perspective_scalar(code: int, param: float, x: float, y: float, d: float,
     raise ValueError(f"unknown divergence code {code!r}")
 
 
-def _perspective_array(code: int, param: float, x: np.ndarray, y: np.ndarray, d: np.ndarray,
-                       log_floor: float = -math.inf) -> np.ndarray:
+def _perspective_array(
+    code: int, param: float, x: np.ndarray, y: np.ndarray, d: np.ndarray, log_floor: float = -math.inf
+) -> np.ndarray:
     """Vectorised :func:`_perspective_scalar` (same formulas, numpy masks)."""
     out = np.zeros(x.shape, dtype=float)
     with np.errstate(all="ignore"):
@@ -362,8 +364,9 @@ def egamma(gamma: float) -> FDivergence:
     def f(t, g=g):
         return np.maximum(np.asarray(t, dtype=float) - g, 0.0)
 
-    return FDivergence(f=f, name=f"egamma({g:g})", f0=0.0, slope_inf=1.0, code=CODE_EGAMMA, param=g,
-                       symmetric=(g == 1.0))
+    return FDivergence(
+        f=f, name=f"egamma({g:g})", f0=0.0, slope_inf=1.0, code=CODE_EGAMMA, param=g, symmetric=(g == 1.0)
+    )
 
 
 def renyi(alpha: float) -> FDivergence:
@@ -384,14 +387,23 @@ def renyi(alpha: float) -> FDivergence:
         return _BUILTINS["kl"]
     name = f"renyi({a:g})"
     if a > 1.0:
+
         def f(t, a=a):
             return np.asarray(t, dtype=float) ** a - 1.0
 
         def transform(raw, a=a):
             return math.log1p(raw) / (a - 1.0) if math.isfinite(raw) else math.inf
 
-        return FDivergence(f=f, name=name, f0=-1.0, slope_inf=math.inf, code=CODE_POWER_UP, param=a,
-                           value_transform=transform, symmetric=False)
+        return FDivergence(
+            f=f,
+            name=name,
+            f0=-1.0,
+            slope_inf=math.inf,
+            code=CODE_POWER_UP,
+            param=a,
+            value_transform=transform,
+            symmetric=False,
+        )
 
     def f(t, a=a):
         return 1.0 - np.asarray(t, dtype=float) ** a
@@ -400,8 +412,16 @@ def renyi(alpha: float) -> FDivergence:
         # D_a = -log(1 - raw) / (1 - a); raw = 1 means disjoint supports
         return -math.log1p(-raw) / (1.0 - a) if raw < 1.0 else math.inf
 
-    return FDivergence(f=f, name=name, f0=1.0, slope_inf=0.0, code=CODE_POWER_DOWN, param=a,
-                       value_transform=transform, symmetric=(a == 0.5))
+    return FDivergence(
+        f=f,
+        name=name,
+        f0=1.0,
+        slope_inf=0.0,
+        code=CODE_POWER_DOWN,
+        param=a,
+        value_transform=transform,
+        symmetric=(a == 0.5),
+    )
 
 
 def get_divergence(divergence: str | FDivergence) -> FDivergence:
@@ -416,7 +436,7 @@ def get_divergence(divergence: str | FDivergence) -> FDivergence:
     for prefix, factory in (("egamma", egamma), ("renyi", renyi)):
         for sep in (":", "("):
             if key.startswith(prefix + sep):
-                arg = key[len(prefix) + 1:].rstrip(")")
+                arg = key[len(prefix) + 1 :].rstrip(")")
                 try:
                     val = float(arg)
                 except ValueError:

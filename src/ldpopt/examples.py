@@ -120,7 +120,9 @@ class CircularEstimation(RowAdditiveObjective):
         c0 = math.exp(-check_eps(eps, allow_inf=False))
         k = np.arange(1, m)
         # (e^eps - 1)/(k e^eps + m - k) = (1 - c0)/(k + (m - k) c0)
-        return 1.0 - self.gamma * (1.0 - c0) * np.sin(np.pi * k / m) / (2.0 * (k + (m - k) * c0) * np.sin(np.pi / m))
+        return 1.0 - self.gamma * (1.0 - c0) * np.sin(np.pi * k / m) / (
+            2.0 * (k + (m - k) * c0) * np.sin(np.pi / m)
+        )
 
     def closed_form(self, eps: float) -> float:
         r"""Optimal Bayes (= minimax) risk :math:`\min_k 1-\frac{\gamma(e^\varepsilon-1)\sin(\pi k/m)}{2(ke^\varepsilon+m-k)\sin(\pi/m)}`."""

@@ -146,8 +146,9 @@ class JointRange:
         if len(blocks) == 1:
             m = np.zeros((self.k, 2))
             m[:, assign[0] - 1] = 1.0
-            return Mechanism(m, self.eps, labels=self.symbol_labels, partition=(tuple(range(self.k)),),
-                             name="constant")
+            return Mechanism(
+                m, self.eps, labels=self.symbol_labels, partition=(tuple(range(self.k)),), name="constant"
+            )
         order = blocks if assign == (1, 2) else blocks[::-1]
         return spr_mechanism(order, self.k, self.eps, labels=self.symbol_labels)
 
@@ -166,8 +167,10 @@ class JointRange:
         return self.outside_distance(xy) <= tol
 
     def __repr__(self) -> str:
-        return (f"JointRange(k={self.k}, eps={self.eps!r}, candidates={self.num_candidates}, "
-                f"extreme={self.num_extreme})")
+        return (
+            f"JointRange(k={self.k}, eps={self.eps!r}, candidates={self.num_candidates}, "
+            f"extreme={self.num_extreme})"
+        )
 
 
 def joint_range(p0: Any, p1: Any, eps: float, max_outputs: int = 2, *, normalize: bool = False) -> JointRange:
@@ -218,7 +221,7 @@ def joint_range(p0: Any, p1: Any, eps: float, max_outputs: int = 2, *, normalize
     fr_q = [Fraction(float(x)) for x in red.q]
     exact_P = [Fraction(0)]
     exact_Q = [Fraction(0)]
-    for a, b in zip(fr_p, fr_q):
+    for a, b in zip(fr_p, fr_q, strict=False):
         exact_P.append(exact_P[-1] + a)
         exact_Q.append(exact_Q[-1] + b)
 
@@ -231,15 +234,19 @@ def joint_range(p0: Any, p1: Any, eps: float, max_outputs: int = 2, *, normalize
         qb1 = Qh[j] + Ql[j]
         pb2 = (Pt - Ph[j]) - Pl[j]
         qb2 = (Qt - Qh[j]) - Ql[j]
-        for assign, xy, ex in (((1, 2), (pb1, qb1), (exact_P[j], exact_Q[j])),
-                               ((2, 1), (pb2, qb2), (exact_P[kr] - exact_P[j], exact_Q[kr] - exact_Q[j]))):
+        for assign, xy, ex in (
+            ((1, 2), (pb1, qb1), (exact_P[j], exact_Q[j])),
+            ((2, 1), (pb2, qb2), (exact_P[kr] - exact_P[j], exact_Q[kr] - exact_Q[j])),
+        ):
             norm_f.append(xy)
             norm_x.append(ex)
             splits.append(j)
             assignments.append(assign)
     tf = float(t_exact)
-    for assign, xy, ex in (((1,), (1.0 + tf, 1.0 + tf), (1 + t_exact, 1 + t_exact)),
-                           ((2,), (-tf, -tf), (-t_exact, -t_exact))):
+    for assign, xy, ex in (
+        ((1,), (1.0 + tf, 1.0 + tf), (1 + t_exact, 1 + t_exact)),
+        ((2,), (-tf, -tf), (-t_exact, -t_exact)),
+    ):
         norm_f.append(xy)
         norm_x.append(ex)
         splits.append(-1)
@@ -257,9 +264,20 @@ def joint_range(p0: Any, p1: Any, eps: float, max_outputs: int = 2, *, normalize
     hull = pts[hull_idx].copy()
     for arr in (pts, hull, extreme, hull_idx):
         arr.setflags(write=False)
-    return JointRange(points=pts, assignments=tuple(assignments), is_extreme=extreme, hull=hull,
-                      hull_indices=hull_idx, eps=eps, k=red.k_original, max_outputs=2, symbol_labels=sym,
-                      _classes=red.classes, _dropped=red.dropped, _splits=tuple(splits))
+    return JointRange(
+        points=pts,
+        assignments=tuple(assignments),
+        is_extreme=extreme,
+        hull=hull,
+        hull_indices=hull_idx,
+        eps=eps,
+        k=red.k_original,
+        max_outputs=2,
+        symbol_labels=sym,
+        _classes=red.classes,
+        _dropped=red.dropped,
+        _splits=tuple(splits),
+    )
 
 
 # ---------------------------------------------------------------------------------------------

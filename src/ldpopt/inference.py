@@ -91,13 +91,13 @@ def _check_level(value: Any, name: str) -> float:
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class _LLRLaw:
-    m0: np.ndarray           # output distributions (realised channel)
+    m0: np.ndarray  # output distributions (realised channel)
     m1: np.ndarray
-    llr: np.ndarray          # per output; nan where M0 = M1 = 0
-    values: np.ndarray       # distinct LLR values, ascending
-    a: np.ndarray            # P0 of each value
-    b: np.ndarray            # P1 of each value
-    cls: np.ndarray          # output -> index into values (-1: impossible output)
+    llr: np.ndarray  # per output; nan where M0 = M1 = 0
+    values: np.ndarray  # distinct LLR values, ascending
+    a: np.ndarray  # P0 of each value
+    b: np.ndarray  # P1 of each value
+    cls: np.ndarray  # output -> index into values (-1: impossible output)
 
     @property
     def kl(self) -> float:
@@ -418,8 +418,17 @@ class LikelihoodRatioTest:
     >>> test.decide(mech.privatize(x)).decision                 # doctest: +SKIP
     """
 
-    def __init__(self, mech: Any, p0: Any, p1: Any, alpha: float = 0.05, *, randomized: bool = False,
-                 exact_max_n: int = DEFAULT_EXACT_MAX_N, lattice_size: int = DEFAULT_LATTICE_SIZE):
+    def __init__(
+        self,
+        mech: Any,
+        p0: Any,
+        p1: Any,
+        alpha: float = 0.05,
+        *,
+        randomized: bool = False,
+        exact_max_n: int = DEFAULT_EXACT_MAX_N,
+        lattice_size: int = DEFAULT_LATTICE_SIZE,
+    ):
         self.mechanism = mech
         self.alpha = _check_level(alpha, "alpha")
         self.randomized = bool(randomized)
@@ -452,7 +461,9 @@ class LikelihoodRatioTest:
     def _check_counts(self, counts: Any) -> np.ndarray:
         c = np.asarray(counts)
         if c.ndim != 1 or c.shape[0] != self.mechanism.num_outputs:
-            raise ValueError(f"counts must have one entry per output ({self.mechanism.num_outputs}), got shape {c.shape}")
+            raise ValueError(
+                f"counts must have one entry per output ({self.mechanism.num_outputs}), got shape {c.shape}"
+            )
         if c.dtype.kind not in "iu" or np.any(c < 0):
             raise ValueError("counts must be non-negative integers")
         bad = np.flatnonzero((c > 0) & (self._law.cls < 0))
@@ -535,10 +546,21 @@ class LikelihoodRatioTest:
             stat = llr
             decision = int(llr > d.threshold)
             p_value = _lr_upper(law.values, law.a, n, llr)
-        return TestResult(decision=decision, llr=llr, statistic=float(stat), threshold=d.threshold,
-                          p_value=float(min(1.0, max(0.0, p_value))), n=n, alpha=self.alpha, size=d.size,
-                          power=d.power, method=d.method, exact=d.exact, randomized=d.randomized,
-                          boundary=bool(boundary))
+        return TestResult(
+            decision=decision,
+            llr=llr,
+            statistic=float(stat),
+            threshold=d.threshold,
+            p_value=float(min(1.0, max(0.0, p_value))),
+            n=n,
+            alpha=self.alpha,
+            size=d.size,
+            power=d.power,
+            method=d.method,
+            exact=d.exact,
+            randomized=d.randomized,
+            boundary=bool(boundary),
+        )
 
     def _lattice_pvalue(self, n: int, t: int) -> float:
         """P0(T >= t) for the lattice statistic; tilted FFT laws are cached with the window of t
@@ -556,7 +578,7 @@ class LikelihoodRatioTest:
         else:
             lp, lq = _lattice_logpmf(z, a, n, float(query), with_tilted=True)
             ok = lq >= lq[query] - _TAIL_WINDOW_LOG
-            lo = query - int(np.argmin(ok[query::-1])) + 1 if not ok[:query + 1].all() else 0
+            lo = query - int(np.argmin(ok[query::-1])) + 1 if not ok[: query + 1].all() else 0
             hi = query + int(np.argmin(ok[query:])) - 1 if not ok[query:].all() else lq.size - 1
             up, low = _upper_tail(lp), _lower_tail(lp)
             windows.append((lo, hi, up, low))
@@ -564,8 +586,9 @@ class LikelihoodRatioTest:
             return float(math.exp(min(0.0, up[t])))
         return float(1.0 - math.exp(min(0.0, low[t - 1])))
 
-    def bayes_decide(self, reports: Any, prior1: float = 0.5, cost_false_alarm: float = 1.0,
-                     cost_miss: float = 1.0) -> BayesDecision:
+    def bayes_decide(
+        self, reports: Any, prior1: float = 0.5, cost_false_alarm: float = 1.0, cost_miss: float = 1.0
+    ) -> BayesDecision:
         r"""Bayes decision with prior :math:`\pi_1=P(H_1)` and costs (exact LLR).
 
         Decide 1 iff :math:`\Lambda_n > \log\frac{\pi_0 c_{FA}}{\pi_1 c_{M}}`, the rule that
@@ -573,21 +596,28 @@ class LikelihoodRatioTest:
         """
         return self.bayes_decide_counts(self.counts(reports), prior1, cost_false_alarm, cost_miss)
 
-    def bayes_decide_counts(self, counts: Any, prior1: float = 0.5, cost_false_alarm: float = 1.0,
-                            cost_miss: float = 1.0) -> BayesDecision:
+    def bayes_decide_counts(
+        self, counts: Any, prior1: float = 0.5, cost_false_alarm: float = 1.0, cost_miss: float = 1.0
+    ) -> BayesDecision:
         """Same as :meth:`bayes_decide` from the histogram of reports (one count per output)."""
         from scipy.special import expit
 
         pi1 = _check_level(prior1, "prior1")
         for name, val in (("cost_false_alarm", cost_false_alarm), ("cost_miss", cost_miss)):
-            if isinstance(val, bool) or not isinstance(val, (int, float)) or not val > 0 or not math.isfinite(val):
+            if (
+                isinstance(val, bool)
+                or not isinstance(val, (int, float))
+                or not val > 0
+                or not math.isfinite(val)
+            ):
                 raise ValueError(f"{name} must be a finite number > 0, got {name}={val!r}")
         c = self._check_counts(counts)
         llr = self._llr_counts(c)
         thr = math.log1p(-pi1) - math.log(pi1) + math.log(cost_false_alarm) - math.log(cost_miss)
         post = float(expit(llr + math.log(pi1) - math.log1p(-pi1)))
-        return BayesDecision(decision=int(llr > thr), posterior1=post, llr=llr, threshold=thr, prior1=pi1,
-                             n=int(c.sum()))
+        return BayesDecision(
+            decision=int(llr > thr), posterior1=post, llr=llr, threshold=thr, prior1=pi1, n=int(c.sum())
+        )
 
 
 def _coin(gamma: float, rng: Any) -> bool:
@@ -596,13 +626,24 @@ def _coin(gamma: float, rng: Any) -> bool:
     return bernoulli(float(min(1.0, max(0.0, gamma))), bit_source(rng))
 
 
-def _design(law: _LLRLaw, n: int, alpha: float, randomized: bool, exact_max_n: int, lattice_law) -> TestDesign:
+def _design(
+    law: _LLRLaw, n: int, alpha: float, randomized: bool, exact_max_n: int, lattice_law
+) -> TestDesign:
     v = law.values
     if v.size == 1:
         # M0 = M1: the reports carry no information; only a coin can spend alpha
         g = alpha if randomized else 0.0
-        return TestDesign(n, alpha, math.inf if not randomized else n * float(v[0]), g, g, 1.0 - g,
-                          "uninformative", True, randomized)
+        return TestDesign(
+            n,
+            alpha,
+            math.inf if not randomized else n * float(v[0]),
+            g,
+            g,
+            1.0 - g,
+            "uninformative",
+            True,
+            randomized,
+        )
     if v.size == 2:
         return _design_binomial(law, n, alpha, randomized)
     if n <= exact_max_n:
@@ -631,8 +672,9 @@ def _design_binomial(law: _LLRLaw, n: int, alpha: float, randomized: bool) -> Te
     return TestDesign(n, alpha, thr, gamma, size, type_ii, "exact-binomial", True, randomized, None, t)
 
 
-def _design_lattice(law: _LLRLaw, z: np.ndarray, delta: float, n: int, alpha: float,
-                    randomized: bool) -> TestDesign:
+def _design_lattice(
+    law: _LLRLaw, z: np.ndarray, delta: float, n: int, alpha: float, randomized: bool
+) -> TestDesign:
     from scipy.special import ndtri
 
     a, b = law.a, law.b
@@ -678,7 +720,9 @@ def _design_saddlepoint(law: _LLRLaw, n: int, alpha: float, randomized: bool) ->
     thr = brentq(lambda s: _lr_upper(v, a, n, s) - alpha, lo + eps_s, hi - eps_s, xtol=1e-12 * (hi - lo))
     size = _lr_upper(v, a, n, thr)
     type_ii = _lr_lower(v, b, n, thr)
-    return TestDesign(n, alpha, float(thr), 0.0, size, type_ii, "saddlepoint", False, randomized, None, float(thr))
+    return TestDesign(
+        n, alpha, float(thr), 0.0, size, type_ii, "saddlepoint", False, randomized, None, float(thr)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -737,8 +781,16 @@ class SequentialTest:
         Truncation: at ``max_n`` reports without a decision, decide by the sign of the LLR.
     """
 
-    def __init__(self, mech: Any, p0: Any, p1: Any, alpha: float = 0.05, beta: float = 0.05, *,
-                 max_n: int | None = None):
+    def __init__(
+        self,
+        mech: Any,
+        p0: Any,
+        p1: Any,
+        alpha: float = 0.05,
+        beta: float = 0.05,
+        *,
+        max_n: int | None = None,
+    ):
         self.mechanism = mech
         self.alpha = _check_level(alpha, "alpha")
         self.beta = _check_level(beta, "beta")
@@ -760,7 +812,9 @@ class SequentialTest:
     @property
     def state(self) -> SequentialResult:
         """The current state (no reports consumed)."""
-        return SequentialResult(self._decision, self._n, self._llr, self.lower, self.upper, 0, self._truncated)
+        return SequentialResult(
+            self._decision, self._n, self._llr, self.lower, self.upper, 0, self._truncated
+        )
 
     @property
     def expected_sample_size(self) -> tuple[float, float]:
@@ -782,8 +836,9 @@ class SequentialTest:
 
         idx = encode_outputs(self.mechanism, reports)
         if self._decision is not None:
-            return SequentialResult(self._decision, self._n, self._llr, self.lower, self.upper, idx.size,
-                                    self._truncated)
+            return SequentialResult(
+                self._decision, self._n, self._llr, self.lower, self.upper, idx.size, self._truncated
+            )
         if np.any(self._law.cls[idx] < 0):
             j = int(idx[np.flatnonzero(self._law.cls[idx] < 0)[0]])
             raise ValueError(f"output {j} has probability 0 under both hypotheses but was reported")
@@ -797,16 +852,18 @@ class SequentialTest:
             self._llr = float(path[i])
             self._n += i + 1
             self._decision = int(self._llr >= self.upper)
-            return SequentialResult(self._decision, self._n, self._llr, self.lower, self.upper,
-                                    idx.size - i - 1)
+            return SequentialResult(
+                self._decision, self._n, self._llr, self.lower, self.upper, idx.size - i - 1
+            )
         if steps.size:
             self._llr = float(path[-1])
             self._n += steps.size
         if self.max_n is not None and self._n >= self.max_n:
             self._decision = int(self._llr > 0)
             self._truncated = True
-        return SequentialResult(self._decision, self._n, self._llr, self.lower, self.upper,
-                                idx.size - steps.size, self._truncated)
+        return SequentialResult(
+            self._decision, self._n, self._llr, self.lower, self.upper, idx.size - steps.size, self._truncated
+        )
 
     def run(self, reports: Any) -> SequentialResult:
         """Reset, then :meth:`update` with ``reports``."""
@@ -856,9 +913,18 @@ class SampleSizeResult:
     message: str = ""
 
 
-def sample_size(mech: Any, p0: Any, p1: Any, alpha: float = 0.05, beta: float = 0.05, *,
-                method: str = "auto", randomized: bool = False, exact_max_n: int = DEFAULT_EXACT_MAX_N,
-                lattice_size: int = DEFAULT_LATTICE_SIZE) -> SampleSizeResult:
+def sample_size(
+    mech: Any,
+    p0: Any,
+    p1: Any,
+    alpha: float = 0.05,
+    beta: float = 0.05,
+    *,
+    method: str = "auto",
+    randomized: bool = False,
+    exact_max_n: int = DEFAULT_EXACT_MAX_N,
+    lattice_size: int = DEFAULT_LATTICE_SIZE,
+) -> SampleSizeResult:
     r"""Smallest number of reports n for which the likelihood-ratio test has errors <= (alpha, beta).
 
     Parameters
@@ -888,19 +954,26 @@ def sample_size(mech: Any, p0: Any, p1: Any, alpha: float = 0.05, beta: float = 
     alpha = _check_level(alpha, "alpha")
     beta = _check_level(beta, "beta")
     if alpha + beta >= 1.0:
-        raise ValueError(f"alpha + beta must be < 1 (otherwise n = 0 suffices), got alpha={alpha!r}, beta={beta!r}")
+        raise ValueError(
+            f"alpha + beta must be < 1 (otherwise n = 0 suffices), got alpha={alpha!r}, beta={beta!r}"
+        )
     methods = ("auto", "exact", "chernoff", "saddlepoint", "stein")
     if method not in methods:
         raise ValueError(f"method must be one of {methods}, got method={method!r}")
     exact_max_n = check_positive_int(exact_max_n, "exact_max_n")
-    test = LikelihoodRatioTest(mech, p0, p1, alpha, randomized=randomized, exact_max_n=exact_max_n,
-                               lattice_size=lattice_size)
+    test = LikelihoodRatioTest(
+        mech, p0, p1, alpha, randomized=randomized, exact_max_n=exact_max_n, lattice_size=lattice_size
+    )
     law = test._law
     if law.values.size == 1:
-        raise ValueError("the mechanism's output distributions under p0 and p1 are equal: "
-                         "no number of reports can tell the hypotheses apart")
-    extra = {"chernoff_n": _chernoff(law, alpha, beta, randomized).n,
-             "stein_n": _stein(law, alpha, beta, randomized).n}
+        raise ValueError(
+            "the mechanism's output distributions under p0 and p1 are equal: "
+            "no number of reports can tell the hypotheses apart"
+        )
+    extra = {
+        "chernoff_n": _chernoff(law, alpha, beta, randomized).n,
+        "stein_n": _stein(law, alpha, beta, randomized).n,
+    }
     if method == "stein":
         return _with(_stein(law, alpha, beta, randomized), **extra)
     if method == "chernoff":
@@ -910,19 +983,38 @@ def sample_size(mech: Any, p0: Any, p1: Any, alpha: float = 0.05, beta: float = 
     two_valued = law.values.size == 2
     guess = _normal_n(law, alpha, beta)
     if method == "auto" and not two_valued and guess > 0.9 * exact_max_n:
-        return _with(_saddle_n(law, alpha, beta, randomized), **extra,
-                     message=f"n ~ {guess} exceeds exact_max_n = {exact_max_n}: saddlepoint approximation")
+        return _with(
+            _saddle_n(law, alpha, beta, randomized),
+            **extra,
+            message=f"n ~ {guess} exceeds exact_max_n = {exact_max_n}: saddlepoint approximation",
+        )
     limit = None if two_valued else exact_max_n
     n = _exact_search(test, alpha, beta, guess, limit)
     if n is None:
         if method == "exact":
-            raise ValueError(f"the exact sample size exceeds exact_max_n={exact_max_n}; raise exact_max_n "
-                             "or use method='saddlepoint'/'chernoff'")
-        return _with(_saddle_n(law, alpha, beta, randomized), **extra,
-                     message=f"exact search passed exact_max_n = {exact_max_n}: saddlepoint approximation")
+            raise ValueError(
+                f"the exact sample size exceeds exact_max_n={exact_max_n}; raise exact_max_n "
+                "or use method='saddlepoint'/'chernoff'"
+            )
+        return _with(
+            _saddle_n(law, alpha, beta, randomized),
+            **extra,
+            message=f"exact search passed exact_max_n = {exact_max_n}: saddlepoint approximation",
+        )
     d = test.design(n)
-    return SampleSizeResult(n, alpha, beta, d.size, d.type_ii, d.method, True, randomized, law.kl,
-                            message="smallest n for the exact test", **extra)
+    return SampleSizeResult(
+        n,
+        alpha,
+        beta,
+        d.size,
+        d.type_ii,
+        d.method,
+        True,
+        randomized,
+        law.kl,
+        message="smallest n for the exact test",
+        **extra,
+    )
 
 
 def _with(res: SampleSizeResult, **changes: Any) -> SampleSizeResult:
@@ -1018,8 +1110,18 @@ def _chernoff(law: _LLRLaw, alpha: float, beta: float, randomized: bool) -> Samp
     i0, i1 = _chernoff_rates(law, tau)
     n = int(math.ceil(max(la / i0, lb / i1) - 1e-9))
     n = max(n, 1)
-    return SampleSizeResult(n, alpha, beta, math.exp(-n * i0), math.exp(-n * i1), "chernoff", False, randomized,
-                            law.kl, message=f"Chernoff bound: the test 'reject iff LLR >= n*{tau:.6g}' meets both targets")
+    return SampleSizeResult(
+        n,
+        alpha,
+        beta,
+        math.exp(-n * i0),
+        math.exp(-n * i1),
+        "chernoff",
+        False,
+        randomized,
+        law.kl,
+        message=f"Chernoff bound: the test 'reject iff LLR >= n*{tau:.6g}' meets both targets",
+    )
 
 
 def _saddle_n(law: _LLRLaw, alpha: float, beta: float, randomized: bool) -> SampleSizeResult:
@@ -1039,8 +1141,18 @@ def _saddle_n(law: _LLRLaw, alpha: float, beta: float, randomized: bool) -> Samp
         else:
             lo = mid
     d = t2(hi)
-    return SampleSizeResult(hi, alpha, beta, d.size, d.type_ii, "saddlepoint", False, randomized, law.kl,
-                            message="Lugannani-Rice saddlepoint approximation")
+    return SampleSizeResult(
+        hi,
+        alpha,
+        beta,
+        d.size,
+        d.type_ii,
+        "saddlepoint",
+        False,
+        randomized,
+        law.kl,
+        message="Lugannani-Rice saddlepoint approximation",
+    )
 
 
 def _stein(law: _LLRLaw, alpha: float, beta: float, randomized: bool) -> SampleSizeResult:
@@ -1052,5 +1164,15 @@ def _stein(law: _LLRLaw, alpha: float, beta: float, randomized: bool) -> SampleS
     L = -math.log(beta)
     s = (math.sqrt(V) * z + math.sqrt(V * z * z + 4 * D * L)) / (2 * D)
     n = max(1, int(math.ceil(s * s)))
-    return SampleSizeResult(n, alpha, beta, alpha, beta, "stein", False, randomized, D,
-                            message="Stein's lemma with Strassen's second-order term (asymptotic)")
+    return SampleSizeResult(
+        n,
+        alpha,
+        beta,
+        alpha,
+        beta,
+        "stein",
+        False,
+        randomized,
+        D,
+        message="Stein's lemma with Strassen's second-order term (asymptotic)",
+    )

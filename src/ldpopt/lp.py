@@ -39,8 +39,7 @@ def _subset_sums(x: np.ndarray) -> np.ndarray:
     return sums
 
 
-def kov_lp(p0: Any, p1: Any, eps: float, divergence: str | FDivergence = "kl", *,
-           normalize: bool = False):
+def kov_lp(p0: Any, p1: Any, eps: float, divergence: str | FDivergence = "kl", *, normalize: bool = False):
     r"""Exact optimum by the Kairouz-Oh-Viswanath staircase LP over all :math:`2^k-1` high sets (HiGHS).
 
     Parameters
@@ -77,16 +76,34 @@ def kov_lp(p0: Any, p1: Any, eps: float, divergence: str | FDivergence = "kl", *
     dh = _subset_sums(u - v)[1:]
     mu = div.perspective(c + A * ph, c + A * qh, A * dh)
     if not np.all(np.isfinite(mu)):
-        raise ValueError(f"kov_lp: infinite objective coefficients at eps={eps!r} (eps too large for float64)")
-    h = np.arange(1, 2 ** k, dtype=np.int64)
+        raise ValueError(
+            f"kov_lp: infinite objective coefficients at eps={eps!r} (eps too large for float64)"
+        )
+    h = np.arange(1, 2**k, dtype=np.int64)
     member = ((h[None, :] >> np.arange(k, dtype=np.int64)[:, None]) & 1).astype(float)  # (k, 2^k-1)
     Z = c + A * member
-    res = linprog(-mu, A_eq=Z, b_eq=np.ones(k), bounds=(0, None), method="highs",
-                  options={"primal_feasibility_tolerance": _LP_TOL, "dual_feasibility_tolerance": _LP_TOL})
+    res = linprog(
+        -mu,
+        A_eq=Z,
+        b_eq=np.ones(k),
+        bounds=(0, None),
+        method="highs",
+        options={"primal_feasibility_tolerance": _LP_TOL, "dual_feasibility_tolerance": _LP_TOL},
+    )
     if res.status != 0:
-        return OptimalMechanismResult(value=math.nan, mechanism=None, partition=None, num_outputs=0, eps=eps,
-                                      divergence=div.name, input_divergence=div(u, v), method="kov_lp",
-                                      status=int(res.status), message=str(res.message), labels=labels)
+        return OptimalMechanismResult(
+            value=math.nan,
+            mechanism=None,
+            partition=None,
+            num_outputs=0,
+            eps=eps,
+            divergence=div.name,
+            input_divergence=div(u, v),
+            method="kov_lp",
+            status=int(res.status),
+            message=str(res.message),
+            labels=labels,
+        )
     theta = np.asarray(res.x)
     support = np.flatnonzero(theta > _SUPPORT_TOL * max(1.0, theta.max()))
     # polish: re-solve the row constraints on the support so the value is exact to round-off
@@ -99,7 +116,16 @@ def kov_lp(p0: Any, p1: Any, eps: float, divergence: str | FDivergence = "kl", *
     matrix = Z[:, support] * theta_s[None, :]
     matrix = matrix / matrix.sum(axis=1, keepdims=True)
     mech = Mechanism(matrix, eps, labels=labels, name="kov_lp")
-    return OptimalMechanismResult(value=div.transform(value_raw), mechanism=mech, partition=None,
-                                  num_outputs=int(support.size), eps=eps, divergence=div.name,
-                                  input_divergence=div(u, v), method="kov_lp", status=0,
-                                  message=str(res.message), labels=labels)
+    return OptimalMechanismResult(
+        value=div.transform(value_raw),
+        mechanism=mech,
+        partition=None,
+        num_outputs=int(support.size),
+        eps=eps,
+        divergence=div.name,
+        input_divergence=div(u, v),
+        method="kov_lp",
+        status=0,
+        message=str(res.message),
+        labels=labels,
+    )

@@ -13,8 +13,9 @@ required lower bound :math:`e^{-\varepsilon}\max_x Q(y|x)` itself underflows.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -98,7 +99,9 @@ class Mechanism:
         try:
             m = np.array(self.matrix, dtype=float)
         except (TypeError, ValueError):
-            raise TypeError(f"matrix must be a 2-D array of real numbers, got {type(self.matrix).__name__}") from None
+            raise TypeError(
+                f"matrix must be a 2-D array of real numbers, got {type(self.matrix).__name__}"
+            ) from None
         if m.ndim != 2 or m.shape[0] < 1 or m.shape[1] < 1:
             raise ValueError(f"matrix must be a non-empty 2-D array, got shape {m.shape}")
         if not np.all(np.isfinite(m)):
@@ -193,15 +196,17 @@ class Mechanism:
         return save_mechanism(self, path, **kwargs)
 
     @classmethod
-    def from_json(cls, path: Any) -> "Mechanism":
+    def from_json(cls, path: Any) -> Mechanism:
         """Read and re-validate a mechanism file; see :func:`ldpopt.mechanism_io.load_mechanism`."""
         from ldpopt.mechanism_io import load_mechanism
 
         return load_mechanism(path).mechanism
 
     def __repr__(self) -> str:
-        return (f"Mechanism(name={self.name!r}, eps={self.eps!r}, inputs={self.num_inputs}, "
-                f"outputs={self.num_outputs})")
+        return (
+            f"Mechanism(name={self.name!r}, eps={self.eps!r}, inputs={self.num_inputs}, "
+            f"outputs={self.num_outputs})"
+        )
 
 
 def _rr_levels(s: int, eps: float) -> tuple[float, float]:
@@ -225,8 +230,9 @@ def randomized_response(k: int, eps: float, labels: Sequence | None = None) -> M
     k = check_positive_int(k, "k")
     eps = check_eps(eps)
     m = _block_matrix(np.arange(k), k, eps)
-    return Mechanism(m, eps, labels=labels, output_labels=labels,
-                     partition=tuple((i,) for i in range(k)), name="rr")
+    return Mechanism(
+        m, eps, labels=labels, output_labels=labels, partition=tuple((i,) for i in range(k)), name="rr"
+    )
 
 
 def binary_mechanism(p0: Any, p1: Any, eps: float, normalize: bool = False) -> Mechanism:
@@ -247,8 +253,9 @@ def _two_set_mechanism(in_h: np.ndarray, eps: float, labels, name: str) -> Mecha
     return Mechanism(m, eps, labels=labels, partition=part, name=name)
 
 
-def spr_mechanism(partition: Sequence[Sequence[int]], k: int, eps: float,
-                  labels: Sequence | None = None) -> Mechanism:
+def spr_mechanism(
+    partition: Sequence[Sequence[int]], k: int, eps: float, labels: Sequence | None = None
+) -> Mechanism:
     r"""SPR mechanism of a partition: s-ary randomized response on the block label (SPR eq. 11).
 
     .. math:: Q_\pi(j|x) = \frac{e^\varepsilon}{e^\varepsilon+s-1}\ (x\in B_j),\qquad

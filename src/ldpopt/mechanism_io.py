@@ -57,8 +57,24 @@ __all__ = [
 
 FORMAT_NAME = "ldpopt.mechanism"
 FORMAT_VERSION = 1
-_KEYS = ("format", "format_version", "library_version", "name", "eps", "labels", "output_labels", "matrix",
-         "partition", "divergence", "value", "p0", "p1", "p0_sha256", "p1_sha256", "content_sha256")
+_KEYS = (
+    "format",
+    "format_version",
+    "library_version",
+    "name",
+    "eps",
+    "labels",
+    "output_labels",
+    "matrix",
+    "partition",
+    "divergence",
+    "value",
+    "p0",
+    "p1",
+    "p0_sha256",
+    "p1_sha256",
+    "content_sha256",
+)
 
 
 class MechanismFileError(ValueError):
@@ -126,7 +142,9 @@ def _label_list(labels: Any, what: str) -> list | None:
         elif isinstance(lab, (np.str_, str)):
             out.append(str(lab))
         else:
-            raise TypeError(f"{what} must be str or int to be saved, got {lab!r} of type {type(lab).__name__}")
+            raise TypeError(
+                f"{what} must be str or int to be saved, got {lab!r} of type {type(lab).__name__}"
+            )
     return out
 
 
@@ -136,8 +154,16 @@ def _library_version() -> str:
     return str(getattr(ldpopt, "__version__", "0.0.0"))
 
 
-def save_mechanism(obj: Any, path: Any, *, p0: Any = None, p1: Any = None, divergence: Any = None,
-                   value: float | None = None, include_distributions: bool = True) -> Path:
+def save_mechanism(
+    obj: Any,
+    path: Any,
+    *,
+    p0: Any = None,
+    p1: Any = None,
+    divergence: Any = None,
+    value: float | None = None,
+    include_distributions: bool = True,
+) -> Path:
     """Write a mechanism (or an :class:`~ldpopt.OptimalMechanismResult`) as a versioned JSON file.
 
     Parameters
@@ -196,6 +222,7 @@ def save_mechanism(obj: Any, path: Any, *, p0: Any = None, p1: Any = None, diver
 
 def _format(payload: dict) -> str:
     """One field per line, one matrix row per line (still plain JSON)."""
+
     def dump(v: Any) -> str:
         return json.dumps(v, separators=(", ", ": "), allow_nan=False)
 
@@ -255,12 +282,17 @@ def load_mechanism(path: Any) -> MechanismFile:
     if not isinstance(payload, dict):
         raise _err(path, "not a mechanism file (the top level must be a JSON object)")
     if payload.get("format") != FORMAT_NAME:
-        raise _err(path, f"not a mechanism file (format is {payload.get('format')!r}, expected {FORMAT_NAME!r})")
+        raise _err(
+            path, f"not a mechanism file (format is {payload.get('format')!r}, expected {FORMAT_NAME!r})"
+        )
     version = payload.get("format_version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise _err(path, f"format_version must be an integer, got {version!r}")
     if version > FORMAT_VERSION:
-        raise _err(path, f"format_version {version} is newer than this ldpopt reads ({FORMAT_VERSION}); upgrade ldpopt")
+        raise _err(
+            path,
+            f"format_version {version} is newer than this ldpopt reads ({FORMAT_VERSION}); upgrade ldpopt",
+        )
     if version < 1:
         raise _err(path, f"unknown format_version {version}")
     missing = [k for k in _KEYS if k not in payload]
@@ -269,37 +301,53 @@ def load_mechanism(path: Any) -> MechanismFile:
     extra = sorted(set(payload) - set(_KEYS))
     if extra:
         raise _err(path, f"unknown field(s): {', '.join(extra)}")
-    if not isinstance(payload["content_sha256"], str) or _content_digest(payload) != payload["content_sha256"]:
+    if (
+        not isinstance(payload["content_sha256"], str)
+        or _content_digest(payload) != payload["content_sha256"]
+    ):
         raise _err(path, "content digest mismatch: the file was modified after it was written")
 
     eps = payload["eps"]
     if eps == "inf":
         eps = math.inf
     elif not _is_num(eps):
-        raise _err(path, f"eps must be a number or \"inf\", got {eps!r}")
+        raise _err(path, f'eps must be a number or "inf", got {eps!r}')
     matrix = payload["matrix"]
-    if (not isinstance(matrix, list) or not matrix or not all(isinstance(r, list) for r in matrix)
-            or len({len(r) for r in matrix}) != 1 or not all(_is_num(x) for r in matrix for x in r)):
+    if (
+        not isinstance(matrix, list)
+        or not matrix
+        or not all(isinstance(r, list) for r in matrix)
+        or len({len(r) for r in matrix}) != 1
+        or not all(_is_num(x) for r in matrix for x in r)
+    ):
         raise _err(path, "matrix must be a non-empty list of equally long lists of numbers")
     for key in ("labels", "output_labels"):
         lab = payload[key]
-        if lab is not None and (not isinstance(lab, list) or not all(
-                isinstance(x, str) or (isinstance(x, int) and not isinstance(x, bool)) for x in lab)):
+        if lab is not None and (
+            not isinstance(lab, list)
+            or not all(isinstance(x, str) or (isinstance(x, int) and not isinstance(x, bool)) for x in lab)
+        ):
             raise _err(path, f"{key} must be a list of strings/integers or null")
     part = payload["partition"]
     if part is not None:
         if not isinstance(part, list) or not all(
-                isinstance(b, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in b) for b in part):
+            isinstance(b, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in b)
+            for b in part
+        ):
             raise _err(path, "partition must be a list of lists of integers or null")
         part = tuple(tuple(b) for b in part)
     name = payload["name"]
     if not isinstance(name, str):
         raise _err(path, "name must be a string")
     try:
-        mech = Mechanism(np.array(matrix, dtype=float), eps,
-                         labels=None if payload["labels"] is None else tuple(payload["labels"]),
-                         output_labels=None if payload["output_labels"] is None else tuple(payload["output_labels"]),
-                         partition=part, name=name)
+        mech = Mechanism(
+            np.array(matrix, dtype=float),
+            eps,
+            labels=None if payload["labels"] is None else tuple(payload["labels"]),
+            output_labels=None if payload["output_labels"] is None else tuple(payload["output_labels"]),
+            partition=part,
+            name=name,
+        )
     except (TypeError, ValueError) as exc:
         raise _err(path, f"invalid mechanism: {exc}") from None
     k = mech.num_inputs
@@ -308,7 +356,9 @@ def load_mechanism(path: Any) -> MechanismFile:
         if flat != list(range(k)) or any(not b for b in part):
             raise _err(path, f"partition must split range({k}) into non-empty disjoint blocks")
         if len(part) != mech.num_outputs:
-            raise _err(path, f"partition has {len(part)} blocks but the matrix has {mech.num_outputs} outputs")
+            raise _err(
+                path, f"partition has {len(part)} blocks but the matrix has {mech.num_outputs} outputs"
+            )
     try:
         realise(mech)
     except ValueError as exc:
@@ -336,7 +386,14 @@ def load_mechanism(path: Any) -> MechanismFile:
     lib = payload["library_version"]
     if not isinstance(lib, str):
         raise _err(path, "library_version must be a string")
-    return MechanismFile(mechanism=mech, p0=dists["p0"], p1=dists["p1"], p0_sha256=payload["p0_sha256"],
-                         p1_sha256=payload["p1_sha256"], divergence=payload["divergence"],
-                         value=None if value is None else float(value), format_version=version,
-                         library_version=lib)
+    return MechanismFile(
+        mechanism=mech,
+        p0=dists["p0"],
+        p1=dists["p1"],
+        p0_sha256=payload["p0_sha256"],
+        p1_sha256=payload["p1_sha256"],
+        divergence=payload["divergence"],
+        value=None if value is None else float(value),
+        format_version=version,
+        library_version=lib,
+    )

@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import abc
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -135,7 +136,9 @@ class RowAdditiveObjective(abc.ABC):
         return self.transform(math.fsum(vals.tolist()))
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self.name!r}, sense={self.sense!r}, num_inputs={self.num_inputs})"
+        return (
+            f"{type(self).__name__}(name={self.name!r}, sense={self.sense!r}, num_inputs={self.num_inputs})"
+        )
 
 
 class RowObjective(RowAdditiveObjective):
@@ -154,8 +157,14 @@ class RowObjective(RowAdditiveObjective):
         Monotone increasing map from the raw sum to the reported value.
     """
 
-    def __init__(self, func: Callable[[np.ndarray], Any], num_inputs: int, sense: str = "min",
-                 name: str = "custom", transform: Callable[[float], float] | None = None):
+    def __init__(
+        self,
+        func: Callable[[np.ndarray], Any],
+        num_inputs: int,
+        sense: str = "min",
+        name: str = "custom",
+        transform: Callable[[float], float] | None = None,
+    ):
         _set_user_function(self, func, num_inputs, sense, name)
         self._transform = transform
 
@@ -182,8 +191,13 @@ class ChannelObjective:
     name : str
     """
 
-    def __init__(self, func: Callable[[np.ndarray], float], num_inputs: int, sense: str = "min",
-                 name: str = "channel objective"):
+    def __init__(
+        self,
+        func: Callable[[np.ndarray], float],
+        num_inputs: int,
+        sense: str = "min",
+        name: str = "channel objective",
+    ):
         _set_user_function(self, func, num_inputs, sense, name)
 
     def evaluate(self, mechanism: Any) -> float:
@@ -292,7 +306,9 @@ class FisherInformation(RowAdditiveObjective):
         if d.ndim == 1:
             d = d[:, None]
         if d.ndim != 2 or d.shape[0] != self.pmf.shape[0]:
-            raise ValueError(f"derivative must have shape ({self.pmf.shape[0]},) or ({self.pmf.shape[0]}, d), got {np.shape(derivative)}")
+            raise ValueError(
+                f"derivative must have shape ({self.pmf.shape[0]},) or ({self.pmf.shape[0]}, d), got {np.shape(derivative)}"
+            )
         if not np.all(np.isfinite(d)):
             raise ValueError("derivative must contain only finite numbers")
         sums = d.sum(axis=0)

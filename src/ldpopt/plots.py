@@ -90,15 +90,22 @@ def plot_utility_curves(experiment, bands: bool | None = None):
     n = len(curves)
     fig = new_figure(5.0 * n, 4.2)
     axes = fig.subplots(1, n, squeeze=False)[0]
-    for i, (ax, c) in enumerate(zip(axes, curves)):
+    for i, (ax, c) in enumerate(zip(axes, curves, strict=False)):
         for m in c.mechanisms:
             st = dict(STYLES[m])
             label = MECHANISM_LABELS[m] if m != "rr" else f"{c.k}-ary randomized response"
             ax.plot(c.eps_grid, c.mean(m), label=label, **st)
             if bands and experiment.bands:
                 b = experiment.bands[i]
-                ax.fill_between(c.eps_grid, b.lower[m], b.upper[m], color=st["color"], alpha=0.18, lw=0,
-                                zorder=st["zorder"] - 1)
+                ax.fill_between(
+                    c.eps_grid,
+                    b.lower[m],
+                    b.upper[m],
+                    color=st["color"],
+                    alpha=0.18,
+                    lw=0,
+                    zorder=st["zorder"] - 1,
+                )
         ax.set_xlabel(r"$\varepsilon$")
         ax.set_ylabel(r"$D_{kl}(M_0\,\|\,M_1)\;/\;D_{kl}(P_0\,\|\,P_1)$")
         ax.set_xlim(float(c.eps_grid.min()), float(c.eps_grid.max()))
@@ -110,8 +117,10 @@ def plot_utility_curves(experiment, bands: bool | None = None):
     title = None
     if bands and experiment.bands:
         b = experiment.bands[0]
-        title = (f"mean over trials with {100 * b.level:g}% percentile-bootstrap bands "
-                 f"({b.resamples} resamples, shared indices)")
+        title = (
+            f"mean over trials with {100 * b.level:g}% percentile-bootstrap bands "
+            f"({b.resamples} resamples, shared indices)"
+        )
     _finish(fig, title, experiment.quick)
     return fig
 
@@ -128,22 +137,39 @@ def _draw_joint_range(ax, jr, annotate: bool, point_size: float = 36.0, legend: 
         ax.plot(hull[:, 0], hull[:, 1], label="predicted polytope (Thm. 3.1)", **HULL_EDGE)
     pts = np.asarray(jr.points)
     ext = np.asarray(jr.is_extreme)
-    ax.scatter(pts[ext, 0], pts[ext, 1], s=point_size, color=POINT_COLOR, zorder=5,
-               label="SPR-induced extreme point")
-    ax.scatter(pts[~ext, 0], pts[~ext, 1], s=point_size, facecolors="white", edgecolors=POINT_COLOR,
-               linewidths=1.4, zorder=5, label="SPR-induced interior point (dominated)")
+    ax.scatter(
+        pts[ext, 0], pts[ext, 1], s=point_size, color=POINT_COLOR, zorder=5, label="SPR-induced extreme point"
+    )
+    ax.scatter(
+        pts[~ext, 0],
+        pts[~ext, 1],
+        s=point_size,
+        facecolors="white",
+        edgecolors=POINT_COLOR,
+        linewidths=1.4,
+        zorder=5,
+        label="SPR-induced interior point (dominated)",
+    )
     if annotate:
         center = hull.mean(axis=0)
-        for (x, y), lab, e in zip(pts, jr.labels, ext):
+        for (x, y), lab, e in zip(pts, jr.labels, ext, strict=False):
             d = np.array([x, y]) - center
             nrm = float(np.hypot(*d))
             d = d / nrm if nrm > 1e-12 else np.array([0.0, 1.0])
             off = 18.0 * d
             text = lab if e else f"{lab} (interior)"
-            ax.annotate(text, (x, y), xytext=(off[0], off[1]), textcoords="offset points", fontsize=6.5,
-                        ha="left" if d[0] >= 0 else "right", va="bottom" if d[1] >= 0 else "top",
-                        color="0.15", zorder=6,
-                        arrowprops=dict(arrowstyle="-", lw=0.5, color="0.6", shrinkA=0, shrinkB=3))
+            ax.annotate(
+                text,
+                (x, y),
+                xytext=(off[0], off[1]),
+                textcoords="offset points",
+                fontsize=6.5,
+                ha="left" if d[0] >= 0 else "right",
+                va="bottom" if d[1] >= 0 else "top",
+                color="0.15",
+                zorder=6,
+                arrowprops=dict(arrowstyle="-", lw=0.5, color="0.6", shrinkA=0, shrinkB=3),
+            )
     ax.set_aspect("equal")
     ax.grid(alpha=0.3)
 
@@ -165,8 +191,14 @@ def plot_joint_range(jr, annotate: bool = True, title: str | None = None, quick:
     ax.set_ylim(-0.2, 1.2)
     ax.set_xlabel(r"$\langle Q^\top p, e_1\rangle$ (probability output 1 under $p$)")
     ax.set_ylabel(r"$\langle Q^\top q, e_1\rangle$ (probability output 1 under $q$)")
-    ax.set_title(title or (f"joint range $\\mathcal{{R}}_2(p, q)$, k = {jr.k}, $\\varepsilon$ = {jr.eps:g}: "
-                           f"{jr.num_extreme} of {jr.num_candidates} SPR candidates extreme"), fontsize=10)
+    ax.set_title(
+        title
+        or (
+            f"joint range $\\mathcal{{R}}_2(p, q)$, k = {jr.k}, $\\varepsilon$ = {jr.eps:g}: "
+            f"{jr.num_extreme} of {jr.num_candidates} SPR candidates extreme"
+        ),
+        fontsize=10,
+    )
     ax.legend(loc="lower right", fontsize=7.5)
     _finish(fig, None, quick)
     return fig
@@ -178,17 +210,29 @@ def plot_hull_check(check, annotate: bool = False):
     n = len(panels)
     fig = new_figure(4.6 * n, 5.0)
     axes = fig.subplots(1, n, squeeze=False)[0]
-    for ax, pn in zip(axes, panels):
+    for ax, pn in zip(axes, panels, strict=False):
         cl = pn.cloud
         if cl.shape[0]:
-            ax.scatter(cl[:, 0], cl[:, 1], s=1.0, color="0.6", alpha=0.35, lw=0, rasterized=True, zorder=1,
-                       label=r"random $\varepsilon$-LDP channel (Monte Carlo)")
+            ax.scatter(
+                cl[:, 0],
+                cl[:, 1],
+                s=1.0,
+                color="0.6",
+                alpha=0.35,
+                lw=0,
+                rasterized=True,
+                zorder=1,
+                label=r"random $\varepsilon$-LDP channel (Monte Carlo)",
+            )
         _draw_joint_range(ax, pn.joint_range, annotate, point_size=28.0)
         ax.set_xlim(-0.4, 1.4)
         ax.set_ylim(-0.4, 1.4)
         ax.set_xlabel(r"$\langle Q^\top p, e_1\rangle$")
-        ax.set_title(f"$\\varepsilon$ = {pn.eps:g}: {pn.extreme_count}/{pn.joint_range.num_candidates} extreme, "
-                     f"acceptance {100 * pn.acceptance_rate:.3f}%, outside hull: {pn.outside_hull}", fontsize=8.5)
+        ax.set_title(
+            f"$\\varepsilon$ = {pn.eps:g}: {pn.extreme_count}/{pn.joint_range.num_candidates} extreme, "
+            f"acceptance {100 * pn.acceptance_rate:.3f}%, outside hull: {pn.outside_hull}",
+            fontsize=8.5,
+        )
     axes[0].set_ylabel(r"$\langle Q^\top q, e_1\rangle$")
     from matplotlib.lines import Line2D
 
@@ -199,8 +243,12 @@ def plot_hull_check(check, annotate: bool = False):
     fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=8, markerscale=1.5)
     p = ", ".join(f"{x:g}" for x in check.p0)
     q = ", ".join(f"{x:g}" for x in check.p1)
-    _finish(fig, f"Joint range $\\mathcal{{R}}_2(p, q)$ for k = {len(check.p0)}, m = 2 across "
-                 f"{n} privacy levels; p = ({p}), q = ({q})", check.quick)
+    _finish(
+        fig,
+        f"Joint range $\\mathcal{{R}}_2(p, q)$ for k = {len(check.p0)}, m = 2 across "
+        f"{n} privacy levels; p = ({p}), q = ({q})",
+        check.quick,
+    )
     return fig
 
 
@@ -213,7 +261,9 @@ def plot_runtimes(table):
     if lk.size:
         ax.plot(lk, lt, "s-", color="0.3", lw=1.5, ms=5, label=r"KOV staircase LP ($2^k-1$ variables, HiGHS)")
     if ks.size:
-        ax.plot(ks, ts, "o-", color=POINT_COLOR, lw=1.5, ms=5, label=f"SPR solver ({table.spr_method or 'dp'})")
+        ax.plot(
+            ks, ts, "o-", color=POINT_COLOR, lw=1.5, ms=5, label=f"SPR solver ({table.spr_method or 'dp'})"
+        )
         # k^2 / k^3 guides through the largest SPR measurement, kept within the data's time range
         k0, t0 = float(ks[-1]), float(ts[-1])
         ymin = float(min(ts.min(), lt.min() if lt.size else np.inf))
@@ -221,7 +271,9 @@ def plot_runtimes(table):
             for power, ls in ((2, (0, (4, 3))), (3, (0, (1, 2)))):
                 kmin = max(float(ks.min()), k0 * (ymin / t0) ** (1.0 / power))
                 grid = np.geomspace(kmin, k0, 50)
-                ax.plot(grid, t0 * (grid / k0) ** power, ls=ls, color="0.6", lw=1, label=rf"$\propto k^{power}$")
+                ax.plot(
+                    grid, t0 * (grid / k0) ** power, ls=ls, color="0.6", lw=1, label=rf"$\propto k^{power}$"
+                )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("alphabet size k")

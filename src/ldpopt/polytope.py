@@ -23,7 +23,8 @@ Subsets are handled as boolean membership rows (shape ``(n, m)``) and converted 
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -86,7 +87,7 @@ def subset_rows(m: int) -> np.ndarray:
             f"enumerating all 2^m - 2 subsets is limited to m <= {ENUM_MAX_M}, got m={m}; "
             "use column generation (method='colgen'), the channel LP (method='direct') or a symmetry group"
         )
-    h = np.arange(1, 2 ** m - 1, dtype=np.int64)
+    h = np.arange(1, 2**m - 1, dtype=np.int64)
     return ((h[:, None] >> np.arange(m, dtype=np.int64)[None, :]) & 1).astype(bool)
 
 
@@ -132,8 +133,14 @@ def s_matrix(m: int, eps: float, subsets: Any = None) -> np.ndarray:
     return np.where(rows, e, 1.0)
 
 
-def q_ex(weights: Any, eps: float, m: int | None = None, *, labels: Sequence | None = None,
-         tol: float = POLYTOPE_TOL) -> Mechanism:
+def q_ex(
+    weights: Any,
+    eps: float,
+    m: int | None = None,
+    *,
+    labels: Sequence | None = None,
+    tol: float = POLYTOPE_TOL,
+) -> Mechanism:
     r"""The maximal channel :math:`Q_{\rm ex}^{(c)}` of a weight vector in :math:`\mathcal S_{\mathcal X,\varepsilon}` (eq. 21).
 
     Parameters
@@ -203,8 +210,9 @@ def cdd_vertices(A_eq: np.ndarray, b_eq: np.ndarray) -> np.ndarray:
     # H-representation rows [b, a] mean b + a.w >= 0 (== 0 for rows in lin_set)
     eq = np.hstack([b_eq[:, None], -A_eq])
     nonneg = np.hstack([np.zeros((n, 1)), np.eye(n)])
-    mat = cdd.matrix_from_array(np.vstack([eq, nonneg]).tolist(), lin_set=set(range(k)),
-                                rep_type=cdd.RepType.INEQUALITY)
+    mat = cdd.matrix_from_array(
+        np.vstack([eq, nonneg]).tolist(), lin_set=set(range(k)), rep_type=cdd.RepType.INEQUALITY
+    )
     poly = cdd.polyhedron_from_matrix(mat)
     gen = np.array(cdd.copy_generators(poly).array, dtype=float).reshape(-1, n + 1)
     if gen.size and np.any(gen[:, 0] == 0):
@@ -246,14 +254,18 @@ def _matrix_of(q: Any, name: str) -> tuple[np.ndarray, float | None]:
     try:
         arr = np.array(q, dtype=float)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a Mechanism or a 2-D array (rows = inputs), got {type(q).__name__}") from None
+        raise TypeError(
+            f"{name} must be a Mechanism or a 2-D array (rows = inputs), got {type(q).__name__}"
+        ) from None
     if arr.ndim != 2 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 2-D array (rows = inputs), got shape {arr.shape}")
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
         raise ValueError(f"{name} must contain finite non-negative numbers")
     sums = arr.sum(axis=1)
     if np.any(np.abs(sums - 1.0) > 1e-9):
-        raise ValueError(f"{name} must be row-stochastic (rows = inputs); a row sums to {sums[np.argmax(np.abs(sums - 1))]!r}")
+        raise ValueError(
+            f"{name} must be row-stochastic (rows = inputs); a row sums to {sums[np.argmax(np.abs(sums - 1))]!r}"
+        )
     return arr, None
 
 
@@ -337,7 +349,7 @@ def _merge_proportional(matrix: np.ndarray, rtol: float) -> np.ndarray:
     sums: list[np.ndarray] = []
     for j in range(cols.shape[1]):
         d = dirs[:, j]
-        for r, (rep, acc) in enumerate(zip(reps, sums)):
+        for _r, (rep, acc) in enumerate(zip(reps, sums, strict=False)):
             if np.max(np.abs(d - rep)) <= rtol * max(float(np.max(d)), float(np.max(rep))):
                 acc += cols[:, j]
                 break
@@ -401,7 +413,9 @@ def garbling(q1: Any, q2: Any, tol: float = BLACKWELL_TOL) -> np.ndarray | None:
     ones = np.ones((k * n2, 1))
     A_ub = sparse.vstack([sparse.hstack([prod, -ones]), sparse.hstack([-prod, -ones])]).tocsr()
     b_ub = np.concatenate([m2.ravel(), -m2.ravel()])
-    A_eq = sparse.hstack([sparse.kron(sparse.identity(n1), np.ones((1, n2))), sparse.csr_matrix((n1, 1))]).tocsr()
+    A_eq = sparse.hstack(
+        [sparse.kron(sparse.identity(n1), np.ones((1, n2))), sparse.csr_matrix((n1, 1))]
+    ).tocsr()
     cost = np.zeros(nk + 1)
     cost[-1] = 1.0
     res = linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=np.ones(n1), bounds=(0, None), method="highs")
@@ -444,7 +458,7 @@ def layer_cake(col: np.ndarray, c0: float) -> list[tuple[np.ndarray, float]]:
     vals = np.unique(col)
     out: list[tuple[np.ndarray, float]] = []
     a1 = 1.0 - c0
-    for lo, hi in zip(vals[:-1], vals[1:]):
+    for lo, hi in zip(vals[:-1], vals[1:], strict=False):
         out.append((col >= hi, float((hi - lo) / a1)))
     alpha = float(vals[0] - c0 * (vals[-1] - vals[0]) / a1)
     if alpha > 0:
@@ -468,7 +482,11 @@ def _decompose(matrix: np.ndarray, c0: float) -> tuple[np.ndarray, np.ndarray, n
                 rows.append(y)
                 weights.append(w)
                 source.append(j)
-    return np.array(rows, dtype=bool).reshape(-1, matrix.shape[0]), np.array(weights), np.array(source, dtype=int)
+    return (
+        np.array(rows, dtype=bool).reshape(-1, matrix.shape[0]),
+        np.array(weights),
+        np.array(source, dtype=int),
+    )
 
 
 def maximal_refinement(mechanism: Mechanism) -> Mechanism:
@@ -490,7 +508,7 @@ def maximal_refinement(mechanism: Mechanism) -> Mechanism:
     rows, w, _ = _decompose(matrix, c0)
     keys: dict[bytes, int] = {}
     merged_rows, merged_w = [], []
-    for y, wt in zip(rows, w):
+    for y, wt in zip(rows, w, strict=False):
         if y.all() or not y.any():
             continue
         key = y.tobytes()

@@ -35,9 +35,10 @@ import traceback
 import uuid
 import warnings
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -152,8 +153,10 @@ def _blocks_value(div, sums: list[tuple[float, float, float]], eps: np.ndarray) 
 def _baseline_binary(u, v, eps, div):
     """Binary mechanism (Kairouz et al.): RR on 1{P0(x) >= P1(x)} = SPR with blocks (H, H^c)."""
     high = u >= v
-    sums = [(math.fsum(u[m].tolist()), math.fsum(v[m].tolist()), math.fsum((u[m] - v[m]).tolist()))
-            for m in (high, ~high)]
+    sums = [
+        (math.fsum(u[m].tolist()), math.fsum(v[m].tolist()), math.fsum((u[m] - v[m]).tolist()))
+        for m in (high, ~high)
+    ]
     part = partition_string((np.flatnonzero(high), np.flatnonzero(~high)))
     return _blocks_value(div, sums, eps), np.full(eps.shape, 2, dtype=np.int64), part
 
@@ -161,8 +164,11 @@ def _baseline_binary(u, v, eps, div):
 def _baseline_rr(u, v, eps, div):
     """k-ary randomized response = SPR with singleton blocks; every symbol is its own output."""
     c, A = _rescaled(eps)
-    terms = div.perspective(c[:, None] + A[:, None] * u[None, :], c[:, None] + A[:, None] * v[None, :],
-                            A[:, None] * (u - v)[None, :])
+    terms = div.perspective(
+        c[:, None] + A[:, None] * u[None, :],
+        c[:, None] + A[:, None] * v[None, :],
+        A[:, None] * (u - v)[None, :],
+    )
     raw = terms.sum(axis=1) / (1.0 + (u.shape[0] - 1) * c)
     return _transform(div, raw), np.full(eps.shape, u.shape[0], dtype=np.int64), None
 
@@ -210,7 +216,12 @@ class ChunkTask:
 
     @property
     def num_rows(self) -> int:
-        return (self.stop - self.start) * len(self.eps) * len(self.divergences) * (len(self.budgets) + len(self.baselines))
+        return (
+            (self.stop - self.start)
+            * len(self.eps)
+            * len(self.divergences)
+            * (len(self.budgets) + len(self.baselines))
+        )
 
 
 @dataclass
@@ -246,8 +257,20 @@ def _warm_up(single_thread: bool = True) -> None:
         spec = InstanceSpec(kind="dirichlet", k=3, trials=1, alpha=(1.0, 1.0, 1.0), seed=0)
         if single_thread:
             _limit_threads()
-        _compute_chunk(ChunkTask(chunk_id=-1, start=0, stop=1, ids=("w",), spec=spec, pairs=None, eps=(1.0,),
-                                 divergences=("kl",), budgets=(0, 2), baselines=("binary", "rr")))
+        _compute_chunk(
+            ChunkTask(
+                chunk_id=-1,
+                start=0,
+                stop=1,
+                ids=("w",),
+                spec=spec,
+                pairs=None,
+                eps=(1.0,),
+                divergences=("kl",),
+                budgets=(0, 2),
+                baselines=("binary", "rr"),
+            )
+        )
     except Exception:  # pragma: no cover - depends on the worker's environment
         pass
 
@@ -284,7 +307,9 @@ def run_chunk(task: ChunkTask) -> ChunkOutcome:
         table, solve_s, build_s = _compute_chunk(task)
         return ChunkOutcome(task.chunk_id, table=table, solve_seconds=solve_s, build_seconds=build_s)
     except Exception as exc:
-        return ChunkOutcome(task.chunk_id, error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
+        return ChunkOutcome(
+            task.chunk_id, error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc()
+        )
 
 
 def _compute_chunk(task: ChunkTask):
@@ -292,8 +317,11 @@ def _compute_chunk(task: ChunkTask):
 
     from ldpopt.divergences import get_divergence
 
-    pairs = (list(task.pairs) if task.pairs is not None
-             else [dirichlet_pair(task.spec, i) for i in range(task.start, task.stop)])
+    pairs = (
+        list(task.pairs)
+        if task.pairs is not None
+        else [dirichlet_pair(task.spec, i) for i in range(task.start, task.stop)]
+    )
     n, E = len(pairs), len(task.eps)
     eps = np.asarray(task.eps, dtype=float)
     groups = []  # (divergence index, mechanism, budget)
@@ -309,6 +337,7 @@ def _compute_chunk(task: ChunkTask):
     ks = np.array([u.shape[0] for u, _ in pairs], dtype=np.int64)
     by_k = {int(k): np.flatnonzero(ks == k) for k in np.unique(ks)}
     from ldpopt.batch import sweep
+
     solve_s = build_s = 0.0
     cache: dict = {}
     for g, (di, mech, budget) in enumerate(groups):
@@ -320,9 +349,15 @@ def _compute_chunk(task: ChunkTask):
                 inputs[:, di] = [div(u, v) for u, v in pairs]
             results = []
             for pos in by_k.values():
-                res = sweep(np.vstack([pairs[i][0] for i in pos]), np.vstack([pairs[i][1] for i in pos]), eps,
-                            divergence=name, max_outputs=None if budget == 0 else budget,
-                            return_partitions=True, progress=False)
+                res = sweep(
+                    np.vstack([pairs[i][0] for i in pos]),
+                    np.vstack([pairs[i][1] for i in pos]),
+                    eps,
+                    divergence=name,
+                    max_outputs=None if budget == 0 else budget,
+                    return_partitions=True,
+                    progress=False,
+                )
                 values[pos, g, :] = np.asarray(res.values, dtype=float)
                 nout[pos, g, :] = np.asarray(res.num_outputs, dtype=np.int64)
                 results.append((pos, res.partitions))
@@ -383,8 +418,9 @@ def _cached_partition_string(blocks, cache: dict) -> str:
 def _instance_cost(cfg: SweepConfig, k: int) -> float:
     """Estimated seconds of one instance over the whole grid on one core (fixed cost model)."""
     solve = sum((_COST_A + _COST_B * k * k) * (_BUDGET_FACTOR if 0 < b < k else 1.0) for b in cfg.budgets)
-    base = sum(_LP_A + _LP_B * 2.0 ** min(k, 30) if m == "kov_lp" else _BASE_A + _BASE_B * k
-               for m in cfg.baselines)
+    base = sum(
+        _LP_A + _LP_B * 2.0 ** min(k, 30) if m == "kov_lp" else _BASE_A + _BASE_B * k for m in cfg.baselines
+    )
     return len(cfg.eps) * len(cfg.divergences) * (solve + base)
 
 
@@ -415,9 +451,22 @@ def _tasks(cfg: SweepConfig, ipc: int, faults: tuple, in_worker: bool) -> list[C
     for cid, start in enumerate(range(0, cfg.num_instances, ipc)):
         stop = min(start + ipc, cfg.num_instances)
         pairs = None if inst.pairs is None else tuple(inst.pairs[start:stop])
-        tasks.append(ChunkTask(chunk_id=cid, start=start, stop=stop, ids=inst.ids[start:stop], spec=inst.spec,
-                               pairs=pairs, eps=cfg.eps, divergences=cfg.divergences, budgets=cfg.budgets,
-                               baselines=cfg.baselines, in_worker=in_worker, faults=faults))
+        tasks.append(
+            ChunkTask(
+                chunk_id=cid,
+                start=start,
+                stop=stop,
+                ids=inst.ids[start:stop],
+                spec=inst.spec,
+                pairs=pairs,
+                eps=cfg.eps,
+                divergences=cfg.divergences,
+                budgets=cfg.budgets,
+                baselines=cfg.baselines,
+                in_worker=in_worker,
+                faults=faults,
+            )
+        )
     return tasks
 
 
@@ -432,7 +481,7 @@ def parse_scheduler(scheduler: str) -> tuple[str, str | None]:
     if s in ("inline", "processes", "dask-local"):
         return s, None
     if s.startswith("tcp://"):
-        host, sep, port = s[len("tcp://"):].rpartition(":")
+        host, sep, port = s[len("tcp://") :].rpartition(":")
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise SchedulerError(f"scheduler address must look like tcp://HOST:PORT, got {scheduler!r}")
         return "tcp", s
@@ -471,8 +520,9 @@ class _Processes:
     def _new_pool(self):
         from concurrent.futures import ProcessPoolExecutor
 
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("spawn"),
-                                   initializer=_worker_init)
+        return ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=mp.get_context("spawn"), initializer=_worker_init
+        )
 
     def run(self, tasks: list[ChunkTask], store: SweepStore) -> Iterator[ChunkOutcome]:
         from concurrent.futures import FIRST_COMPLETED, wait
@@ -510,8 +560,9 @@ class _Processes:
                     inflight[fut] = task  # handled below with the other lost chunks
                     continue
                 except Exception as exc:  # e.g. unpicklable result
-                    out = ChunkOutcome(task.chunk_id, error=f"{type(exc).__name__}: {exc}",
-                                       traceback=traceback.format_exc())
+                    out = ChunkOutcome(
+                        task.chunk_id, error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc()
+                    )
                 out.attempts = deaths.get(task.chunk_id, 0) + 1
                 yield out
             if broken:
@@ -523,8 +574,11 @@ class _Processes:
                     deaths[task.chunk_id] = deaths.get(task.chunk_id, 0) + 1
                     store.record_retry(task.chunk_id)
                     if deaths[task.chunk_id] >= MAX_WORKER_DEATHS:
-                        yield ChunkOutcome(task.chunk_id, attempts=deaths[task.chunk_id],
-                                           error=f"worker process died {deaths[task.chunk_id]} times running this chunk")
+                        yield ChunkOutcome(
+                            task.chunk_id,
+                            attempts=deaths[task.chunk_id],
+                            error=f"worker process died {deaths[task.chunk_id]} times running this chunk",
+                        )
                     else:
                         log.warning("a worker died; retrying chunk %d", task.chunk_id)
                         suspects.append(task)
@@ -561,10 +615,18 @@ class _Dask:
         self.name = address or kind
         if kind == "dask-local":
             try:
-                self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                            host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR)
+                self.cluster = LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
             except Exception as exc:  # e.g. workers that cannot start (spawned processes re-import __main__)
-                raise SchedulerError(f"could not start a local Dask cluster ({type(exc).__name__}: {exc})") from None
+                raise SchedulerError(
+                    f"could not start a local Dask cluster ({type(exc).__name__}: {exc})"
+                ) from None
             self.client = Client(self.cluster)
             self.workers = workers
         else:
@@ -590,7 +652,9 @@ class _Dask:
             versions = self.client.run(_ldpopt_version)
         except Exception as exc:
             self.close()
-            raise SchedulerError(f"the workers of {self.name} cannot run ldpopt ({type(exc).__name__}: {exc})") from None
+            raise SchedulerError(
+                f"the workers of {self.name} cannot run ldpopt ({type(exc).__name__}: {exc})"
+            ) from None
         bad = {w: v for w, v in versions.items() if v != ldpopt.__version__}
         if bad:
             self.close()
@@ -603,15 +667,18 @@ class _Dask:
         from distributed import as_completed
 
         tag = uuid.uuid4().hex[:8]
-        futures = {self.client.submit(run_chunk, t, key=f"ldpopt-chunk-{tag}-{t.chunk_id}", pure=False): t
-                   for t in tasks}
+        futures = {
+            self.client.submit(run_chunk, t, key=f"ldpopt-chunk-{tag}-{t.chunk_id}", pure=False): t
+            for t in tasks
+        }
         for fut in as_completed(list(futures)):
             task = futures.pop(fut)
             try:
                 out = fut.result()
             except Exception as exc:  # KilledWorker after repeated worker deaths, lost connection...
-                out = ChunkOutcome(task.chunk_id, error=f"{type(exc).__name__}: {exc}",
-                                   traceback=traceback.format_exc())
+                out = ChunkOutcome(
+                    task.chunk_id, error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc()
+                )
             fut.release()
             yield out
 
@@ -656,8 +723,14 @@ class _Progress:
         self._bar = None
         if not quiet:
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
-                                       TimeElapsedColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                ProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
             from rich.text import Text
 
             def _rate(task):
@@ -669,7 +742,9 @@ class _Progress:
             class _Rate(ProgressColumn):
                 def render(self, task):
                     rate = _rate(task)
-                    return Text("-- cells/s" if rate is None else f"{rate:,.0f} cells/s", style="progress.data.speed")
+                    return Text(
+                        "-- cells/s" if rate is None else f"{rate:,.0f} cells/s", style="progress.data.speed"
+                    )
 
             class _Eta(ProgressColumn):
                 def render(self, task):
@@ -679,12 +754,24 @@ class _Progress:
                     if rate is None:
                         return Text("ETA -:--:--", style="progress.remaining")
                     left = int(round((task.total - task.completed) / rate))
-                    return Text(f"ETA {left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}", style="progress.remaining")
+                    return Text(
+                        f"ETA {left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}",
+                        style="progress.remaining",
+                    )
 
-            self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 _Rate(), TimeElapsedColumn(), _Eta(), console=Console(stderr=True),
-                                 transient=False)
-            self._task = self._bar.add_task(label, total=total_cells, completed=done_cells, initial=done_cells)
+            self._bar = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                _Rate(),
+                TimeElapsedColumn(),
+                _Eta(),
+                console=Console(stderr=True),
+                transient=False,
+            )
+            self._task = self._bar.add_task(
+                label, total=total_cells, completed=done_cells, initial=done_cells
+            )
 
     def __enter__(self):
         if self._bar is not None:
@@ -716,9 +803,17 @@ def _faults_from_env() -> tuple:
     return tuple(s.strip() for s in text.split(";") if s.strip())
 
 
-def run_sweep(config: Any, out: str | os.PathLike, scheduler: str = "processes", resume: bool = True,
-              quiet: bool = False, *, workers: int | None = None, connect_timeout: float = CONNECT_TIMEOUT_S,
-              max_rows_in_memory: int = MAX_ROWS_IN_MEMORY):
+def run_sweep(
+    config: Any,
+    out: str | os.PathLike,
+    scheduler: str = "processes",
+    resume: bool = True,
+    quiet: bool = False,
+    *,
+    workers: int | None = None,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
+    max_rows_in_memory: int = MAX_ROWS_IN_MEMORY,
+):
     """Run (or resume) a sweep and return its rows.
 
     Parameters
@@ -769,9 +864,15 @@ def run_sweep(config: Any, out: str | os.PathLike, scheduler: str = "processes",
 
         workers = check_positive_int(workers, "workers")
     n_workers = workers or cfg.workers or os.cpu_count() or 1
-    if isinstance(connect_timeout, bool) or not (isinstance(connect_timeout, (int, float)) and connect_timeout > 0):
+    if isinstance(connect_timeout, bool) or not (
+        isinstance(connect_timeout, (int, float)) and connect_timeout > 0
+    ):
         raise ValueError(f"connect_timeout must be a positive number of seconds, got {connect_timeout!r}")
-    if isinstance(max_rows_in_memory, bool) or not isinstance(max_rows_in_memory, int) or max_rows_in_memory < 0:
+    if (
+        isinstance(max_rows_in_memory, bool)
+        or not isinstance(max_rows_in_memory, int)
+        or max_rows_in_memory < 0
+    ):
         raise ValueError(f"max_rows_in_memory must be an integer >= 0, got {max_rows_in_memory!r}")
     ipc = plan_chunks(cfg)
     fingerprint = cfg.fingerprint(ipc)
@@ -785,8 +886,9 @@ def run_sweep(config: Any, out: str | os.PathLike, scheduler: str = "processes",
         "config": cfg.raw,
         "resolved": dict(cfg.resolved(), instances_per_chunk=ipc),
     }
-    store = SweepStore(out, fingerprint, len(probe), [t.num_rows for t in probe], [t.num_cells for t in probe],
-                       resume, base)
+    store = SweepStore(
+        out, fingerprint, len(probe), [t.num_rows for t in probe], [t.num_cells for t in probe], resume, base
+    )
     t_start = time.perf_counter()
     executor = _make_executor(kind, address, n_workers, float(connect_timeout))
     try:
@@ -794,16 +896,31 @@ def run_sweep(config: Any, out: str | os.PathLike, scheduler: str = "processes",
     except BaseException:
         executor.close()
         raise
-    run_info: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "scheduler": executor.name,
-                                "workers": executor.workers, "chunks_computed": 0, "chunks_failed": 0}
+    run_info: dict[str, Any] = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "scheduler": executor.name,
+        "workers": executor.workers,
+        "chunks_computed": 0,
+        "chunks_failed": 0,
+    }
     solve_s = build_s = 0.0
     write_before = store.write_seconds
     try:
         store.write_manifest(running=True, run=run_info)
-        tasks = [t for t in _tasks(cfg, ipc, _faults_from_env(), executor.in_worker) if t.chunk_id not in store.done]
+        tasks = [
+            t
+            for t in _tasks(cfg, ipc, _faults_from_env(), executor.in_worker)
+            if t.chunk_id not in store.done
+        ]
         cells_left = sum(t.num_cells for t in tasks)
-        log.info("sweep: %d chunks (%d instances each), %d cells to compute, %d chunks already done, scheduler %s",
-                 len(probe), ipc, cells_left, len(store.done), executor.name)
+        log.info(
+            "sweep: %d chunks (%d instances each), %d cells to compute, %d chunks already done, scheduler %s",
+            len(probe),
+            ipc,
+            cells_left,
+            len(store.done),
+            executor.name,
+        )
         with _Progress(cfg.num_cells, store.cells_done, len(probe), quiet, "sweep") as progress:
             for outcome in executor.run(tasks, store):
                 cells = probe[outcome.chunk_id].num_cells
@@ -812,8 +929,11 @@ def run_sweep(config: Any, out: str | os.PathLike, scheduler: str = "processes",
                     solve_s += outcome.solve_seconds
                     build_s += outcome.build_seconds
                     run_info["chunks_computed"] += 1
-                    progress.advance(cells, f"chunk {outcome.chunk_id} done: {cells} cells in "
-                                            f"{outcome.solve_seconds:.3g} s ({len(store.done)}/{len(probe)} chunks)")
+                    progress.advance(
+                        cells,
+                        f"chunk {outcome.chunk_id} done: {cells} cells in "
+                        f"{outcome.solve_seconds:.3g} s ({len(store.done)}/{len(probe)} chunks)",
+                    )
                     if len(store.done) < len(probe):  # (the final manifest follows the last chunk)
                         store.write_manifest(running=True, run=run_info, force=False)
                 else:
@@ -831,17 +951,30 @@ def run_sweep(config: Any, out: str | os.PathLike, scheduler: str = "processes",
         raise
     executor.close()
     wall = time.perf_counter() - t_start
-    run_info.update(finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), wall_seconds=round(wall, 6),
-                    solve_seconds=round(solve_s, 6), build_seconds=round(build_s, 6),
-                    store_seconds=round(store.write_seconds - write_before, 6))
+    run_info.update(
+        finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        wall_seconds=round(wall, 6),
+        solve_seconds=round(solve_s, 6),
+        build_seconds=round(build_s, 6),
+        store_seconds=round(store.write_seconds - write_before, 6),
+    )
     manifest = store.finish(run_info)
-    log.info("sweep %s: %d/%d chunks, %d cells in %.3g s", manifest["status"], manifest["chunks"]["done"],
-             manifest["chunks"]["total"], manifest["cells"]["done"], wall)
+    log.info(
+        "sweep %s: %d/%d chunks, %d cells in %.3g s",
+        manifest["status"],
+        manifest["chunks"]["done"],
+        manifest["chunks"]["total"],
+        manifest["cells"]["done"],
+        wall,
+    )
     if store.errors:
         warnings.warn(
             f"{len(store.errors)} of {len(probe)} chunks failed (first: chunk {min(map(int, store.errors))}: "
             f"{store.errors[str(min(map(int, store.errors)))]['error']}); see {Path(out) / 'manifest.json'}; "
-            "rerun to retry them", LdpoptWarning, stacklevel=2)
+            "rerun to retry them",
+            LdpoptWarning,
+            stacklevel=2,
+        )
     if store.rows_done > max_rows_in_memory:
         return Path(out) / "chunks"
     return load_results(out)
@@ -878,8 +1011,13 @@ def summarize_sweep(results, resamples: int = 1000, seed: int = 0, level: float 
     return summarize(df, resamples=resamples, seed=seed, level=level)
 
 
-def write_report(directory: str | os.PathLike, out_dir: str | os.PathLike | None = None, resamples: int = 1000,
-                 seed: int = 0, formats=("png", "svg")):
+def write_report(
+    directory: str | os.PathLike,
+    out_dir: str | os.PathLike | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+    formats=("png", "svg"),
+):
     """``summary.csv`` plus utility-vs-eps and outputs-vs-eps figures for a sweep directory.
 
     Returns (summary DataFrame, list of written paths); ``out_dir`` defaults to ``DIR/report``.

@@ -280,8 +280,9 @@ def _suffix(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return hi[::-1].copy(), lo[::-1].copy()
 
 
-def interval_scores(p: np.ndarray, q: np.ndarray, eps: float, divergence: str | FDivergence,
-                    starts, end: int) -> np.ndarray:
+def interval_scores(
+    p: np.ndarray, q: np.ndarray, eps: float, divergence: str | FDivergence, starts, end: int
+) -> np.ndarray:
     r"""Rescaled interval scores :math:`\mu'[a:b]` for blocks ``[a, end)`` of the sorted reduced alphabet.
 
     Readable reference used by the dynamic program and the tests (eq. 31, rescaled by
@@ -298,8 +299,15 @@ def _log_floor(eps: float, c: float) -> float:
     return -eps if (c == 0.0 and math.isfinite(eps)) else -math.inf
 
 
-def _scores(pre: _Prefix, div: FDivergence, c: float, A: float, starts: np.ndarray, end: int,
-            log_floor: float = -math.inf) -> np.ndarray:
+def _scores(
+    pre: _Prefix,
+    div: FDivergence,
+    c: float,
+    A: float,
+    starts: np.ndarray,
+    end: int,
+    log_floor: float = -math.inf,
+) -> np.ndarray:
     dp, dq, dd = pre.sums(starts, end)
     return div.perspective(c + A * dp, c + A * dq, A * dd, log_floor=log_floor)
 
@@ -329,8 +337,8 @@ def _dp_readable(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: 
             s_idx = np.arange(2, smax + 1)[:, None]
             cand = np.where(t_idx >= s_idx - 1, cand, -np.inf)
             best = np.argmax(cand, axis=1)
-            F[2:smax + 1, i] = cand[np.arange(smax - 1), best]
-            parent[2:smax + 1, i] = best
+            F[2 : smax + 1, i] = cand[np.arange(smax - 1), best]
+            parent[2 : smax + 1, i] = best
     ratios = np.array([F[s, k] / (1.0 + (s - 1) * c) for s in range(1, l + 1)])
     s_star = int(np.argmax(ratios)) + 1
     cuts = []
@@ -344,8 +352,9 @@ def _dp_readable(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: 
     return float(ratios[s_star - 1]), cuts
 
 
-def spr_value(p: np.ndarray, q: np.ndarray, eps: float, divergence: str | FDivergence,
-              cuts: list[tuple[int, int]]) -> float:
+def spr_value(
+    p: np.ndarray, q: np.ndarray, eps: float, divergence: str | FDivergence, cuts: list[tuple[int, int]]
+) -> float:
     """Raw utility of the SPR mechanism of reduced intervals ``cuts`` (eq. 30, rescaled)."""
     div = get_divergence(divergence)
     c, A = _rescale(eps)
@@ -422,8 +431,18 @@ def _solve_reduced(p, q, eps, div, l, method):
     return raw, cuts, "dp"
 
 
-def _build_result(red: LRReduction, raw: float, cuts, eps: float, div: FDivergence, l_user,
-                  u: np.ndarray, v: np.ndarray, labels, method: str) -> OptimalMechanismResult:
+def _build_result(
+    red: LRReduction,
+    raw: float,
+    cuts,
+    eps: float,
+    div: FDivergence,
+    l_user,
+    u: np.ndarray,
+    v: np.ndarray,
+    labels,
+    method: str,
+) -> OptimalMechanismResult:
     partition = red.lift_blocks(cuts)
     mech = spr_mechanism(partition, red.k_original, eps, labels=labels)
     return OptimalMechanismResult(
@@ -443,8 +462,9 @@ def _build_result(red: LRReduction, raw: float, cuts, eps: float, div: FDivergen
 # ---------------------------------------------------------------------------------------------
 # Closed forms (Thm 3.6, Prop. 3.8)
 # ---------------------------------------------------------------------------------------------
-def egamma_mechanism(p0: Any, p1: Any, eps: float, gamma: float, *,
-                     normalize: bool = False) -> OptimalMechanismResult:
+def egamma_mechanism(
+    p0: Any, p1: Any, eps: float, gamma: float, *, normalize: bool = False
+) -> OptimalMechanismResult:
     r"""Generalized binary mechanism (Def. 3.5), optimal for :math:`E_\gamma` (Thm 3.6).
 
     Binary RR on :math:`1\{x\in S_\gamma\}`, :math:`S_\gamma=\{x: P_0(x)\ge\gamma P_1(x)\}`, with value
@@ -461,13 +481,23 @@ def egamma_mechanism(p0: Any, p1: Any, eps: float, gamma: float, *,
     t = 1.0 if math.isinf(eps) else math.tanh(eps / 2.0)
     value = max(0.0, t * e_in + (1.0 - g) * c / (1.0 + c))
     mech = _two_set_mechanism(in_s, eps, labels, "egamma")
-    return OptimalMechanismResult(value=value, mechanism=mech, partition=mech.partition, num_outputs=2,
-                                  eps=eps, divergence=div.name, max_outputs=None, input_divergence=e_in,
-                                  method="closed_form", labels=labels)
+    return OptimalMechanismResult(
+        value=value,
+        mechanism=mech,
+        partition=mech.partition,
+        num_outputs=2,
+        eps=eps,
+        divergence=div.name,
+        max_outputs=None,
+        input_divergence=e_in,
+        method="closed_form",
+        labels=labels,
+    )
 
 
-def lr_distance_mechanism(p0: Any, p1: Any, eps: float, r: float, *,
-                          normalize: bool = False) -> OptimalMechanismResult:
+def lr_distance_mechanism(
+    p0: Any, p1: Any, eps: float, r: float, *, normalize: bool = False
+) -> OptimalMechanismResult:
     r"""Optimal mechanism for the :math:`\ell_r` distance :math:`\|Q^\top p - Q^\top q\|_r` (Prop. 3.8).
 
     Binary RR on :math:`S=\{x: p_x\ge q_x\}` attains the bound
@@ -484,6 +514,15 @@ def lr_distance_mechanism(p0: Any, p1: Any, eps: float, r: float, *,
     t = 1.0 if math.isinf(eps) else math.tanh(eps / 2.0)
     factor = 1.0 if math.isinf(r) else 2.0 ** (1.0 / r)
     mech = _two_set_mechanism(u >= v, eps, labels, "binary")
-    return OptimalMechanismResult(value=factor * t * tv, mechanism=mech, partition=mech.partition,
-                                  num_outputs=2, eps=eps, divergence=f"l{r:g}", max_outputs=None,
-                                  input_divergence=float(np.linalg.norm(u - v, ord=r)), method="closed_form", labels=labels)
+    return OptimalMechanismResult(
+        value=factor * t * tv,
+        mechanism=mech,
+        partition=mech.partition,
+        num_outputs=2,
+        eps=eps,
+        divergence=f"l{r:g}",
+        max_outputs=None,
+        input_divergence=float(np.linalg.norm(u - v, ord=r)),
+        method="closed_form",
+        labels=labels,
+    )

@@ -41,8 +41,8 @@ class JointRangeFigure:
             "eps": float(self.eps),
             "candidate_count": jr.num_candidates,
             "extreme_count": jr.num_extreme,
-            "extreme": [lab for lab, e in zip(jr.labels, jr.is_extreme) if e],
-            "dominated": [lab for lab, e in zip(jr.labels, jr.is_extreme) if not e],
+            "extreme": [lab for lab, e in zip(jr.labels, jr.is_extreme, strict=False) if e],
+            "dominated": [lab for lab, e in zip(jr.labels, jr.is_extreme, strict=False) if not e],
         }
         if _is_paper_instance(self.p0, self.p1):
             for e, n in PAPER_EXTREME_COUNTS.items():
@@ -61,23 +61,30 @@ def candidates_frame(jr: JointRange, quick: bool = False):
 
     order = np.full(jr.num_candidates, -1)
     order[jr.hull_indices] = np.arange(jr.hull_indices.size)
-    return pd.DataFrame({
-        "eps": jr.eps,
-        "label": list(jr.labels),
-        "x_p0_output1": jr.points[:, 0],
-        "y_p1_output1": jr.points[:, 1],
-        "extreme": jr.is_extreme,
-        "hull_order": order,
-        "quick": quick,
-    })
+    return pd.DataFrame(
+        {
+            "eps": jr.eps,
+            "label": list(jr.labels),
+            "x_p0_output1": jr.points[:, 0],
+            "y_p1_output1": jr.points[:, 1],
+            "extreme": jr.is_extreme,
+            "hull_order": order,
+            "quick": quick,
+        }
+    )
 
 
 def _is_paper_instance(p0, p1) -> bool:
-    return (len(p0) == len(PAPER_P) and np.allclose(p0, PAPER_P, rtol=0, atol=1e-12)
-            and np.allclose(p1, PAPER_Q, rtol=0, atol=1e-12))
+    return (
+        len(p0) == len(PAPER_P)
+        and np.allclose(p0, PAPER_P, rtol=0, atol=1e-12)
+        and np.allclose(p1, PAPER_Q, rtol=0, atol=1e-12)
+    )
 
 
-def fig3(p0: Any = PAPER_P, p1: Any = PAPER_Q, eps: float = PAPER_EPS, *, quick: bool = False) -> JointRangeFigure:
+def fig3(
+    p0: Any = PAPER_P, p1: Any = PAPER_Q, eps: float = PAPER_EPS, *, quick: bool = False
+) -> JointRangeFigure:
     """Figure 3: :func:`ldpopt.joint_range` at the paper's instance (or any other pair)."""
     u, v, _ = check_labelled_pair(p0, p1)
     jr = joint_range(p0, p1, eps, 2)

@@ -18,8 +18,9 @@ Every accepted channel's image :math:`(z^\top p, z^\top q)` is compared with the
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -161,21 +162,36 @@ class HullCheck:
 
         from ldpopt.experiments.joint_range import candidates_frame
 
-        return pd.concat([candidates_frame(pn.joint_range, self.quick) for pn in self.panels], ignore_index=True)
+        return pd.concat(
+            [candidates_frame(pn.joint_range, self.quick) for pn in self.panels], ignore_index=True
+        )
 
     def cloud_frame(self):
         """The plotted Monte-Carlo points: ``eps, x_p0_output1, y_p1_output1`` (pandas)."""
         import pandas as pd
 
-        return pd.concat([pd.DataFrame({"eps": pn.eps, "x_p0_output1": pn.cloud[:, 0],
-                                        "y_p1_output1": pn.cloud[:, 1]}) for pn in self.panels],
-                         ignore_index=True)
+        return pd.concat(
+            [
+                pd.DataFrame({"eps": pn.eps, "x_p0_output1": pn.cloud[:, 0], "y_p1_output1": pn.cloud[:, 1]})
+                for pn in self.panels
+            ],
+            ignore_index=True,
+        )
 
 
-def hull_check(p0: Any = PAPER_P, p1: Any = PAPER_Q, eps_values: Sequence[float] = FIG5_EPS,
-               samples: int = FIG5_SAMPLES, seed: int = FIG5_SEED, *, proposals: Sequence[str] | None = None,
-               chunk_size: int = DEFAULT_CHUNK, max_cloud: int = DEFAULT_MAX_CLOUD, quick: bool = False,
-               progress: Callable[[int], None] | None = None) -> HullCheck:
+def hull_check(
+    p0: Any = PAPER_P,
+    p1: Any = PAPER_Q,
+    eps_values: Sequence[float] = FIG5_EPS,
+    samples: int = FIG5_SAMPLES,
+    seed: int = FIG5_SEED,
+    *,
+    proposals: Sequence[str] | None = None,
+    chunk_size: int = DEFAULT_CHUNK,
+    max_cloud: int = DEFAULT_MAX_CLOUD,
+    quick: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> HullCheck:
     r"""Rejection-sample random eps-LDP binary channels and count images outside the SPR hull.
 
     Parameters
@@ -214,11 +230,13 @@ def hull_check(p0: Any = PAPER_P, p1: Any = PAPER_Q, eps_values: Sequence[float]
         proposals = [default_proposal(e) for e in eps_list]
     proposals = list(proposals)
     if len(proposals) != len(eps_list):
-        raise ValueError(f"proposals must have one entry per eps value ({len(eps_list)}), got {len(proposals)}")
+        raise ValueError(
+            f"proposals must have one entry per eps value ({len(eps_list)}), got {len(proposals)}"
+        )
     k = u.shape[0]
     rng = np.random.default_rng(seed)
     panels = []
-    for eps, prop in zip(eps_list, proposals):
+    for eps, prop in zip(eps_list, proposals, strict=False):
         jr = joint_range(u, v, eps, 2)
         accepted = 0
         outside = 0
@@ -246,6 +264,16 @@ def hull_check(p0: Any = PAPER_P, p1: Any = PAPER_Q, eps_values: Sequence[float]
             if progress is not None:
                 progress(n)
         cl = np.concatenate(cloud) if cloud else np.zeros((0, 2))
-        panels.append(HullPanel(eps=eps, proposal=prop, samples=samples, accepted=accepted, outside_hull=outside,
-                                max_outside_distance=worst, joint_range=jr, cloud=cl))
+        panels.append(
+            HullPanel(
+                eps=eps,
+                proposal=prop,
+                samples=samples,
+                accepted=accepted,
+                outside_hull=outside,
+                max_outside_distance=worst,
+                joint_range=jr,
+                cloud=cl,
+            )
+        )
     return HullCheck(p0=u, p1=v, seed=seed, panels=tuple(panels), quick=quick)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -63,18 +63,27 @@ class RuntimeTable:
 
     def summary(self) -> dict:
         """Times per solve by solver and k, largest k reached, and the SPR/LP agreement (JSON-ready)."""
-        out = {"experiment": "runtimes", "quick": self.quick, "eps": self.eps, "seed": self.seed,
-               "divergence": "kl", "spr_method": self.spr_method,
-               "lp_budget_s": self.lp_budget_s, "spr_budget_s": self.spr_budget_s}
+        out = {
+            "experiment": "runtimes",
+            "quick": self.quick,
+            "eps": self.eps,
+            "seed": self.seed,
+            "divergence": "kl",
+            "spr_method": self.spr_method,
+            "lp_budget_s": self.lp_budget_s,
+            "spr_budget_s": self.spr_budget_s,
+        }
         for solver in ("spr", "kov_lp"):
             ks, ts = self.series(solver)
-            out[f"{solver}_seconds_per_solve"] = {str(int(k)): float(t) for k, t in zip(ks, ts)}
+            out[f"{solver}_seconds_per_solve"] = {str(int(k)): float(t) for k, t in zip(ks, ts, strict=False)}
             out[f"{solver}_max_k"] = int(ks.max()) if ks.size else None
         lk, lt = self.series("kov_lp")
         sk, st = self.series("spr")
         common = sorted(set(lk.tolist()) & set(sk.tolist()))
         out["lp_over_spr"] = {str(k): float(lt[lk == k][0] / st[sk == k][0]) for k in common}
-        out["max_abs_spr_minus_lp"] = None if math.isnan(self.max_abs_spr_minus_lp) else self.max_abs_spr_minus_lp
+        out["max_abs_spr_minus_lp"] = (
+            None if math.isnan(self.max_abs_spr_minus_lp) else self.max_abs_spr_minus_lp
+        )
         out["skipped"] = [f"{r.solver} k={r.k}: {r.status}" for r in self.rows if r.status != "ok"]
         return out
 
@@ -99,9 +108,18 @@ def _predict(history: list[tuple[int, float]], k: int) -> float:
     return t2 * (k / k2) ** slope
 
 
-def runtimes(lp_ks: Sequence[int] = LP_KS, spr_ks: Sequence[int] = SPR_KS, eps: float = 1.0, *,
-             repeats: int = 5, seed: int = 0, lp_budget_s: float = 60.0, spr_budget_s: float = 60.0,
-             quick: bool = False, progress: Callable[[int], None] | None = None) -> RuntimeTable:
+def runtimes(
+    lp_ks: Sequence[int] = LP_KS,
+    spr_ks: Sequence[int] = SPR_KS,
+    eps: float = 1.0,
+    *,
+    repeats: int = 5,
+    seed: int = 0,
+    lp_budget_s: float = 60.0,
+    spr_budget_s: float = 60.0,
+    quick: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> RuntimeTable:
     """Measure seconds per solve of :func:`ldpopt.optimal_mechanism` and :func:`ldpopt.kov_lp`.
 
     Parameters
@@ -169,11 +187,22 @@ def runtimes(lp_ks: Sequence[int] = LP_KS, spr_ks: Sequence[int] = SPR_KS, eps: 
 
     measure("kov_lp", lp_ks, lp_budget_s)
     measure("spr", spr_ks, spr_budget_s)
-    diffs = [abs(values[(True, k, r)] - values[(False, k, r)]) for (is_spr, k, r) in values
-             if not is_spr and (True, k, r) in values]
+    diffs = [
+        abs(values[(True, k, r)] - values[(False, k, r)])
+        for (is_spr, k, r) in values
+        if not is_spr and (True, k, r) in values
+    ]
     gap = float(max(diffs)) if diffs else math.nan
-    return RuntimeTable(rows=tuple(rows), eps=eps, seed=seed, max_abs_spr_minus_lp=gap, lp_budget_s=lp_budget_s,
-                        spr_budget_s=spr_budget_s, quick=quick, spr_method=",".join(sorted(methods)))
+    return RuntimeTable(
+        rows=tuple(rows),
+        eps=eps,
+        seed=seed,
+        max_abs_spr_minus_lp=gap,
+        lp_budget_s=lp_budget_s,
+        spr_budget_s=spr_budget_s,
+        quick=quick,
+        spr_method=",".join(sorted(methods)),
+    )
 
 
 def total_units(lp_ks: Sequence[int] = LP_KS, spr_ks: Sequence[int] = SPR_KS) -> int:

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -193,9 +194,17 @@ class UtilityCurves:
         nvalid = int(np.count_nonzero(self.valid))
         for m in self.mechanisms:
             mean = self.mean(m)
-            for e, v in zip(self.eps_grid, mean):
-                rows.append({"k": self.k, "eps": float(e), "mechanism": m, "label": MECHANISM_LABELS[m],
-                             "mean": float(v), "n_trials": nvalid})
+            for e, v in zip(self.eps_grid, mean, strict=False):
+                rows.append(
+                    {
+                        "k": self.k,
+                        "eps": float(e),
+                        "mechanism": m,
+                        "label": MECHANISM_LABELS[m],
+                        "mean": float(v),
+                        "n_trials": nvalid,
+                    }
+                )
         return pd.DataFrame(rows)
 
 
@@ -225,8 +234,9 @@ class BootstrapBands:
     upper: dict = field(repr=False)
 
 
-def _spr_values(p0s: np.ndarray, p1s: np.ndarray, eps_pos: np.ndarray, solver: str,
-                progress: ProgressFn | None) -> tuple[np.ndarray, str, float]:
+def _spr_values(
+    p0s: np.ndarray, p1s: np.ndarray, eps_pos: np.ndarray, solver: str, progress: ProgressFn | None
+) -> tuple[np.ndarray, str, float]:
     """Raw optimal KL values, shape (T, len(eps_pos)), the solver used and its wall time.
 
     One untimed warm-up solve comes first, so imports and JIT compilation are not timed.
@@ -277,9 +287,16 @@ def _check_grid(eps_grid: Any) -> np.ndarray:
     return grid
 
 
-def utility_curves(k: int, trials: int = 100, seed: int = 0, eps_grid: Any = None, *,
-                   include_lp: bool | None = None, spr_solver: str = "auto",
-                   progress: ProgressFn | None = None) -> UtilityCurves:
+def utility_curves(
+    k: int,
+    trials: int = 100,
+    seed: int = 0,
+    eps_grid: Any = None,
+    *,
+    include_lp: bool | None = None,
+    spr_solver: str = "auto",
+    progress: ProgressFn | None = None,
+) -> UtilityCurves:
     r"""Compute the Figure-1 panel for one alphabet size.
 
     Parameters
@@ -314,7 +331,7 @@ def utility_curves(k: int, trials: int = 100, seed: int = 0, eps_grid: Any = Non
         include_lp = k <= LP_MAX_K
     kl = get_divergence("kl")
     p0s, p1s = draw_pairs(k, trials, seed)
-    dkl = np.array([kl(a, b) for a, b in zip(p0s, p1s)])
+    dkl = np.array([kl(a, b) for a, b in zip(p0s, p1s, strict=False)])
     valid = np.isfinite(dkl) & (dkl > 0)
     pos = grid > 0
     eps_pos = grid[pos]
@@ -322,8 +339,11 @@ def utility_curves(k: int, trials: int = 100, seed: int = 0, eps_grid: Any = Non
 
     raw: dict[str, np.ndarray] = {}
     # eps = 0: every eps-LDP channel is input-independent, so M0 = M1 and the utility is exactly 0
-    spr_pos, spr_method, spr_time = (_spr_values(p0s, p1s, eps_pos, spr_solver, progress) if eps_pos.size
-                                     else (np.zeros((trials, 0)), "none", 0.0))
+    spr_pos, spr_method, spr_time = (
+        _spr_values(p0s, p1s, eps_pos, spr_solver, progress)
+        if eps_pos.size
+        else (np.zeros((trials, 0)), "none", 0.0)
+    )
     raw["spr"] = _embed(spr_pos, pos, trials, E)
 
     lp_time = math.nan
@@ -358,9 +378,21 @@ def utility_curves(k: int, trials: int = 100, seed: int = 0, eps_grid: Any = Non
     raw["rr"] = _embed(rrv, pos, trials, E)
     for arr in (*raw.values(), p0s, p1s, dkl, valid, grid):
         arr.setflags(write=False)
-    return UtilityCurves(k=k, trials=trials, seed=seed, eps_grid=grid, p0s=p0s, p1s=p1s, raw=raw,
-                         input_divergence=dkl, valid=valid, spr_runtime_s=spr_time, spr_method=spr_method,
-                         lp_runtime_s=lp_time, lp_failures=failures)
+    return UtilityCurves(
+        k=k,
+        trials=trials,
+        seed=seed,
+        eps_grid=grid,
+        p0s=p0s,
+        p1s=p1s,
+        raw=raw,
+        input_divergence=dkl,
+        valid=valid,
+        spr_runtime_s=spr_time,
+        spr_method=spr_method,
+        lp_runtime_s=lp_time,
+        lp_failures=failures,
+    )
 
 
 def progress_total(k: int, trials: int, include_lp: bool | None = None) -> int:
@@ -375,8 +407,9 @@ def _embed(vals: np.ndarray, pos: np.ndarray, trials: int, E: int) -> np.ndarray
     return out
 
 
-def bootstrap_bands(curves: UtilityCurves, resamples: int = 5000, level: float = 0.95,
-                    seed: int = 1) -> BootstrapBands:
+def bootstrap_bands(
+    curves: UtilityCurves, resamples: int = 5000, level: float = 0.95, seed: int = 1
+) -> BootstrapBands:
     r"""95% percentile-bootstrap bands of each mean curve (Appendix E.2, Figure 6).
 
     One index matrix ``default_rng(seed).integers(0, T_valid, size=(resamples, T_valid))`` resamples
@@ -404,8 +437,15 @@ def bootstrap_bands(curves: UtilityCurves, resamples: int = 5000, level: float =
             lo, hi = np.percentile(means, [100 * alpha, 100 * (1 - alpha)], axis=0)
             lower[m] = lo
             upper[m] = hi
-    return BootstrapBands(k=curves.k, eps_grid=curves.eps_grid, level=float(level), resamples=resamples,
-                          seed=seed, lower=lower, upper=upper)
+    return BootstrapBands(
+        k=curves.k,
+        eps_grid=curves.eps_grid,
+        level=float(level),
+        resamples=resamples,
+        seed=seed,
+        lower=lower,
+        upper=upper,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -433,21 +473,33 @@ class UtilityExperiment:
             "quick": self.quick,
             "trials": self.curves[0].trials if self.curves else 0,
             "seed": self.curves[0].seed if self.curves else 0,
-            "eps_grid": {"min": float(self.curves[0].eps_grid.min()), "max": float(self.curves[0].eps_grid.max()),
-                         "size": int(self.curves[0].eps_grid.size)} if self.curves else None,
+            "eps_grid": {
+                "min": float(self.curves[0].eps_grid.min()),
+                "max": float(self.curves[0].eps_grid.max()),
+                "size": int(self.curves[0].eps_grid.size),
+            }
+            if self.curves
+            else None,
             "max_abs_spr_minus_lp": _num(max(lp)) if lp else None,
             "binary_plateau": {str(c.k): _num(c.binary_plateau()) for c in self.curves},
             "rr_over_spr_at_0_5": {str(c.k): _num(c.ratio(RATIO_EPS)) for c in self.curves},
-            "rr_within_5pct_eps": {str(c.k): _num(c.within_eps("rr", "spr", PARITY_REL)) for c in self.curves},
+            "rr_within_5pct_eps": {
+                str(c.k): _num(c.within_eps("rr", "spr", PARITY_REL)) for c in self.curves
+            },
             "spr_runtime_s": {str(c.k): _num(c.spr_runtime_s) for c in self.curves},
             "trials_skipped": {str(c.k): c.trials_skipped for c in self.curves},
             "spr_method": {str(c.k): c.spr_method for c in self.curves},
             "lp_failures": {str(c.k): c.lp_failures for c in self.curves if "kov_lp" in c.raw},
-            "max_baseline_minus_spr": _num(max(c.dominance_gap() for c in self.curves)) if self.curves else None,
+            "max_baseline_minus_spr": _num(max(c.dominance_gap() for c in self.curves))
+            if self.curves
+            else None,
         }
         if self.bands:
-            out["bootstrap"] = {"resamples": self.bands[0].resamples, "level": self.bands[0].level,
-                                "seed": self.bands[0].seed}
+            out["bootstrap"] = {
+                "resamples": self.bands[0].resamples,
+                "level": self.bands[0].level,
+                "seed": self.bands[0].seed,
+            }
         return out
 
     def to_frame(self):
@@ -472,17 +524,36 @@ def _num(x: float) -> float | None:
     return None if math.isnan(x) else x
 
 
-def fig1(ks: Iterable[int] = (6, 100), trials: int = 100, seed: int = 0, eps_grid: Any = None, *,
-         spr_solver: str = "auto", quick: bool = False, progress: ProgressFn | None = None) -> UtilityExperiment:
+def fig1(
+    ks: Iterable[int] = (6, 100),
+    trials: int = 100,
+    seed: int = 0,
+    eps_grid: Any = None,
+    *,
+    spr_solver: str = "auto",
+    quick: bool = False,
+    progress: ProgressFn | None = None,
+) -> UtilityExperiment:
     """Figure 1: :func:`utility_curves` for every k (the LP is run for k <= 10)."""
-    curves = tuple(utility_curves(k, trials, seed, eps_grid, spr_solver=spr_solver, progress=progress)
-                   for k in _ks(ks))
+    curves = tuple(
+        utility_curves(k, trials, seed, eps_grid, spr_solver=spr_solver, progress=progress) for k in _ks(ks)
+    )
     return UtilityExperiment(curves=curves, quick=quick, name="fig1")
 
 
-def fig6(ks: Iterable[int] = (6, 100), trials: int = 100, seed: int = 0, eps_grid: Any = None, *,
-         resamples: int = 5000, level: float = 0.95, bootstrap_seed: int = 1, spr_solver: str = "auto",
-         quick: bool = False, progress: ProgressFn | None = None) -> UtilityExperiment:
+def fig6(
+    ks: Iterable[int] = (6, 100),
+    trials: int = 100,
+    seed: int = 0,
+    eps_grid: Any = None,
+    *,
+    resamples: int = 5000,
+    level: float = 0.95,
+    bootstrap_seed: int = 1,
+    spr_solver: str = "auto",
+    quick: bool = False,
+    progress: ProgressFn | None = None,
+) -> UtilityExperiment:
     """Figure 6: Figure 1 plus percentile-bootstrap bands (shared resample indices)."""
     exp = fig1(ks, trials, seed, eps_grid, spr_solver=spr_solver, quick=quick, progress=progress)
     bands = tuple(bootstrap_bands(c, resamples, level, bootstrap_seed) for c in exp.curves)
