@@ -1,4 +1,4 @@
-"""Benchmark of ``ldpopt.optimal_channel`` for decision problems (issue 5).
+"""Benchmark of ``ldpopt.optimal_channel`` for decision problems.
 
 Workloads (random problems from ``np.random.default_rng(seed)``: likelihood columns
 Dirichlet(0.5) over the m inputs, loss 1 - I + 0.3 U(0, 1), uniform prior, eps = 1):

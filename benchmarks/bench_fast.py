@@ -1,4 +1,4 @@
-"""Speed benchmarks of the fast exact solvers (issue 3), ours vs a reference in the same run.
+"""Speed benchmarks of the fast exact solvers, ours vs a reference in the same run.
 
 Run from the repository root::
 

@@ -1,4 +1,4 @@
-"""Throughput of exact privatization (issue 6) against numpy references, in the same run.
+"""Throughput of exact privatization against numpy references, in the same run.
 
 Usage: python benchmarks/bench_privatize.py [--reports 1000000] [--repeat 3]
 

@@ -1,4 +1,4 @@
-"""Benchmark of ``ldpopt.run_sweep`` on the Figure-1b grid (issue 7).
+"""Benchmark of ``ldpopt.run_sweep`` on the Figure-1b grid.
 
 Workload: k = 100, T = 100 Dirichlet(1_k) pairs, 101 eps values (0.1, 0.2, ..., 10.1), KL, no
 output budget (10,100 optimal solves = cells), plus the binary and k-ary RR baselines of

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from importlib.metadata import version
 
 import numpy as np
 import pytest
@@ -88,3 +91,16 @@ def test_design_with_labels_and_normalize():
     ref = ldpopt.optimal_mechanism([0.1, 0.2, 0.7], [0.3, 0.3, 0.4], 1.0)
     assert f"{ref.value:.6g}" in r.output
     assert "a, b" in r.output  # the low-ratio block, shown by label
+
+
+def test_version_from_package_metadata():
+    """``ldpopt --version`` and ``python -m ldpopt --version`` print the installed version."""
+    expected = version("ldpopt")
+    assert ldpopt.__version__ == expected
+    r = subprocess.run(
+        [sys.executable, "-m", "ldpopt", "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"ldpopt {expected}"
+    h = subprocess.run([sys.executable, "-m", "ldpopt", "-h"], capture_output=True, text=True, timeout=60)
+    assert h.returncode == 0 and "Usage" in h.stdout

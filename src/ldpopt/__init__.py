@@ -23,15 +23,15 @@ from ldpopt.spr import (
 # Names provided by modules with heavier imports are resolved on first access (PEP 562),
 # so ``import ldpopt`` stays fast.  name -> module.
 _LAZY = {
-    # fast solvers (issue 3)
+    # fast batched solver
     "sweep": "ldpopt.batch",
     "SweepResult": "ldpopt.batch",
-    # experiments / geometry (issue 4)
+    # experiments / geometry
     "joint_range": "ldpopt.geometry",
     "JointRange": "ldpopt.geometry",
     "experiments": "ldpopt.experiments",
     "plots": "ldpopt.plots",
-    # decision problems over the maximal-channel polytope (issue 5)
+    # decision problems over the maximal-channel polytope
     "DecisionProblem": "ldpopt.decision",
     "optimal_channel": "ldpopt.decision",
     "ChannelResult": "ldpopt.decision",
@@ -41,12 +41,12 @@ _LAZY = {
     "PermutationGroup": "ldpopt.symmetry",
     "subset_selection": "ldpopt.symmetry",
     "examples": "ldpopt.examples",
-    # deployment (issue 6)
+    # deployment
     "LikelihoodRatioTest": "ldpopt.inference",
     "SequentialTest": "ldpopt.inference",
     "sample_size": "ldpopt.inference",
     "audit": "ldpopt.auditing",
-    # sweeps at scale (issue 7)
+    # sweeps at scale
     "run_sweep": "ldpopt.runner",
 }
 

@@ -25,6 +25,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 console = Console()
 err_console = Console(stderr=True)
@@ -251,6 +252,27 @@ def demo(
         )
     except (ValueError, TypeError) as exc:
         fail(str(exc))
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        from ldpopt import __version__
+
+        console.print(f"ldpopt {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        help="Print the version and exit.",
+        callback=_version_callback,
+        is_eager=True,
+    ),
+) -> None:
+    """Exactly optimal local-differential-privacy mechanisms."""
 
 
 def _register_commands() -> None:

@@ -178,7 +178,7 @@ class Mechanism:
         m0, m1 = self.output_distributions(p0, p1)
         return div(m0, m1)
 
-    # --- deployment (issue 6; thin wrappers, the work is in _sampling / mechanism_io) ----------
+    # --- deployment (thin wrappers, the work is in _sampling / mechanism_io) ----------
     def privatize(self, x: Any, rng: Any = None) -> np.ndarray:
         """Privatize input symbols exactly; see :func:`ldpopt._sampling.privatize`.
 

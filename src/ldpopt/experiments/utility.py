@@ -244,7 +244,7 @@ def _spr_values(
     sweep = None
     if solver in ("auto", "sweep"):
         try:
-            from ldpopt.batch import sweep  # fast batched solver (issue 3), optional
+            from ldpopt.batch import sweep  # fast batched solver, optional
         except ImportError:
             sweep = None
         if sweep is None and solver == "sweep":
@@ -466,7 +466,7 @@ class UtilityExperiment:
         return tuple(c.k for c in self.curves)
 
     def summary(self) -> dict:
-        """Headline numbers (JSON-ready): the keys of issue 4 plus run metadata."""
+        """Headline numbers (JSON-ready): the documented summary keys plus run metadata."""
         lp = [c.max_abs_spr_minus_lp() for c in self.curves if "kov_lp" in c.raw]
         out = {
             "experiment": self.name,
