@@ -3,8 +3,10 @@ r"""LP machinery over the maximal-channel polytope (private; used by :mod:`ldpop
 All LPs here use the rescaled extreme rows :math:`\tilde S_y = \mathbf 1_y + c_0\mathbf 1_{\bar y}`,
 :math:`c_0=e^{-\varepsilon}`, and *pair* columns :math:`z_{y,a}\ge 0` (output y, decision a):
 
-* Bayes:   :math:`\min \sum z_{y,a}\,\tilde S_y\!\cdot\! B_{:,a}` s.t. :math:`\sum z_{y,a}\tilde S_y=\mathbf 1`;
-* minimax: :math:`\min t` s.t. :math:`\sum z_{y,a}\, l(\theta,a)\,\tilde S_y\!\cdot\! P_{:,\theta}\le t\ \forall\theta`,
+* Bayes:   :math:`\min \sum z_{y,a}\,\tilde S_y\!\cdot\! B_{:,a}` s.t.
+  :math:`\sum z_{y,a}\tilde S_y=\mathbf 1`;
+* minimax: :math:`\min t` s.t.
+  :math:`\sum z_{y,a}\, l(\theta,a)\,\tilde S_y\!\cdot\! P_{:,\theta}\le t\ \forall\theta`,
   :math:`\sum z_{y,a}\tilde S_y=\mathbf 1`.
 
 The equality rows are written sparsely with the auxiliary total :math:`\sigma=\sum z`:
@@ -222,7 +224,8 @@ def _highs_core():
 
 
 class _Master:
-    """Restricted master LP: rows [x-rows (=1), sigma-row (=0), theta-rows (<=0)]; columns [sigma, (t), pairs]."""
+    """Restricted master LP: rows [x-rows (=1), sigma-row (=0), theta-rows (<=0)];
+    columns [sigma, (t), pairs]."""
 
     def __init__(self, m: int, c0: float, T: int):
         self.m, self.c0, self.T = m, c0, T
@@ -421,7 +424,8 @@ def _initial_columns(B0: np.ndarray, c0: float, seed) -> tuple[np.ndarray, np.nd
 def _priced_columns(
     order: np.ndarray, rc: np.ndarray, tol: float, per_action: int
 ) -> list[tuple[np.ndarray, int]]:
-    """Up to ``per_action`` prefix columns per action with reduced cost below ``-tol`` (from :func:`price`)."""
+    """Up to ``per_action`` prefix columns per action with reduced cost below ``-tol``
+    (from :func:`price`)."""
     out = []
     for a in np.flatnonzero(rc.min(axis=0) < -tol):
         for j in np.argsort(rc[:, a], kind="stable")[:per_action]:
@@ -518,7 +522,7 @@ def column_generation(
     best = None  # support of the last master solution (the master changes after each solve)
     scale = float(np.abs(B0).sum(axis=0).max()) or 1.0
     it = 0
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 - it is read after the loop (the rounds done)
         ok, value, x, u, lam, msg = master.solve()
         if not ok:
             status, message = 4, f"restricted master failed: {msg}"
@@ -769,7 +773,7 @@ def lagrangian_column_generation(
             R, Aa = np.array(out_r, dtype=bool), np.array(out_a, dtype=int)
             master.add(R, Aa, pair_costs(R, Aa, B, c0), None)
 
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 - it is read after the loop (the rounds done)
         u, s = _inner(B, h, c0)
         cut_u.append(u)
         cut_g.append(action_slacks(B, u, c0))
