@@ -77,9 +77,11 @@ def main() -> None:
 
     prob = problem(m_enum, 6, 6, 1)
     for risk in ("bayes", "minimax"):
-        t_enum, r_enum = timed(lambda: ldpopt.optimal_channel(prob, eps, risk=risk, method="enumerate"))
-        t_dir, r_dir = timed(lambda: ldpopt.optimal_channel(prob, eps, risk=risk, method="direct"))
-        t_cg, r_cg = timed(lambda: ldpopt.optimal_channel(prob, eps, risk=risk, method="colgen"))
+        t_enum, r_enum = timed(
+            lambda risk=risk: ldpopt.optimal_channel(prob, eps, risk=risk, method="enumerate")
+        )
+        t_dir, r_dir = timed(lambda risk=risk: ldpopt.optimal_channel(prob, eps, risk=risk, method="direct"))
+        t_cg, r_cg = timed(lambda risk=risk: ldpopt.optimal_channel(prob, eps, risk=risk, method="colgen"))
         line(
             f"enumeration, m = {m_enum}, T = A = 6, {risk}",
             t_enum,
@@ -101,10 +103,16 @@ def main() -> None:
 
     for eps_cg in (eps, 3.0):
         prob = problem(m_cg, 8, 8, 2)
-        t_dir, r_dir = timed(lambda: ldpopt.optimal_channel(prob, eps_cg, method="direct"))
-        t_cg, r_cg = timed(lambda: ldpopt.optimal_channel(prob, eps_cg, method="colgen", time_limit=600))
+        t_dir, r_dir = timed(
+            lambda prob=prob, eps_cg=eps_cg: ldpopt.optimal_channel(prob, eps_cg, method="direct")
+        )
+        t_cg, r_cg = timed(
+            lambda prob=prob, eps_cg=eps_cg: ldpopt.optimal_channel(
+                prob, eps_cg, method="colgen", time_limit=600
+            )
+        )
         t_io, r_io = timed(
-            lambda: _colgen.column_generation(
+            lambda prob=prob, eps_cg=eps_cg: _colgen.column_generation(
                 math.exp(-eps_cg), B=prob.bayes_matrix(), duals="in-out", time_limit=600
             )
         )
@@ -114,7 +122,8 @@ def main() -> None:
             t_io,
             "colgen priced at the master's duals (in-out)",
             abs(r_cg.value - r_io.value),
-            f"{r_cg.iterations} rounds vs {r_io.iterations}; status {r_cg.status}, {r_cg.num_outputs} outputs",
+            f"{r_cg.iterations} rounds vs {r_io.iterations}; status {r_cg.status}, "
+            f"{r_cg.num_outputs} outputs",
         )
         line(
             f"channel LP, m = {m_cg}, T = A = 8, bayes, eps = {eps_cg:g}",
@@ -131,9 +140,9 @@ def main() -> None:
         prob = problem(m_seed, 8, 8, 2)
         r_dir = ldpopt.optimal_channel(prob, eps, method="direct")
         t_io, r_io = timed(
-            lambda: _colgen.column_generation(math.exp(-eps), B=prob.bayes_matrix(), duals="in-out")
+            lambda prob=prob: _colgen.column_generation(math.exp(-eps), B=prob.bayes_matrix(), duals="in-out")
         )
-        t_seed, r_seed = timed(lambda: seeded_colgen(prob, eps, r_dir))
+        t_seed, r_seed = timed(lambda prob=prob, r_dir=r_dir: seeded_colgen(prob, eps, r_dir))
         line(
             f"in-out colgen seeded with the optimal support, m = {m_seed} (diagnostic)",
             t_seed,

@@ -46,8 +46,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import ldpopt  # noqa: E402
-from numpy_reference import spr_dp_numpy  # noqa: E402
+import ldpopt  # noqa: E402 - after the sys.path insert
+from numpy_reference import spr_dp_numpy  # noqa: E402 - lives next to this script
 
 
 def rel_diff(a, b) -> float:

@@ -84,29 +84,33 @@ def main() -> None:
     x = rng.integers(0, 100, size=n)
     print(f"{n} reports, best of {args.repeat}")
     for name, mech in cases.items():
-        t_real, ch = best_of(lambda: _realise_matrix(mech.matrix, mech.eps), 1)
+        t_real, ch = best_of(lambda mech=mech: _realise_matrix(mech.matrix, mech.eps), 1)
         realise(mech)  # cached from here on
-        t_os, y_os = best_of(lambda: mech.privatize(x), args.repeat)
-        t_pcg, y_pcg = best_of(lambda: mech.privatize(x, rng=np.random.default_rng(1)), args.repeat)
-        t_np, y_np = best_of(lambda: numpy_choice(mech, x, np.random.default_rng(2)), args.repeat)
+        t_os, y_os = best_of(lambda mech=mech: mech.privatize(x), args.repeat)
+        t_pcg, y_pcg = best_of(lambda mech=mech: mech.privatize(x, rng=np.random.default_rng(1)), args.repeat)
+        t_np, y_np = best_of(lambda mech=mech: numpy_choice(mech, x, np.random.default_rng(2)), args.repeat)
         xs = x[: args.naive]
-        t_loop, y_loop = best_of(lambda: naive_loop(mech, xs), 1)
+        t_loop, y_loop = best_of(lambda mech=mech, xs=xs: naive_loop(mech, xs), 1)
         t_loop *= n / xs.size
         print(
             f"\n{name}: {mech.num_outputs} outputs, realised channel kind {ch.kind!r} "
             f"(exact check + tables {t_real * 1e3:.1f} ms, once per mechanism)"
         )
         print(
-            f"  ours, OS CSPRNG          {t_os:8.3f} s  {n / t_os:12,.0f} reports/s  max|z| {max_z(mech, x, y_os):.2f}"
+            f"  ours, OS CSPRNG          {t_os:8.3f} s  {n / t_os:12,.0f} reports/s  "
+            f"max|z| {max_z(mech, x, y_os):.2f}"
         )
         print(
-            f"  ours, seeded PCG64       {t_pcg:8.3f} s  {n / t_pcg:12,.0f} reports/s  max|z| {max_z(mech, x, y_pcg):.2f}"
+            f"  ours, seeded PCG64       {t_pcg:8.3f} s  {n / t_pcg:12,.0f} reports/s  "
+            f"max|z| {max_z(mech, x, y_pcg):.2f}"
         )
         print(
-            f"  numpy Generator.choice   {t_np:8.3f} s  {n / t_np:12,.0f} reports/s  max|z| {max_z(mech, x, y_np):.2f}"
+            f"  numpy Generator.choice   {t_np:8.3f} s  {n / t_np:12,.0f} reports/s  "
+            f"max|z| {max_z(mech, x, y_np):.2f}"
         )
         print(
-            f"  naive random.choices     {t_loop:8.3f} s  {n / t_loop:12,.0f} reports/s  (scaled from {xs.size})"
+            f"  naive random.choices     {t_loop:8.3f} s  {n / t_loop:12,.0f} reports/s  "
+            f"(scaled from {xs.size})"
         )
         print(
             f"  ratio time ours(OS) / numpy choice = {t_os / t_np:.2f}, ours(PCG64) / numpy choice = "

@@ -75,7 +75,8 @@ def main() -> None:
         f"(+ binary and RR rows); {-(-trials // ipc)} chunks of {ipc} instances; {cores} cores"
     )
     print(
-        f"reference: direct ldpopt.sweep over the grid, in-process: {t_ref:.3f} s = {cells / t_ref:,.0f} cells/s"
+        f"reference: direct ldpopt.sweep over the grid, in-process: {t_ref:.3f} s = "
+        f"{cells / t_ref:,.0f} cells/s"
     )
     schedulers = [("processes", 2), ("inline", 1)]
     if not args.skip_dask:
@@ -108,7 +109,8 @@ def main() -> None:
             f"{wall / t_ref:>9.2f} {rel:>13.1e}"
         )
     print(
-        "solve = solver + baselines time summed over chunks; table = partition strings + Arrow table (workers);"
+        "solve = solver + baselines time summed over chunks; "
+        "table = partition strings + Arrow table (workers);"
     )
     print(
         "store = atomic Parquet chunk files + manifest (driver); store % = store / solve (target < 10%); "

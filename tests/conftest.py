@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-from hypothesis import HealthCheck, settings  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402 - after selecting the Agg backend
 
 settings.register_profile(
     "deterministic",

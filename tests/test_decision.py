@@ -408,7 +408,7 @@ def test_lagrangian_pieces_against_brute_force():
         h = _random_weights(rng, K, c0)
         ustar = _colgen.lagrangian_point(B, h, c0)
 
-        def lag(v):
+        def lag(v, h=h, B=B, c0=c0):
             return v.sum() + h @ _colgen.action_slacks(B, v, c0)
 
         best = lag(ustar)

@@ -43,7 +43,7 @@ def bayes_lp_all_channels(P, L, lam, eps, n_out):
     r = (P * lam[None, :]) @ L  # r[x, a] = sum_theta lam P(x|theta) L(theta, a)
     E = math.exp(eps)
     nv = m * A
-    idx = lambda x, a: x * A + a  # noqa: E731
+    idx = lambda x, a: x * A + a  # noqa: E731 - a one-line index map, read like the formula
     A_eq = np.zeros((m, nv))
     for x in range(m):
         for a in range(A):
@@ -149,7 +149,7 @@ def test_mutual_information_maximised_by_subset_selection():
         res = ldpopt.optimal_channel(MutualInformation(num_inputs=m), eps, method="enumerate")
         prior = np.full(m, 1.0 / m)
 
-        def mi(Q):
+        def mi(Q, prior=prior):
             out = prior @ Q
             with np.errstate(divide="ignore", invalid="ignore"):
                 t = prior[:, None] * Q * np.log(Q / out[None, :])

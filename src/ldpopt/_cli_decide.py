@@ -48,10 +48,8 @@ def _matrix(doc: dict, key: str, path: Path) -> np.ndarray:
     return np.array(value, dtype=float)
 
 
-def load_problem(path: Path):
-    """Read and validate a problem file; every problem is reported with ``fail`` (exit code 2)."""
-    from ldpopt.decision import DecisionProblem
-
+def _read_document(path: Path) -> dict:
+    """The problem file's JSON object, with only the known keys and both required ones."""
     if not path.exists():
         fail(f"{path}: no such file")
     try:
@@ -70,15 +68,21 @@ def load_problem(path: Path):
     for key in ("likelihood", "loss"):
         if key not in doc:
             fail(f"{path}: missing key {key!r}")
-    P = _matrix(doc, "likelihood", path)
-    L = _matrix(doc, "loss", path)
+    return doc
+
+
+def _prior(doc: dict, path: Path) -> np.ndarray | None:
     prior = doc.get("prior")
-    if prior is not None:
-        if not isinstance(prior, list) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in prior
-        ):
-            fail(f"{path}: 'prior' must be a list of numbers")
-        prior = np.array(prior, dtype=float)
+    if prior is None:
+        return None
+    if not isinstance(prior, list) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in prior
+    ):
+        fail(f"{path}: 'prior' must be a list of numbers")
+    return np.array(prior, dtype=float)
+
+
+def _labels(doc: dict, path: Path) -> dict:
     labels = doc.get("labels") or {}
     if not isinstance(labels, dict):
         fail(f"{path}: 'labels' must be an object with optional keys inputs, parameters, actions")
@@ -88,6 +92,18 @@ def load_problem(path: Path):
     for key, val in labels.items():
         if not isinstance(val, list) or not all(isinstance(v, (str, int, float)) for v in val):
             fail(f"{path}: labels.{key} must be a list of strings or numbers")
+    return labels
+
+
+def load_problem(path: Path):
+    """Read and validate a problem file; every problem is reported with ``fail`` (exit code 2)."""
+    from ldpopt.decision import DecisionProblem
+
+    doc = _read_document(path)
+    P = _matrix(doc, "likelihood", path)
+    L = _matrix(doc, "loss", path)
+    prior = _prior(doc, path)
+    labels = _labels(doc, path)
     name = doc.get("name", path.stem)
     if not isinstance(name, str):
         fail(f"{path}: 'name' must be a string")

@@ -339,6 +339,88 @@ def _comparison_line(name: str, n: int, n_opt: int, eps: float) -> str:
     )
 
 
+def _samplesize_pair(p0: str | None, p1: str | None, mf: Any) -> tuple[Any, Any]:
+    """(P0, P1) from --p0/--p1, or from the mechanism file when neither is given."""
+    if p0 is None and p1 is None and mf is not None:
+        if mf.p0 is None:
+            fail("the mechanism file does not store p0/p1: give --p0 and --p1")
+        lab = mf.mechanism.labels
+        a = mf.p0 if lab is None else dict(zip(lab, mf.p0, strict=False))
+        b = mf.p1 if lab is None else dict(zip(lab, mf.p1, strict=False))
+        return a, b
+    if p0 is None or p1 is None:
+        fail("give --p0 and --p1 (or --mechanism with a file that stores them)")
+    a, b = parse_distribution(p0, "p0"), parse_distribution(p1, "p1")
+    if mf is not None:
+        a, b = _align(a, mf.mechanism, "p0"), _align(b, mf.mechanism, "p1")
+    return a, b
+
+
+def _samplesize_eps(eps: str | None, mf: Any) -> list[float]:
+    """The eps values of --eps, else the mechanism file's eps."""
+    eps_values = _eps_list(eps)
+    if eps_values is None:
+        if mf is None:
+            fail("give --eps (or --mechanism)")
+        eps_values = [mf.mechanism.eps]
+    return eps_values
+
+
+def _sizes_at(
+    e: float,
+    a: Any,
+    b: Any,
+    k: int,
+    file_row: tuple[str, Any] | None,
+    alpha: float,
+    beta: float,
+    method: str,
+    randomized: bool,
+) -> list[tuple[str, Any, Any]]:
+    """(name, mechanism, sample size) at eps ``e`` for the optimum, binary, k-RR and ``file_row`` (the
+    file's mechanism, when its eps is ``e``); the size is None when a mechanism cannot tell P0 from P1."""
+    import ldpopt
+    from ldpopt.inference import sample_size
+
+    opt = ldpopt.optimal_mechanism(a, b, e, "kl")
+    rows = [
+        ("optimal (SPR, KL)", opt.mechanism),
+        ("binary", ldpopt.binary_mechanism(a, b, e)),
+        ("k-RR", ldpopt.randomized_response(k, e, labels=opt.mechanism.labels)),
+    ]
+    if file_row is not None and file_row[1].eps == e:
+        rows.append(file_row)
+    sizes = []
+    for name, mech in rows:
+        try:
+            r = sample_size(mech, a, b, alpha, beta, method=method, randomized=randomized)
+            sizes.append((name, mech, r))
+        except ValueError as exc:
+            if "equal" not in str(exc):
+                raise
+            sizes.append((name, mech, None))
+    return sizes
+
+
+def _add_size_rows(t: Table, lines: list[str], e: float, sizes: list[tuple[str, Any, Any]]) -> None:
+    """One table row per mechanism of :func:`_sizes_at`, and its comparison with the optimum."""
+    n_opt = sizes[0][2].n
+    for name, mech, r in sizes:
+        ratio = "-" if r is None else f"{r.n / n_opt:.2f}x"
+        t.add_row(
+            f"{e:g}",
+            name,
+            str(mech.num_outputs),
+            "never" if r is None else str(r.n),
+            "-" if r is None else r.method,
+            ratio,
+        )
+        if r is not None and name != sizes[0][0]:
+            lines.append(_comparison_line(name, r.n, n_opt, e))
+        elif r is None:
+            lines.append(f"{name} cannot tell P0 from P1 at eps = {e:g}")
+
+
 @app.command("samplesize")
 def samplesize_cmd(
     p0: str | None = typer.Option(None, "--p0", help="P0 (default: from --mechanism)."),
@@ -351,27 +433,10 @@ def samplesize_cmd(
     randomized: bool = typer.Option(False, "--randomized", help="Randomised tests (size exactly alpha)."),
 ) -> None:
     """Reports needed for (alpha, beta): the optimal mechanism against binary and k-RR."""
-    import ldpopt
-    from ldpopt.inference import sample_size
-
     mf = _load(mechanism) if mechanism is not None else None
-    if p0 is None and p1 is None and mf is not None:
-        if mf.p0 is None:
-            fail("the mechanism file does not store p0/p1: give --p0 and --p1")
-        lab = mf.mechanism.labels
-        a = mf.p0 if lab is None else dict(zip(lab, mf.p0, strict=False))
-        b = mf.p1 if lab is None else dict(zip(lab, mf.p1, strict=False))
-    elif p0 is None or p1 is None:
-        fail("give --p0 and --p1 (or --mechanism with a file that stores them)")
-    else:
-        a, b = parse_distribution(p0, "p0"), parse_distribution(p1, "p1")
-        if mf is not None:
-            a, b = _align(a, mf.mechanism, "p0"), _align(b, mf.mechanism, "p1")
-    eps_values = _eps_list(eps)
-    if eps_values is None:
-        if mf is None:
-            fail("give --eps (or --mechanism)")
-        eps_values = [mf.mechanism.eps]
+    a, b = _samplesize_pair(p0, p1, mf)
+    eps_values = _samplesize_eps(eps, mf)
+    file_row = None if mf is None else (f"file {mechanism.name}", mf.mechanism)
     k = len(a)
     t = Table(title=f"Reports needed for type-I <= {alpha:g} and type-II <= {beta:g}")
     for name in ("eps", "mechanism", "outputs", "reports n", "method", "vs optimum"):
@@ -379,38 +444,8 @@ def samplesize_cmd(
     lines = []
     try:
         for e in eps_values:
-            opt = ldpopt.optimal_mechanism(a, b, e, "kl")
-            rows = [
-                ("optimal (SPR, KL)", opt.mechanism),
-                ("binary", ldpopt.binary_mechanism(a, b, e)),
-                ("k-RR", ldpopt.randomized_response(k, e, labels=opt.mechanism.labels)),
-            ]
-            if mf is not None and mf.mechanism.eps == e:
-                rows.append((f"file {mechanism.name}", mf.mechanism))
-            sizes = []
-            for name, mech in rows:
-                try:
-                    r = sample_size(mech, a, b, alpha, beta, method=method, randomized=randomized)
-                    sizes.append((name, mech, r))
-                except ValueError as exc:
-                    if "equal" not in str(exc):
-                        raise
-                    sizes.append((name, mech, None))
-            n_opt = sizes[0][2].n
-            for name, mech, r in sizes:
-                ratio = "-" if r is None else f"{r.n / n_opt:.2f}x"
-                t.add_row(
-                    f"{e:g}",
-                    name,
-                    str(mech.num_outputs),
-                    "never" if r is None else str(r.n),
-                    "-" if r is None else r.method,
-                    ratio,
-                )
-                if r is not None and name != sizes[0][0]:
-                    lines.append(_comparison_line(name, r.n, n_opt, e))
-                elif r is None:
-                    lines.append(f"{name} cannot tell P0 from P1 at eps = {e:g}")
+            sizes = _sizes_at(e, a, b, k, file_row, alpha, beta, method, randomized)
+            _add_size_rows(t, lines, e, sizes)
     except (ValueError, TypeError) as exc:
         fail(str(exc))
     console.print(t)

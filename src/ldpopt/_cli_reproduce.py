@@ -20,7 +20,10 @@ from ldpopt.cli import _write_json, app, console, fail, parse_vector
 
 reproduce_app = typer.Typer(
     name="reproduce",
-    help="Reproduce the SPR paper's experiments (fig1, fig3, fig5, fig6, runtimes) as figures + CSV + summary.json.",
+    help=(
+        "Reproduce the SPR paper's experiments (fig1, fig3, fig5, fig6, runtimes) "
+        "as figures + CSV + summary.json."
+    ),
     no_args_is_help=True,
     add_completion=False,
 )

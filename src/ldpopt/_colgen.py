@@ -3,8 +3,10 @@ r"""LP machinery over the maximal-channel polytope (private; used by :mod:`ldpop
 All LPs here use the rescaled extreme rows :math:`\tilde S_y = \mathbf 1_y + c_0\mathbf 1_{\bar y}`,
 :math:`c_0=e^{-\varepsilon}`, and *pair* columns :math:`z_{y,a}\ge 0` (output y, decision a):
 
-* Bayes:   :math:`\min \sum z_{y,a}\,\tilde S_y\!\cdot\! B_{:,a}` s.t. :math:`\sum z_{y,a}\tilde S_y=\mathbf 1`;
-* minimax: :math:`\min t` s.t. :math:`\sum z_{y,a}\, l(\theta,a)\,\tilde S_y\!\cdot\! P_{:,\theta}\le t\ \forall\theta`,
+* Bayes:   :math:`\min \sum z_{y,a}\,\tilde S_y\!\cdot\! B_{:,a}` s.t.
+  :math:`\sum z_{y,a}\tilde S_y=\mathbf 1`;
+* minimax: :math:`\min t` s.t.
+  :math:`\sum z_{y,a}\, l(\theta,a)\,\tilde S_y\!\cdot\! P_{:,\theta}\le t\ \forall\theta`,
   :math:`\sum z_{y,a}\tilde S_y=\mathbf 1`.
 
 The equality rows are written sparsely with the auxiliary total :math:`\sigma=\sum z`:
@@ -222,7 +224,8 @@ def _highs_core():
 
 
 class _Master:
-    """Restricted master LP: rows [x-rows (=1), sigma-row (=0), theta-rows (<=0)]; columns [sigma, (t), pairs]."""
+    """Restricted master LP: rows [x-rows (=1), sigma-row (=0), theta-rows (<=0)];
+    columns [sigma, (t), pairs]."""
 
     def __init__(self, m: int, c0: float, T: int):
         self.m, self.c0, self.T = m, c0, T
@@ -421,7 +424,8 @@ def _initial_columns(B0: np.ndarray, c0: float, seed) -> tuple[np.ndarray, np.nd
 def _priced_columns(
     order: np.ndarray, rc: np.ndarray, tol: float, per_action: int
 ) -> list[tuple[np.ndarray, int]]:
-    """Up to ``per_action`` prefix columns per action with reduced cost below ``-tol`` (from :func:`price`)."""
+    """Up to ``per_action`` prefix columns per action with reduced cost below ``-tol``
+    (from :func:`price`)."""
     out = []
     for a in np.flatnonzero(rc.min(axis=0) < -tol):
         for j in np.argsort(rc[:, a], kind="stable")[:per_action]:
@@ -443,6 +447,96 @@ def _column_rc(master: _Master, Beff: np.ndarray, u: np.ndarray, c0: float) -> n
     D = Beff - u[:, None]
     inside = np.einsum("nm,mn->n", master.rows.astype(float), D[:, master.actions])
     return c0 * D.sum(axis=0)[master.actions] + (1.0 - c0) * inside
+
+
+def _add_pairs(master: _Master, rows: np.ndarray, acts: np.ndarray, c0: float, B, P, L) -> None:
+    """Add (subset, action) columns to the master, with their Bayes costs (``B`` given) or their minimax
+    risks (``P`` and ``L``)."""
+    if B is None:
+        master.add(rows, acts, np.zeros(len(acts)), pair_risks(rows, acts, P, L, c0))
+    else:
+        master.add(rows, acts, pair_costs(rows, acts, B, c0), None)
+
+
+def _support(master: _Master, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, actions, weights) of the master's columns with positive weight ``x``, copied (the master
+    changes after each solve)."""
+    sup = np.flatnonzero(x > SUPPORT_RTOL * max(float(x.max()), 1e-300))
+    return master.rows[sup].copy(), master.actions[sup].copy(), x[sup].copy()
+
+
+def _no_support(m: int, status: int, message: str, it: int, master: _Master) -> PairLP:
+    """The result when no master was solved: no columns, NaN value, zero duals."""
+    return PairLP(
+        np.zeros((0, m), bool),
+        np.zeros(0, int),
+        np.zeros(0),
+        math.nan,
+        np.zeros(m),
+        None,
+        status,
+        message,
+        it,
+        master.rows.shape[0],
+    )
+
+
+def _check_duals(duals: str, B: np.ndarray | None) -> None:
+    if duals not in ("auto", "lagrangian", "in-out"):
+        raise ValueError(f"duals must be 'auto', 'lagrangian' or 'in-out', got duals={duals!r}")
+    if duals == "lagrangian" and B is None:
+        raise ValueError("duals='lagrangian' needs a Bayes problem (B); minimax uses duals='in-out'")
+
+
+def _in_out_columns(
+    u_in, lam_in, u, lam, alpha: float, tol: float, c0: float, per_action: int, B, P, L, seen
+):
+    r"""In-out separation: price at :math:`\alpha u_{\rm in}+(1-\alpha)u` (and the same mix of the minimax
+    priors).  A point that prices out nothing becomes the new inner point and alpha is halved (0 once
+    below 0.1) until alpha = 0; otherwise the columns priced out there that are not in ``seen`` are the
+    new ones (added to ``seen``).  Returns ``(u_in, lam_in, new rows, new actions)``."""
+    minimax = B is None
+    new_r, new_a = [], []
+    while True:
+        us = alpha * u_in + (1.0 - alpha) * u
+        ls = alpha * lam_in + (1.0 - alpha) * lam if minimax else None
+        Bs = effective_B(P, L, ls) if minimax else B
+        order, rc = price(Bs - us[:, None], c0)
+        if rc.min() >= -tol:
+            # the separation point is dual feasible: it becomes the new inner point
+            u_in, lam_in = us, ls
+            if alpha == 0.0:
+                break
+            alpha = 0.0 if alpha < 0.1 else alpha / 2.0
+            continue
+        for y, a in _priced_columns(order, rc, tol, per_action):
+            key = (y.tobytes(), a)
+            if key not in seen:
+                seen.add(key)
+                new_r.append(y)
+                new_a.append(a)
+        break
+    return u_in, lam_in, new_r, new_a
+
+
+def _purge_idle(
+    master: _Master, Beff, u, x, c0: float, tol: float, purge: int | None, m: int, seen: set, purged: set
+) -> None:
+    """When the master exceeds ``purge * m`` columns, drop the non-basic columns with the largest reduced
+    cost; a column is deleted at most once (a re-generated column stays), so purging cannot make the
+    method cycle."""
+    n_cols = master.rows.shape[0]
+    if purge and n_cols > purge * m:
+        rc_cols = _column_rc(master, Beff, u, c0)
+        keys = [(r.tobytes(), int(a)) for r, a in zip(master.rows, master.actions, strict=False)]
+        idle = np.array([i for i in np.flatnonzero(x <= 0.0) if keys[i] not in purged], dtype=int)
+        if idle.size:
+            drop = idle[np.argsort(rc_cols[idle])[::-1][: n_cols - purge * m // 2]]
+            drop = drop[rc_cols[drop] > tol]
+            for i in drop:
+                seen.discard(keys[i])
+                purged.add(keys[i])
+            master.delete(np.sort(drop))
 
 
 def column_generation(
@@ -479,10 +573,7 @@ def column_generation(
     :func:`lagrangian_column_generation`, which exploit that the dual has only |A| coupling
     constraints.
     """
-    if duals not in ("auto", "lagrangian", "in-out"):
-        raise ValueError(f"duals must be 'auto', 'lagrangian' or 'in-out', got duals={duals!r}")
-    if duals == "lagrangian" and B is None:
-        raise ValueError("duals='lagrangian' needs a Bayes problem (B); minimax uses duals='in-out'")
+    _check_duals(duals, B)
     if B is not None and duals != "in-out" and B.shape[0] >= 2:
         return lagrangian_column_generation(
             c0, B, max_iter=max_iter, time_limit=time_limit, per_action=per_action, backend=backend, seed=seed
@@ -500,14 +591,7 @@ def column_generation(
     rows, acts = _initial_columns(B0, c0, seed)
     seen = {(r.tobytes(), int(a)) for r, a in zip(rows, acts, strict=False)}
     purged: set = set()
-
-    def add(rows, acts):
-        if minimax:
-            master.add(rows, acts, np.zeros(len(acts)), pair_risks(rows, acts, P, L, c0))
-        else:
-            master.add(rows, acts, pair_costs(rows, acts, B, c0), None)
-
-    add(rows, acts)
+    _add_pairs(master, rows, acts, c0, B, P, L)
     start = time.perf_counter()
     # in-out separation (Ben-Ameur & Neto): u_in is dual feasible for the FULL problem (its value
     # sum(u_in) is a proven bound), u_out is the master dual; price at a point between them.
@@ -518,15 +602,14 @@ def column_generation(
     best = None  # support of the last master solution (the master changes after each solve)
     scale = float(np.abs(B0).sum(axis=0).max()) or 1.0
     it = 0
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 - it is read after the loop (the rounds done)
         ok, value, x, u, lam, msg = master.solve()
         if not ok:
             status, message = 4, f"restricted master failed: {msg}"
             break
         if minimax:
             lam = lam / lam.sum() if lam.sum() > 0 else np.full(T, 1.0 / T)
-        sup = np.flatnonzero(x > SUPPORT_RTOL * max(float(x.max()), 1e-300))
-        best = (master.rows[sup].copy(), master.actions[sup].copy(), x[sup].copy())
+        best = _support(master, x)
         tol = RC_RTOL * max(scale, abs(value))
         Beff = effective_B(P, L, lam) if minimax else B
         if min_reduced_cost(Beff, u, c0) >= -tol:
@@ -539,58 +622,16 @@ def column_generation(
         if time_limit is not None and time.perf_counter() - start > time_limit:
             status, message = 1, "time limit reached"
             break
-        alpha = smoothing
-        new_r, new_a = [], []
-        while True:
-            us = alpha * u_in + (1.0 - alpha) * u
-            ls = alpha * lam_in + (1.0 - alpha) * lam if minimax else None
-            Bs = effective_B(P, L, ls) if minimax else B
-            order, rc = price(Bs - us[:, None], c0)
-            if rc.min() >= -tol:
-                # the separation point is dual feasible: it becomes the new inner point
-                u_in, lam_in = us, ls
-                if alpha == 0.0:
-                    break
-                alpha = 0.0 if alpha < 0.1 else alpha / 2.0
-                continue
-            for y, a in _priced_columns(order, rc, tol, per_action):
-                key = (y.tobytes(), a)
-                if key not in seen:
-                    seen.add(key)
-                    new_r.append(y)
-                    new_a.append(a)
-            break
+        u_in, lam_in, new_r, new_a = _in_out_columns(
+            u_in, lam_in, u, lam, smoothing, tol, c0, per_action, B, P, L, seen
+        )
         if not new_r:
             status, message = 0, "optimal within the LP tolerance (no new column)"
             break
-        n_cols = master.rows.shape[0]
-        if purge and n_cols > purge * m:
-            # drop the non-basic columns with the largest reduced cost; a column is deleted at most
-            # once (a re-generated column stays), so purging cannot make the method cycle
-            rc_cols = _column_rc(master, Beff, u, c0)
-            keys = [(r.tobytes(), int(a)) for r, a in zip(master.rows, master.actions, strict=False)]
-            idle = np.array([i for i in np.flatnonzero(x <= 0.0) if keys[i] not in purged], dtype=int)
-            if idle.size:
-                drop = idle[np.argsort(rc_cols[idle])[::-1][: n_cols - purge * m // 2]]
-                drop = drop[rc_cols[drop] > tol]
-                for i in drop:
-                    seen.discard(keys[i])
-                    purged.add(keys[i])
-                master.delete(np.sort(drop))
-        add(np.array(new_r, dtype=bool), np.array(new_a, dtype=int))
+        _purge_idle(master, Beff, u, x, c0, tol, purge, m, seen, purged)
+        _add_pairs(master, np.array(new_r, dtype=bool), np.array(new_a, dtype=int), c0, B, P, L)
     if best is None:
-        return PairLP(
-            np.zeros((0, m), bool),
-            np.zeros(0, int),
-            np.zeros(0),
-            math.nan,
-            np.zeros(m),
-            None,
-            status,
-            message,
-            it,
-            master.rows.shape[0],
-        )
+        return _no_support(m, status, message, it, master)
     return PairLP(
         best[0],
         best[1],
@@ -708,6 +749,23 @@ def _weights_master(G: np.ndarray, S: np.ndarray, c0: float):
     return np.asarray(res.x[1:]), np.clip(-np.asarray(res.ineqlin.marginals[:n]), 0.0, None)
 
 
+def _add_fresh(master: _Master, cands, seen: set, B: np.ndarray, c0: float) -> None:
+    """Add to the (Bayes) master the candidate (subset, action) columns that are proper, non-empty subsets
+    and not in ``seen`` yet (recorded there)."""
+    m = B.shape[0]
+    out_r, out_a = [], []
+    for y, a in cands:
+        n = int(y.sum())
+        key = (y.tobytes(), int(a))
+        if 0 < n < m and key not in seen:
+            seen.add(key)
+            out_r.append(y)
+            out_a.append(int(a))
+    if out_r:
+        R, Aa = np.array(out_r, dtype=bool), np.array(out_a, dtype=int)
+        master.add(R, Aa, pair_costs(R, Aa, B, c0), None)
+
+
 def lagrangian_column_generation(
     c0: float,
     B: np.ndarray,
@@ -755,31 +813,16 @@ def lagrangian_column_generation(
     value, best = math.nan, None
     start = time.perf_counter()
     it = 0
-
-    def fresh(cands):
-        out_r, out_a = [], []
-        for y, a in cands:
-            n = int(y.sum())
-            key = (y.tobytes(), int(a))
-            if 0 < n < m and key not in seen:
-                seen.add(key)
-                out_r.append(y)
-                out_a.append(int(a))
-        if out_r:
-            R, Aa = np.array(out_r, dtype=bool), np.array(out_a, dtype=int)
-            master.add(R, Aa, pair_costs(R, Aa, B, c0), None)
-
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 - it is read after the loop (the rounds done)
         u, s = _inner(B, h, c0)
         cut_u.append(u)
         cut_g.append(action_slacks(B, u, c0))
-        fresh(_layers(s))
+        _add_fresh(master, _layers(s), seen, B, c0)
         ok, value, x, um, _, msg = master.solve()
         if not ok:
             status, message = 4, f"restricted master failed: {msg}"
             break
-        sup = np.flatnonzero(x > SUPPORT_RTOL * max(float(x.max()), 1e-300))
-        best = (master.rows[sup].copy(), master.actions[sup].copy(), x[sup].copy())
+        best = _support(master, x)
         tol = RC_RTOL * max(scale, abs(value))
         order, rc = price(B - um[:, None], c0)
         if rc.min() >= -tol:
@@ -799,27 +842,19 @@ def lagrangian_column_generation(
             # columns that are tight at the best certificate: by complementary slackness an optimal
             # support lies among them once the bound is optimal (at most m - 1 prefixes per action)
             o_c, rc_c = tight
-            fresh([(_prefix_set(o_c, j, a), int(a)) for j, a in zip(*np.nonzero(rc_c <= tol), strict=False)])
+            tight_cols = [
+                (_prefix_set(o_c, j, a), int(a)) for j, a in zip(*np.nonzero(rc_c <= tol), strict=False)
+            ]
+            _add_fresh(master, tight_cols, seen, B, c0)
         if value - best_lb <= GAP_RTOL * max(scale, abs(value)):
             status, message = 0, "optimal: the Lagrangian dual bound meets the master value"
             break
         if time_limit is not None and time.perf_counter() - start > time_limit:
             status, message = 1, "time limit reached"
             break
-        fresh(_priced_columns(order, rc, tol, per_action))
+        _add_fresh(master, _priced_columns(order, rc, tol, per_action), seen, B, c0)
     if best is None:
-        return PairLP(
-            np.zeros((0, m), bool),
-            np.zeros(0, int),
-            np.zeros(0),
-            math.nan,
-            np.zeros(m),
-            None,
-            status,
-            message,
-            it,
-            master.rows.shape[0],
-        )
+        return _no_support(m, status, message, it, master)
     if best_u is None:
         best_u = _certify(B, um, c0)[0]
     return PairLP(best[0], best[1], best[2], value, best_u, None, status, message, it, master.rows.shape[0])

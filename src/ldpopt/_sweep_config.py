@@ -185,38 +185,56 @@ def _parse_instances(table: Mapping, base_dir: Path | None) -> tuple[InstanceSpe
     if has_gen == has_file:
         raise SweepConfigError(f"{where} needs exactly one of 'generator' or 'file'")
     if has_gen:
-        gen = table["generator"]
-        if not isinstance(gen, str) or gen.strip().lower() not in GENERATORS:
-            raise SweepConfigError(
-                f"{_where('instances', 'generator')} must be one of {', '.join(map(repr, GENERATORS))}, got {_short(gen)}"
-            )
-        if "normalize" in table:
-            raise SweepConfigError(f"{_where('instances', 'normalize')} is only valid with 'file'")
-        for key in ("k", "trials"):
-            if key not in table:
-                raise SweepConfigError(f"{where} with generator = 'dirichlet' needs {key!r}")
-        k = _int(table["k"], _where("instances", "k"), 1)
-        trials = _int(table["trials"], _where("instances", "trials"), 1)
-        seed = _int(table.get("seed", 0), _where("instances", "seed"), 0)
-        alpha_raw = table.get("alpha", 1.0)
-        if isinstance(alpha_raw, (list, tuple)):
-            alpha_list = _list(alpha_raw, _where("instances", "alpha"))
-            if len(alpha_list) != k:
-                raise SweepConfigError(
-                    f"{_where('instances', 'alpha')} as a list must have k = {k} entries, got {len(alpha_list)}"
-                )
-            alpha = tuple(_real(a, _where("instances", "alpha")) for a in alpha_list)
-        else:
-            alpha = (_real(alpha_raw, _where("instances", "alpha")),) * k
-        if any(not (a > 0 and math.isfinite(a)) for a in alpha):
-            raise SweepConfigError(
-                f"{_where('instances', 'alpha')} must be finite and > 0, got {_short(alpha_raw)}"
-            )
-        spec = InstanceSpec(kind="dirichlet", k=k, trials=trials, alpha=alpha, seed=seed)
-        inst = Instances(
-            spec=spec, ids=tuple(str(i) for i in range(trials)), ks=np.full(trials, k, dtype=np.int64)
+        return _parse_generator(table)
+    path, fmt, normalize = _instance_file(table, base_dir)
+    return _file_instances(path, fmt, normalize)
+
+
+def _parse_generator(table: Mapping) -> tuple[InstanceSpec, Instances]:
+    """``[instances]`` with ``generator = "dirichlet"``."""
+    where = "[instances]"
+    gen = table["generator"]
+    if not isinstance(gen, str) or gen.strip().lower() not in GENERATORS:
+        raise SweepConfigError(
+            f"{_where('instances', 'generator')} must be one of {', '.join(map(repr, GENERATORS))}, "
+            f"got {_short(gen)}"
         )
-        return spec, inst
+    if "normalize" in table:
+        raise SweepConfigError(f"{_where('instances', 'normalize')} is only valid with 'file'")
+    for key in ("k", "trials"):
+        if key not in table:
+            raise SweepConfigError(f"{where} with generator = 'dirichlet' needs {key!r}")
+    k = _int(table["k"], _where("instances", "k"), 1)
+    trials = _int(table["trials"], _where("instances", "trials"), 1)
+    seed = _int(table.get("seed", 0), _where("instances", "seed"), 0)
+    alpha = _dirichlet_alpha(table.get("alpha", 1.0), k)
+    spec = InstanceSpec(kind="dirichlet", k=k, trials=trials, alpha=alpha, seed=seed)
+    inst = Instances(
+        spec=spec, ids=tuple(str(i) for i in range(trials)), ks=np.full(trials, k, dtype=np.int64)
+    )
+    return spec, inst
+
+
+def _dirichlet_alpha(alpha_raw: Any, k: int) -> tuple[float, ...]:
+    """The k Dirichlet concentrations from ``alpha`` (one number for all, or a list of k)."""
+    if isinstance(alpha_raw, (list, tuple)):
+        alpha_list = _list(alpha_raw, _where("instances", "alpha"))
+        if len(alpha_list) != k:
+            raise SweepConfigError(
+                f"{_where('instances', 'alpha')} as a list must have k = {k} entries, got {len(alpha_list)}"
+            )
+        alpha = tuple(_real(a, _where("instances", "alpha")) for a in alpha_list)
+    else:
+        alpha = (_real(alpha_raw, _where("instances", "alpha")),) * k
+    if any(not (a > 0 and math.isfinite(a)) for a in alpha):
+        raise SweepConfigError(
+            f"{_where('instances', 'alpha')} must be finite and > 0, got {_short(alpha_raw)}"
+        )
+    return alpha
+
+
+def _instance_file(table: Mapping, base_dir: Path | None) -> tuple[Path, str, bool]:
+    """``[instances]`` with ``file``: the resolved path, its format and ``normalize``."""
     for key in ("k", "trials", "alpha", "seed"):
         if key in table:
             raise SweepConfigError(f"{_where('instances', key)} is only valid with generator = 'dirichlet'")
@@ -240,6 +258,11 @@ def _parse_instances(table: Mapping, base_dir: Path | None) -> tuple[InstanceSpe
         )
     if not path.is_file():
         raise SweepConfigError(f"{_where('instances', 'file')}: no such file {str(path)!r}")
+    return path, fmt, normalize
+
+
+def _file_instances(path: Path, fmt: str, normalize: bool) -> tuple[InstanceSpec, Instances]:
+    """The validated labelled pairs of an instance file."""
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     records = _read_pairs(path, fmt)
@@ -267,29 +290,39 @@ def _read_pairs(path: Path, fmt: str) -> list[tuple[str, Any, Any]]:
     """Read labelled pairs: a list of (instance id, p0, p1) with p0/p1 lists or label->prob dicts."""
     where = f"{_where('instances', 'file')} {path.name}"
     if fmt == "json":
-        try:
-            payload = json.loads(path.read_text())
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise SweepConfigError(f"{where}: not valid JSON ({exc})") from None
-        if isinstance(payload, Mapping):
-            _check_keys(payload, ("instances",), where)
-            payload = payload.get("instances")
-        if not isinstance(payload, list):
-            raise SweepConfigError(
-                f'{where}: expected a list of {{id, p0, p1}} objects or {{"instances": [...]}}'
-            )
-        out = []
-        for j, rec in enumerate(payload):
-            if not isinstance(rec, Mapping) or "p0" not in rec or "p1" not in rec:
-                raise SweepConfigError(f"{where}: instance #{j} must be an object with 'p0' and 'p1'")
-            _check_keys(rec, ("id", "p0", "p1"), f"{where} instance #{j}")
-            for key in ("p0", "p1"):
-                if not isinstance(rec[key], (list, Mapping)):
-                    raise SweepConfigError(
-                        f"{where}: instance #{j} {key} must be a list or a label->probability object"
-                    )
-            out.append((str(rec.get("id", j)), rec["p0"], rec["p1"]))
-        return out
+        return _read_json_pairs(path, where)
+    return _read_table_pairs(path, fmt, where)
+
+
+def _read_json_pairs(path: Path, where: str) -> list[tuple[str, Any, Any]]:
+    """Pairs from a JSON list of {id, p0, p1} objects, or such a list under ``"instances"``."""
+    try:
+        payload = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SweepConfigError(f"{where}: not valid JSON ({exc})") from None
+    if isinstance(payload, Mapping):
+        _check_keys(payload, ("instances",), where)
+        payload = payload.get("instances")
+    if not isinstance(payload, list):
+        raise SweepConfigError(
+            f'{where}: expected a list of {{id, p0, p1}} objects or {{"instances": [...]}}'
+        )
+    out = []
+    for j, rec in enumerate(payload):
+        if not isinstance(rec, Mapping) or "p0" not in rec or "p1" not in rec:
+            raise SweepConfigError(f"{where}: instance #{j} must be an object with 'p0' and 'p1'")
+        _check_keys(rec, ("id", "p0", "p1"), f"{where} instance #{j}")
+        for key in ("p0", "p1"):
+            if not isinstance(rec[key], (list, Mapping)):
+                raise SweepConfigError(
+                    f"{where}: instance #{j} {key} must be a list or a label->probability object"
+                )
+        out.append((str(rec.get("id", j)), rec["p0"], rec["p1"]))
+    return out
+
+
+def _read_table_pairs(path: Path, fmt: str, where: str) -> list[tuple[str, Any, Any]]:
+    """Pairs from a CSV/Parquet table in long format (instance, symbol (optional), p0, p1)."""
     import pandas as pd
 
     try:

@@ -165,7 +165,8 @@ class SweepStore:
         existing = chunk_files(self.root)
         if previous is None and existing:
             raise StoreError(
-                f"{str(self.root)!r} holds chunk files but no {MANIFEST_NAME}; refusing to mix them with a new sweep"
+                f"{str(self.root)!r} holds chunk files but no {MANIFEST_NAME}; "
+                "refusing to mix them with a new sweep"
             )
         same = previous is not None and previous.get("fingerprint") == fingerprint
         if previous is not None and not same and resume:

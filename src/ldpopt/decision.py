@@ -149,11 +149,13 @@ class DecisionProblem:
         bad = np.flatnonzero(np.abs(sums - 1.0) > LIKELIHOOD_TOL)
         if bad.size:
             raise ValueError(
-                f"likelihood columns must sum to 1 (P(x|theta) over x), column {int(bad[0])} sums to {sums[bad[0]]!r}"
+                f"likelihood columns must sum to 1 (P(x|theta) over x), column {int(bad[0])} sums to "
+                f"{sums[bad[0]]!r}"
             )
         if L.shape[0] != T:
             raise ValueError(
-                f"loss must have one row per parameter: likelihood has T={T} columns, loss has shape {L.shape}"
+                f"loss must have one row per parameter: likelihood has T={T} columns, "
+                f"loss has shape {L.shape}"
             )
         if self.prior is None:
             prior = np.full(T, 1.0 / T)
@@ -224,7 +226,8 @@ class DecisionProblem:
         return math.fsum(per_action.min(axis=1).tolist())
 
     def minimax_risk(self, mechanism: Any) -> float:
-        r"""Minimax risk :math:`R^*_{\rm M}(Q)=\min_\delta\max_\theta R(\theta,Q,\delta)` of a channel (LP over :math:`\delta`)."""
+        r"""Minimax risk :math:`R^*_{\rm M}(Q)=\min_\delta\max_\theta R(\theta,Q,\delta)` of a channel
+        (LP over :math:`\delta`)."""
         from scipy.optimize import linprog
 
         py = self._output_likelihood(mechanism)
@@ -251,8 +254,8 @@ class DecisionProblem:
 
     def __repr__(self) -> str:
         return (
-            f"DecisionProblem(name={self.name!r}, inputs={self.num_inputs}, parameters={self.num_parameters}, "
-            f"actions={self.num_actions})"
+            f"DecisionProblem(name={self.name!r}, inputs={self.num_inputs}, "
+            f"parameters={self.num_parameters}, actions={self.num_actions})"
         )
 
 
@@ -270,9 +273,10 @@ class LPCertificate:
     :math:`\sum_y\tilde c_y\tilde S_{y,x}=1`; for the minimax risk ``prior`` holds the duals
     :math:`\lambda` of the risk rows (a least-favourable prior, summing to 1).  The certificate holds
     when every (subset, decision) column has non-negative reduced cost
-    :math:`\tilde S_y\cdot(B^\lambda_{:,a}-u)` (for a general objective :math:`\pm\phi(\tilde S_y)-\tilde S_y\cdot u`);
-    ``min_reduced_cost`` is that minimum over **all** :math:`2^m-2` subsets (exact pricing), and
-    ``bound`` = :math:`\sum_x u_x+\kappa\min(0,\text{min\_reduced\_cost})`, :math:`\kappa=m/(1+(m-1)e^{-\varepsilon})`,
+    :math:`\tilde S_y\cdot(B^\lambda_{:,a}-u)` (for a general objective
+    :math:`\pm\phi(\tilde S_y)-\tilde S_y\cdot u`); ``min_reduced_cost`` is that minimum over
+    **all** :math:`2^m-2` subsets (exact pricing), and ``bound`` =
+    :math:`\sum_x u_x+\kappa\min(0,\text{min\_reduced\_cost})`, :math:`\kappa=m/(1+(m-1)e^{-\varepsilon})`,
     is a proven lower bound of the minimisation form (reported with the objective's sign, before
     any value transform).
     """
@@ -379,7 +383,8 @@ def _merge_pairs(rows: np.ndarray, actions: np.ndarray, z: np.ndarray, K: int):
 
 
 def _polish(rows: np.ndarray, w: np.ndarray, c0: float) -> np.ndarray:
-    r"""Re-solve :math:`\sum_j \tilde c_j\tilde S_{y_j}=\mathbf 1` on the support so the channel is exact to round-off."""
+    r"""Re-solve :math:`\sum_j \tilde c_j\tilde S_{y_j}=\mathbf 1` on the support so the channel is exact
+    to round-off."""
     if rows.shape[0] == 0 or rows.shape[0] > rows.shape[1]:
         return w
     S = scaled_rows(rows, c0).T  # (m, n)
@@ -438,8 +443,8 @@ def _minimax_enumerate(problem: DecisionProblem, c0: float) -> _Solution:
     m, A = problem.num_inputs, problem.num_actions
     if m > ENUM_MAX_M or (2**m - 2) * A > ENUM_MAX_PAIRS:
         raise ValueError(
-            f"full enumeration of the minimax LP needs (2^m - 2) * A = {(2**m - 2) * A} columns, above the limit "
-            f"{ENUM_MAX_PAIRS} (m <= {ENUM_MAX_M}); use method='colgen' or method='direct'"
+            f"full enumeration of the minimax LP needs (2^m - 2) * A = {(2**m - 2) * A} columns, "
+            f"above the limit {ENUM_MAX_PAIRS} (m <= {ENUM_MAX_M}); use method='colgen' or method='direct'"
         )
     R = subset_rows(m)
     n = R.shape[0]
@@ -589,7 +594,8 @@ def _vertex_solve(obj: Any, c0: float, group: Any, check: bool) -> _Solution:
 
 
 def _evaluate(obj: Any, rows: np.ndarray, w: np.ndarray, c0: float) -> float:
-    """Objective of the channel with support rows and scaled weights (raw scale for row-additive objectives)."""
+    """Objective of the channel with support rows and scaled weights (raw scale for row-additive
+    objectives)."""
     V = scaled_rows(rows, c0)
     if isinstance(obj, RowAdditiveObjective):
         vals = obj.contributions(V)

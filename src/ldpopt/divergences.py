@@ -351,7 +351,8 @@ _BUILTINS = {n: _builtin(n) for n in BUILTIN_NAMES}
 
 
 def egamma(gamma: float) -> FDivergence:
-    r"""Hockey-stick divergence :math:`E_\gamma`, :math:`f(t) = (t-\gamma)_+`, :math:`\gamma\ge 1` (SPR eq. 14).
+    r"""Hockey-stick divergence :math:`E_\gamma`, :math:`f(t) = (t-\gamma)_+`, :math:`\gamma\ge 1`
+    (SPR eq. 14).
 
     ``egamma(1)`` is total variation.
     """
@@ -425,7 +426,8 @@ def renyi(alpha: float) -> FDivergence:
 
 
 def get_divergence(divergence: str | FDivergence) -> FDivergence:
-    """Resolve a divergence given by name (``"kl"``, ``"tv"``, ``"egamma:1.5"``, ``"renyi:2"``...) or object."""
+    """Resolve a divergence given by name (``"kl"``, ``"tv"``, ``"egamma:1.5"``, ``"renyi:2"``...)
+    or object."""
     if isinstance(divergence, FDivergence):
         return divergence
     if not isinstance(divergence, str):

@@ -1,11 +1,13 @@
 r"""The worked examples of Nam-Park-Lee, Appendix C, with their closed forms.
 
-* :func:`mary_testing` -- m-ary symmetric hypothesis testing (App. C.1): :math:`\Theta=\mathcal A=\mathcal X=[m]`,
+* :func:`mary_testing` -- m-ary symmetric hypothesis testing (App. C.1):
+  :math:`\Theta=\mathcal A=\mathcal X=[m]`,
   :math:`P(x|\theta)=\frac{1-\gamma}m+\gamma[x=\theta]`, 0-1 loss, uniform prior.  The problem is
   Sym(m)-invariant, so subset selection is optimal (Corollary 3.17) and, with
   :math:`D_k=k+(m-k)e^{-\varepsilon}`,
 
-  .. math:: \mathrm{PUT}_{\rm B}=\mathrm{PUT}_{\rm M}=\min_{1\le k<m}\ 1-\frac{1-\gamma}{m}-\frac{\max(\gamma,\gamma e^{-\varepsilon})}{D_k},
+  .. math:: \mathrm{PUT}_{\rm B}=\mathrm{PUT}_{\rm M}
+            =\min_{1\le k<m}\ 1-\frac{1-\gamma}{m}-\frac{\max(\gamma,\gamma e^{-\varepsilon})}{D_k},
 
   attained at k = 1 (randomized response) for :math:`\gamma>0` and at k = m - 1 for :math:`\gamma<0`.
 * :func:`circular_estimation` -- estimation of an angle from a cyclic alphabet (App. C.2):
@@ -42,7 +44,8 @@ def _check_gamma(gamma, lo: float, hi: float) -> float:
 
 @dataclass(frozen=True, eq=False)
 class MaryTesting(DecisionProblem):
-    r"""m-ary symmetric hypothesis testing (App. C.1); a :class:`~ldpopt.DecisionProblem` with closed forms."""
+    r"""m-ary symmetric hypothesis testing (App. C.1); a :class:`~ldpopt.DecisionProblem` with closed
+    forms."""
 
     gamma: float = 0.0
 
@@ -54,7 +57,9 @@ class MaryTesting(DecisionProblem):
         return 1.0 - (1.0 - self.gamma) / m - max(self.gamma, self.gamma * c0) / D
 
     def closed_form(self, eps: float, risk: str = "bayes") -> float:
-        r"""Optimal Bayes (= minimax) risk: :math:`\min_k 1-\frac{1-\gamma}m-\frac{\max(\gamma,\gamma e^{-\varepsilon})}{k+(m-k)e^{-\varepsilon}}`."""
+        r"""Optimal Bayes (= minimax) risk:
+        :math:`\min_k 1-\frac{1-\gamma}m
+        -\frac{\max(\gamma,\gamma e^{-\varepsilon})}{k+(m-k)e^{-\varepsilon}}`."""
         if risk not in ("bayes", "minimax"):
             raise ValueError(f"risk must be 'bayes' or 'minimax', got {risk!r}")
         return float(self._levels(eps).min())
@@ -88,7 +93,8 @@ class CircularEstimation(RowAdditiveObjective):
     .. math:: \phi(v)=\min_{a}\frac1m\sum_x v_x\Big(1-\frac\gamma2\cos(\tfrac{2\pi x}m-a)\Big)
               =\frac1m\Big(\sum_x v_x-\frac\gamma2|Z(v)|\Big),
 
-    from :math:`\int_0^{2\pi}(1+\gamma\cos(\frac{2\pi x}m-\theta))(1-\cos(\theta-a))\frac{d\theta}{2\pi}=1-\frac\gamma2\cos(\frac{2\pi x}m-a)`;
+    from :math:`\int_0^{2\pi}(1+\gamma\cos(\frac{2\pi x}m-\theta))(1-\cos(\theta-a))\frac{d\theta}{2\pi}
+    =1-\frac\gamma2\cos(\frac{2\pi x}m-a)`;
     the optimal estimate is :math:`a^*=\arg Z(v)` (:meth:`decisions`, NaN when :math:`Z(v)=0`: any angle).
     The objective is invariant under the dihedral group (shifts and reflections).
     """
@@ -125,7 +131,8 @@ class CircularEstimation(RowAdditiveObjective):
         )
 
     def closed_form(self, eps: float) -> float:
-        r"""Optimal Bayes (= minimax) risk :math:`\min_k 1-\frac{\gamma(e^\varepsilon-1)\sin(\pi k/m)}{2(ke^\varepsilon+m-k)\sin(\pi/m)}`."""
+        r"""Optimal Bayes (= minimax) risk
+        :math:`\min_k 1-\frac{\gamma(e^\varepsilon-1)\sin(\pi k/m)}{2(ke^\varepsilon+m-k)\sin(\pi/m)}`."""
         return float(self._levels(eps).min())
 
     def closed_form_size(self, eps: float) -> int:

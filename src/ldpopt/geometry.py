@@ -203,7 +203,8 @@ def joint_range(p0: Any, p1: Any, eps: float, max_outputs: int = 2, *, normalize
     eps = check_eps(eps)
     if isinstance(max_outputs, bool) or not isinstance(max_outputs, (int, np.integer)) or max_outputs != 2:
         raise ValueError(
-            f"max_outputs must be 2 (for l > 2 the joint range is 2(l-1)-dimensional), got max_outputs={max_outputs!r}"
+            f"max_outputs must be 2 (for l > 2 the joint range is 2(l-1)-dimensional), "
+            f"got max_outputs={max_outputs!r}"
         )
     red = _reduce(u, v)
     kr = red.k

@@ -379,7 +379,8 @@ class TestResult:
 
 @dataclass(frozen=True)
 class BayesDecision:
-    """Bayes decision: decide 1 iff ``llr > threshold = log(prior0 * cost_false_alarm / (prior1 * cost_miss))``.
+    """Bayes decision: decide 1 iff
+    ``llr > threshold = log(prior0 * cost_false_alarm / (prior1 * cost_miss))``.
 
     ``posterior1`` is :math:`P(H_1 \\mid \\text{reports})`.
     """
@@ -572,7 +573,7 @@ class LikelihoodRatioTest:
         if query < 0:
             return 1.0
         windows = self._ptails.setdefault(n, [])
-        for lo, hi, up, low in windows:
+        for lo, hi, up, low in windows:  # noqa: B007 - up, low are used after the break
             if lo <= query <= hi:
                 break
         else:

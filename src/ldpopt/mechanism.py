@@ -144,14 +144,16 @@ class Mechanism:
 
     # --- privacy ---------------------------------------------------------------
     def privacy_level(self) -> float:
-        r"""Smallest :math:`\varepsilon` the channel satisfies: :math:`\max_y \log(\max_x Q(y|x)/\min_x Q(y|x))`.
+        r"""Smallest :math:`\varepsilon` the channel satisfies:
+        :math:`\max_y \log(\max_x Q(y|x)/\min_x Q(y|x))`.
 
         ``inf`` when a column has a zero next to a positive entry.
         """
         return float(_column_privacy(self.matrix).max())
 
     def is_ldp(self, eps: float, rtol: float = LDP_RTOL) -> bool:
-        r"""True when the channel is :math:`\varepsilon`-LDP (up to relative slack ``rtol`` on :math:`e^\varepsilon`)."""
+        r"""True when the channel is :math:`\varepsilon`-LDP (up to relative slack ``rtol`` on
+        :math:`e^\varepsilon`)."""
         return ldp_violation(self.matrix, check_eps(eps), rtol) is None
 
     # --- utility ---------------------------------------------------------------
@@ -210,8 +212,8 @@ class Mechanism:
 
 
 def _rr_levels(s: int, eps: float) -> tuple[float, float]:
-    r"""High/low entries of s-ary RR: :math:`e^\varepsilon/(e^\varepsilon+s-1)` and :math:`1/(e^\varepsilon+s-1)`,
-    computed from :math:`c=e^{-\varepsilon}` so nothing overflows."""
+    r"""High/low entries of s-ary RR: :math:`e^\varepsilon/(e^\varepsilon+s-1)` and
+    :math:`1/(e^\varepsilon+s-1)`, computed from :math:`c=e^{-\varepsilon}` so nothing overflows."""
     c = math.exp(-eps)
     den = 1.0 + (s - 1) * c
     return 1.0 / den, c / den
@@ -226,7 +228,8 @@ def _block_matrix(block_of: np.ndarray, s: int, eps: float) -> np.ndarray:
 
 
 def randomized_response(k: int, eps: float, labels: Sequence | None = None) -> Mechanism:
-    r"""k-ary randomized response: :math:`Q(x|x)=e^\varepsilon/(e^\varepsilon+k-1)`, else :math:`1/(e^\varepsilon+k-1)`."""
+    r"""k-ary randomized response: :math:`Q(x|x)=e^\varepsilon/(e^\varepsilon+k-1)`, else
+    :math:`1/(e^\varepsilon+k-1)`."""
     k = check_positive_int(k, "k")
     eps = check_eps(eps)
     m = _block_matrix(np.arange(k), k, eps)

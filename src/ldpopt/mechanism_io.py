@@ -244,6 +244,65 @@ def _is_num(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_str(x: Any) -> bool:
+    return isinstance(x, str)
+
+
+def _is_str_or_null(x: Any) -> bool:
+    return x is None or isinstance(x, str)
+
+
+def _is_num_or_null(x: Any) -> bool:
+    return x is None or _is_num(x)
+
+
+def _is_matrix(x: Any) -> bool:
+    return (
+        isinstance(x, list)
+        and bool(x)
+        and all(isinstance(r, list) for r in x)
+        and len({len(r) for r in x}) == 1
+        and all(_is_num(v) for r in x for v in r)
+    )
+
+
+def _is_labels_or_null(x: Any) -> bool:
+    return x is None or (isinstance(x, list) and all(isinstance(v, str) or _is_int(v) for v in x))
+
+
+def _is_partition_or_null(x: Any) -> bool:
+    return x is None or (
+        isinstance(x, list) and all(isinstance(b, list) and all(_is_int(i) for i in b) for b in x)
+    )
+
+
+#: the type of a field: field -> (test, what the field must be); checked by :func:`_check_field`
+_FIELD_TYPES = {
+    "matrix": (_is_matrix, "a non-empty list of equally long lists of numbers"),
+    "labels": (_is_labels_or_null, "a list of strings/integers or null"),
+    "output_labels": (_is_labels_or_null, "a list of strings/integers or null"),
+    "partition": (_is_partition_or_null, "a list of lists of integers or null"),
+    "name": (_is_str, "a string"),
+    "p0_sha256": (_is_str_or_null, "a string or null"),
+    "p1_sha256": (_is_str_or_null, "a string or null"),
+    "divergence": (_is_str_or_null, "a string or null"),
+    "value": (_is_num_or_null, "a number or null"),
+    "library_version": (_is_str, "a string"),
+}
+
+
+def _check_field(payload: dict, key: str, path: Any) -> Any:
+    """The value of field ``key`` after the type check of :data:`_FIELD_TYPES`."""
+    accepts, what = _FIELD_TYPES[key]
+    if not accepts(payload[key]):
+        raise _err(path, f"{key} must be {what}")
+    return payload[key]
+
+
 def _vector(payload: dict, key: str, path: Any, k: int) -> np.ndarray | None:
     val = payload[key]
     if val is None:
@@ -257,16 +316,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(name)  # NaN / Infinity are not JSON
 
 
-def load_mechanism(path: Any) -> MechanismFile:
-    """Read a mechanism file and re-validate it (see the module docstring); raises
-    :class:`MechanismFileError` with a clear message on any problem."""
-    from ldpopt._sampling import realise
-    from ldpopt._validation import check_distribution
-    from ldpopt.mechanism import Mechanism
-
-    p = Path(path)
+def _read_payload(path: Any) -> dict:
+    """The file's top-level JSON object (read and parsed, nothing checked yet)."""
     try:
-        text = p.read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise _err(path, "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -281,12 +334,17 @@ def load_mechanism(path: Any) -> MechanismFile:
         raise _err(path, f"not valid JSON (non-standard constant {exc})") from None
     if not isinstance(payload, dict):
         raise _err(path, "not a mechanism file (the top level must be a JSON object)")
+    return payload
+
+
+def _check_envelope(payload: dict, path: Any) -> int:
+    """Format name and version, exactly the known fields, the content digest; returns the version."""
     if payload.get("format") != FORMAT_NAME:
         raise _err(
             path, f"not a mechanism file (format is {payload.get('format')!r}, expected {FORMAT_NAME!r})"
         )
     version = payload.get("format_version")
-    if not isinstance(version, int) or isinstance(version, bool):
+    if not _is_int(version):
         raise _err(path, f"format_version must be an integer, got {version!r}")
     if version > FORMAT_VERSION:
         raise _err(
@@ -306,94 +364,101 @@ def load_mechanism(path: Any) -> MechanismFile:
         or _content_digest(payload) != payload["content_sha256"]
     ):
         raise _err(path, "content digest mismatch: the file was modified after it was written")
+    return version
 
+
+def _eps(payload: dict, path: Any) -> float:
     eps = payload["eps"]
     if eps == "inf":
-        eps = math.inf
-    elif not _is_num(eps):
+        return math.inf
+    if not _is_num(eps):
         raise _err(path, f'eps must be a number or "inf", got {eps!r}')
-    matrix = payload["matrix"]
-    if (
-        not isinstance(matrix, list)
-        or not matrix
-        or not all(isinstance(r, list) for r in matrix)
-        or len({len(r) for r in matrix}) != 1
-        or not all(_is_num(x) for r in matrix for x in r)
-    ):
-        raise _err(path, "matrix must be a non-empty list of equally long lists of numbers")
-    for key in ("labels", "output_labels"):
-        lab = payload[key]
-        if lab is not None and (
-            not isinstance(lab, list)
-            or not all(isinstance(x, str) or (isinstance(x, int) and not isinstance(x, bool)) for x in lab)
-        ):
-            raise _err(path, f"{key} must be a list of strings/integers or null")
-    part = payload["partition"]
+    return eps
+
+
+def _optional_tuple(value: list | None) -> tuple | None:
+    return None if value is None else tuple(value)
+
+
+def _check_blocks(part: tuple, mech: Any, path: Any) -> None:
+    """The partition splits the inputs into one non-empty block per output."""
+    k = mech.num_inputs
+    flat = sorted(i for b in part for i in b)
+    if flat != list(range(k)) or any(not b for b in part):
+        raise _err(path, f"partition must split range({k}) into non-empty disjoint blocks")
+    if len(part) != mech.num_outputs:
+        raise _err(path, f"partition has {len(part)} blocks but the matrix has {mech.num_outputs} outputs")
+
+
+def _mechanism(payload: dict, path: Any) -> Any:
+    """The re-validated mechanism: eps-LDP, and realisable as an exactly eps-LDP channel."""
+    from ldpopt._sampling import realise
+    from ldpopt.mechanism import Mechanism
+
+    eps = _eps(payload, path)
+    matrix = _check_field(payload, "matrix", path)
+    labels = _check_field(payload, "labels", path)
+    output_labels = _check_field(payload, "output_labels", path)
+    part = _check_field(payload, "partition", path)
     if part is not None:
-        if not isinstance(part, list) or not all(
-            isinstance(b, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in b)
-            for b in part
-        ):
-            raise _err(path, "partition must be a list of lists of integers or null")
         part = tuple(tuple(b) for b in part)
-    name = payload["name"]
-    if not isinstance(name, str):
-        raise _err(path, "name must be a string")
+    name = _check_field(payload, "name", path)
     try:
         mech = Mechanism(
             np.array(matrix, dtype=float),
             eps,
-            labels=None if payload["labels"] is None else tuple(payload["labels"]),
-            output_labels=None if payload["output_labels"] is None else tuple(payload["output_labels"]),
+            labels=_optional_tuple(labels),
+            output_labels=_optional_tuple(output_labels),
             partition=part,
             name=name,
         )
     except (TypeError, ValueError) as exc:
         raise _err(path, f"invalid mechanism: {exc}") from None
-    k = mech.num_inputs
     if part is not None:
-        flat = sorted(i for b in part for i in b)
-        if flat != list(range(k)) or any(not b for b in part):
-            raise _err(path, f"partition must split range({k}) into non-empty disjoint blocks")
-        if len(part) != mech.num_outputs:
-            raise _err(
-                path, f"partition has {len(part)} blocks but the matrix has {mech.num_outputs} outputs"
-            )
+        _check_blocks(part, mech, path)
     try:
         realise(mech)
     except ValueError as exc:
         raise _err(path, f"invalid mechanism: {exc}") from None
-    dists = {}
-    for key in ("p0", "p1"):
-        vec = _vector(payload, key, path, k)
-        digest = payload[f"{key}_sha256"]
-        if digest is not None and not isinstance(digest, str):
-            raise _err(path, f"{key}_sha256 must be a string or null")
-        if vec is not None:
-            try:
-                vec = check_distribution(vec, key)
-            except (TypeError, ValueError) as exc:
-                raise _err(path, str(exc)) from None
-            if digest is None or distribution_digest(vec) != digest:
-                raise _err(path, f"{key} does not match {key}_sha256")
-        dists[key] = vec
-    for key in ("divergence",):
-        if payload[key] is not None and not isinstance(payload[key], str):
-            raise _err(path, f"{key} must be a string or null")
-    value = payload["value"]
-    if value is not None and not _is_num(value):
-        raise _err(path, "value must be a number or null")
-    lib = payload["library_version"]
-    if not isinstance(lib, str):
-        raise _err(path, "library_version must be a string")
+    return mech
+
+
+def _distribution(payload: dict, key: str, path: Any, k: int) -> np.ndarray | None:
+    """Stored distribution ``key`` (``"p0"`` or ``"p1"``), checked against its digest; None if absent."""
+    from ldpopt._validation import check_distribution
+
+    vec = _vector(payload, key, path, k)
+    digest = _check_field(payload, f"{key}_sha256", path)
+    if vec is None:
+        return None
+    try:
+        vec = check_distribution(vec, key)
+    except (TypeError, ValueError) as exc:
+        raise _err(path, str(exc)) from None
+    if digest is None or distribution_digest(vec) != digest:
+        raise _err(path, f"{key} does not match {key}_sha256")
+    return vec
+
+
+def load_mechanism(path: Any) -> MechanismFile:
+    """Read a mechanism file and re-validate it (see the module docstring); raises
+    :class:`MechanismFileError` with a clear message on any problem."""
+    payload = _read_payload(path)
+    version = _check_envelope(payload, path)
+    mech = _mechanism(payload, path)
+    p0 = _distribution(payload, "p0", path, mech.num_inputs)
+    p1 = _distribution(payload, "p1", path, mech.num_inputs)
+    divergence = _check_field(payload, "divergence", path)
+    value = _check_field(payload, "value", path)
+    library_version = _check_field(payload, "library_version", path)
     return MechanismFile(
         mechanism=mech,
-        p0=dists["p0"],
-        p1=dists["p1"],
+        p0=p0,
+        p1=p1,
         p0_sha256=payload["p0_sha256"],
         p1_sha256=payload["p1_sha256"],
-        divergence=payload["divergence"],
+        divergence=divergence,
         value=None if value is None else float(value),
         format_version=version,
-        library_version=lib,
+        library_version=library_version,
     )

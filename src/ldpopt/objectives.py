@@ -13,8 +13,8 @@ to unnormalised rows.  On the maximal channels :math:`Q_{\rm ex}^{(c)}` the obje
 Built-ins (all DSA, Remark 3.8):
 
 * :class:`BayesRisk` of a :class:`~ldpopt.DecisionProblem`:
-  :math:`\phi(v)=\min_a \sum_x v_x B_{x,a}`, :math:`B_{x,a}=\sum_\theta \lambda_\theta P(x|\theta) l(\theta,a)`
-  (minimised; concave);
+  :math:`\phi(v)=\min_a \sum_x v_x B_{x,a}`,
+  :math:`B_{x,a}=\sum_\theta \lambda_\theta P(x|\theta) l(\theta,a)` (minimised; concave);
 * :class:`MutualInformation` :math:`I(X;Y)` for an input prior :math:`\pi`:
   :math:`\phi(v)=\sum_x \pi_x v_x\log\frac{v_x}{\sum_{x'}\pi_{x'}v_{x'}}` (maximised; convex);
 * :class:`FisherInformation` of a parametric family at :math:`\theta`:
@@ -84,7 +84,8 @@ def _set_user_function(obj: Any, func: Any, num_inputs: Any, sense: Any, name: A
 
 
 class RowAdditiveObjective(abc.ABC):
-    r"""Interface of a row-additive (DSA) objective :math:`R(Q)=\sum_y\phi(Q_{y,*})` (paper Def. 3.5, Remark 3.11).
+    r"""Interface of a row-additive (DSA) objective :math:`R(Q)=\sum_y\phi(Q_{y,*})`
+    (paper Def. 3.5, Remark 3.11).
 
     Subclasses set ``num_inputs`` (m), ``sense`` (``"min"`` or ``"max"``) and ``name`` and implement
     :meth:`rows`.  Optional hooks:
@@ -101,14 +102,16 @@ class RowAdditiveObjective(abc.ABC):
 
     @abc.abstractmethod
     def rows(self, V: np.ndarray) -> np.ndarray:
-        """Contributions :math:`\\phi(v)` of a batch of non-negative rows ``V`` (shape (n, m)) -> shape (n,)."""
+        """Contributions :math:`\\phi(v)` of a batch of non-negative rows ``V`` (shape (n, m))
+        -> shape (n,)."""
 
     def transform(self, raw: float) -> float:
         """Reported value of a raw sum of contributions (identity by default)."""
         return raw
 
     def linear_pieces(self) -> np.ndarray | None:
-        r"""Matrix B (m, K) with :math:`\phi(v)=\min_k v\cdot B_{:,k}`, or ``None`` if :math:`\phi` is not of that form."""
+        r"""Matrix B (m, K) with :math:`\phi(v)=\min_k v\cdot B_{:,k}`, or ``None`` if :math:`\phi` is not
+        of that form."""
         return None
 
     def decisions(self, V: np.ndarray) -> np.ndarray | None:
@@ -128,7 +131,8 @@ class RowAdditiveObjective(abc.ABC):
         return out
 
     def evaluate(self, mechanism: Any) -> float:
-        r"""The objective of a whole channel: :math:`\sum_y\phi(Q_{y,*})`, transformed (``mechanism`` has rows = inputs)."""
+        r"""The objective of a whole channel: :math:`\sum_y\phi(Q_{y,*})`, transformed (``mechanism`` has
+        rows = inputs)."""
         V = _channel_rows(mechanism, self.num_inputs)
         vals = self.contributions(V)
         if np.any(np.isinf(vals)):
@@ -179,8 +183,9 @@ class ChannelObjective:
     r"""A general objective of the whole channel, for vertex enumeration (``method="vertex"``).
 
     Theorem 3.10 / Remark 3.11 of the paper: if :math:`R^*` satisfies the DPI and is concave (to be
-    minimised; convex to be maximised) on :math:`\mathcal S_{\mathcal X,\varepsilon}`, its optimum is attained at a
-    vertex of the polytope.  The solver evaluates ``func`` on :math:`Q_{\rm ex}^{(c)}` at every vertex.
+    minimised; convex to be maximised) on :math:`\mathcal S_{\mathcal X,\varepsilon}`, its optimum is
+    attained at a vertex of the polytope.  The solver evaluates ``func`` on :math:`Q_{\rm ex}^{(c)}` at
+    every vertex.
 
     Parameters
     ----------
@@ -285,7 +290,8 @@ class FisherInformation(RowAdditiveObjective):
 
     .. math:: I_Y(\theta)=\sum_y\phi(Q_{y,*}),\qquad \phi(v)=\frac{(v\cdot s)^2}{v\cdot p_\theta};
 
-    for a vector parameter (``derivative`` of shape (m, d)) the trace :math:`\sum_j (v\cdot s_j)^2/(v\cdot p)` is used.
+    for a vector parameter (``derivative`` of shape (m, d)) the trace
+    :math:`\sum_j (v\cdot s_j)^2/(v\cdot p)` is used.
 
     Parameters
     ----------
@@ -307,7 +313,8 @@ class FisherInformation(RowAdditiveObjective):
             d = d[:, None]
         if d.ndim != 2 or d.shape[0] != self.pmf.shape[0]:
             raise ValueError(
-                f"derivative must have shape ({self.pmf.shape[0]},) or ({self.pmf.shape[0]}, d), got {np.shape(derivative)}"
+                f"derivative must have shape ({self.pmf.shape[0]},) or ({self.pmf.shape[0]}, d), "
+                f"got {np.shape(derivative)}"
             )
         if not np.all(np.isfinite(d)):
             raise ValueError("derivative must contain only finite numbers")

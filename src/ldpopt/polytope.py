@@ -113,7 +113,8 @@ def _as_rows(subsets: Any, m: int) -> np.ndarray:
 
 
 def scaled_rows(rows: np.ndarray, c0: float) -> np.ndarray:
-    r"""Rescaled extreme rows :math:`\tilde S_y = e^{-\varepsilon}S_y` (1 on y, ``c0`` off y), shape (n, m)."""
+    r"""Rescaled extreme rows :math:`\tilde S_y = e^{-\varepsilon}S_y` (1 on y, ``c0`` off y),
+    shape (n, m)."""
     return np.where(rows, 1.0, c0)
 
 
@@ -141,7 +142,8 @@ def q_ex(
     labels: Sequence | None = None,
     tol: float = POLYTOPE_TOL,
 ) -> Mechanism:
-    r"""The maximal channel :math:`Q_{\rm ex}^{(c)}` of a weight vector in :math:`\mathcal S_{\mathcal X,\varepsilon}` (eq. 21).
+    r"""The maximal channel :math:`Q_{\rm ex}^{(c)}` of a weight vector in
+    :math:`\mathcal S_{\mathcal X,\varepsilon}` (eq. 21).
 
     Parameters
     ----------
@@ -180,7 +182,8 @@ def q_ex(
     bad = np.flatnonzero(np.abs(sums - 1.0) > tol)
     if bad.size:
         raise ValueError(
-            f"weights are not in the polytope S_(X,eps): sum_y c_y S_(y,x) = {sums[bad[0]]!r} for x={int(bad[0])}"
+            f"weights are not in the polytope S_(X,eps): sum_y c_y S_(y,x) = {sums[bad[0]]!r} "
+            f"for x={int(bad[0])}"
         )
     matrix = (cols / sums[None, :]).T
     out = tuple(tuple(int(i) for i in np.flatnonzero(r)) for r in rows)
@@ -193,7 +196,8 @@ def q_ex(
 
 
 def cdd_vertices(A_eq: np.ndarray, b_eq: np.ndarray) -> np.ndarray:
-    r"""Vertices of the bounded polyhedron :math:`\{w\ge0: A_{\rm eq}w=b_{\rm eq}\}` by the double description method.
+    r"""Vertices of the bounded polyhedron :math:`\{w\ge0: A_{\rm eq}w=b_{\rm eq}\}` by the double
+    description method.
 
     Uses pycddlib (``import cdd``, API v3) in floating point.  Returns an array (n_vertices, n_vars);
     tiny negative round-off is clipped to 0.
@@ -264,7 +268,8 @@ def _matrix_of(q: Any, name: str) -> tuple[np.ndarray, float | None]:
     sums = arr.sum(axis=1)
     if np.any(np.abs(sums - 1.0) > 1e-9):
         raise ValueError(
-            f"{name} must be row-stochastic (rows = inputs); a row sums to {sums[np.argmax(np.abs(sums - 1))]!r}"
+            f"{name} must be row-stochastic (rows = inputs); "
+            f"a row sums to {sums[np.argmax(np.abs(sums - 1))]!r}"
         )
     return arr, None
 
@@ -426,7 +431,8 @@ def garbling(q1: Any, q2: Any, tol: float = BLACKWELL_TOL) -> np.ndarray | None:
 
 
 def blackwell_dominates(q1: Any, q2: Any, tol: float = BLACKWELL_TOL) -> bool:
-    r"""True when ``q1`` is at least as informative as ``q2`` in the Blackwell order (:math:`Q_2\precsim Q_1`).
+    r"""True when ``q1`` is at least as informative as ``q2`` in the Blackwell order
+    (:math:`Q_2\precsim Q_1`).
 
     That is, ``q2`` is a garbling of ``q1``: :math:`Q_2 = WQ_1` for a column-stochastic W in the
     paper's notation (Definition 3.1), i.e. ``q2.matrix = q1.matrix @ K`` with K row-stochastic here.
@@ -451,7 +457,8 @@ def layer_cake(col: np.ndarray, c0: float) -> list[tuple[np.ndarray, float]]:
               \alpha = v_1 - c_0\frac{v_L-v_1}{1-c_0}\ \ge 0,
 
     where :math:`\alpha\ge0` is exactly the LDP condition :math:`v_L\le e^\varepsilon v_1`; the
-    constant remainder is split as randomized response, :math:`\mathbf 1=\sum_x \tilde S_{\{x\}}/(1+(m-1)c_0)`.
+    constant remainder is split as randomized response,
+    :math:`\mathbf 1=\sum_x \tilde S_{\{x\}}/(1+(m-1)c_0)`.
     Returns ``[(membership row, weight), ...]`` (weights > 0).
     """
     m = col.shape[0]
@@ -471,7 +478,8 @@ def layer_cake(col: np.ndarray, c0: float) -> list[tuple[np.ndarray, float]]:
 
 
 def _decompose(matrix: np.ndarray, c0: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Layer-cake decomposition of every column; returns (rows (n, m), scaled weights (n,), source column (n,))."""
+    """Layer-cake decomposition of every column; returns (rows (n, m), scaled weights (n,),
+    source column (n,))."""
     rows, weights, source = [], [], []
     for j in range(matrix.shape[1]):
         col = matrix[:, j]

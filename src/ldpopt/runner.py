@@ -142,7 +142,8 @@ def _transform(div, raw: np.ndarray) -> np.ndarray:
 
 
 def _blocks_value(div, sums: list[tuple[float, float, float]], eps: np.ndarray) -> np.ndarray:
-    r"""Utility of s-ary RR on a block label: :math:`\sum_t g(c + A P_t, c + A Q_t)/(1 + (s-1)c)` (SPR eq. 30)."""
+    r"""Utility of s-ary RR on a block label: :math:`\sum_t g(c + A P_t, c + A Q_t)/(1 + (s-1)c)`
+    (SPR eq. 30)."""
     c, A = _rescaled(eps)
     total = np.zeros_like(eps)
     for P, Q, D in sums:
@@ -659,8 +660,8 @@ class _Dask:
         if bad:
             self.close()
             raise SchedulerError(
-                f"workers of {self.name} run ldpopt {sorted(set(bad.values()))}, this process {ldpopt.__version__}; "
-                "results would not be reproducible"
+                f"workers of {self.name} run ldpopt {sorted(set(bad.values()))}, "
+                f"this process {ldpopt.__version__}; results would not be reproducible"
             )
 
     def run(self, tasks: list[ChunkTask], store: SweepStore) -> Iterator[ChunkOutcome]:

@@ -469,7 +469,8 @@ def egamma_mechanism(
 
     Binary RR on :math:`1\{x\in S_\gamma\}`, :math:`S_\gamma=\{x: P_0(x)\ge\gamma P_1(x)\}`, with value
 
-    .. math:: \Big[\tanh(\varepsilon/2)\,E_\gamma(P_0\|P_1) + \frac{1-\gamma}{e^\varepsilon+1}\Big]_+ \quad (17).
+    .. math:: \Big[\tanh(\varepsilon/2)\,E_\gamma(P_0\|P_1)
+              + \frac{1-\gamma}{e^\varepsilon+1}\Big]_+ \quad (17).
     """
     u, v, labels = check_labelled_pair(p0, p1, normalize=normalize)
     eps = check_eps(eps)

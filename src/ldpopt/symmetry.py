@@ -309,9 +309,11 @@ def dihedral(m: int) -> PermutationGroup:
 
 
 def orbit_row_sums(group: PermutationGroup, c0: float) -> np.ndarray:
-    r"""The matrix :math:`\tilde r_{\mathfrak O,\mathcal O}=\sum_{y\in\mathcal O}\tilde S_{y,x}` (x in point orbit i), shape (#point orbits, #subset orbits).
+    r"""The matrix :math:`\tilde r_{\mathfrak O,\mathcal O}=\sum_{y\in\mathcal O}\tilde S_{y,x}`
+    (x in point orbit i), shape (#point orbits, #subset orbits).
 
-    :math:`\tilde S=e^{-\varepsilon}S` (rescaled), so :math:`\tilde r=|\mathcal O|c_0+(1-c_0)\,\#\{y\in\mathcal O: x\in y\}`.
+    :math:`\tilde S=e^{-\varepsilon}S` (rescaled), so
+    :math:`\tilde r=|\mathcal O|c_0+(1-c_0)\,\#\{y\in\mathcal O: x\in y\}`.
     """
     orbits = group.subset_orbits()
     size = np.array([o.size for o in orbits], dtype=float)
@@ -485,8 +487,8 @@ def subset_selection(m: int, eps: float, size: int, labels: Sequence | None = No
     .. math:: Q(y|x)=\frac{e^\varepsilon}{\binom{m-1}{k-1}e^\varepsilon+\binom{m-1}{k}}\ (x\in y),\qquad
               \frac{1}{\binom{m-1}{k-1}e^\varepsilon+\binom{m-1}{k}}\ (x\notin y),
 
-    i.e. :math:`Q_{\rm ex}` with the Corollary 3.17 weight :math:`w=\frac{m}{\binom mk(ke^\varepsilon+m-k)}` on
-    the Sym(m)-orbit of k-subsets.  k = 1 is randomized response.  Built from :math:`e^{-\varepsilon}`.
+    i.e. :math:`Q_{\rm ex}` with the Corollary 3.17 weight :math:`w=\frac{m}{\binom mk(ke^\varepsilon+m-k)}`
+    on the Sym(m)-orbit of k-subsets.  k = 1 is randomized response.  Built from :math:`e^{-\varepsilon}`.
     """
     m = check_positive_int(m, "m")
     eps = check_eps(eps, allow_inf=False)

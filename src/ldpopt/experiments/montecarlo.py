@@ -70,7 +70,8 @@ def sample_first_columns(rng: np.random.Generator, n: int, k: int, proposal: str
 
 
 def ldp_accept(z: np.ndarray, eps: float) -> np.ndarray:
-    r"""Rows of ``z`` whose channel :math:`[z, 1 - z]` is eps-LDP: :math:`\min \ge e^{-\varepsilon}\max` per column."""
+    r"""Rows of ``z`` whose channel :math:`[z, 1 - z]` is eps-LDP: :math:`\min \ge e^{-\varepsilon}\max`
+    per column."""
     c = math.exp(-eps)
     w = 1.0 - z
     return (z.min(axis=1) >= c * z.max(axis=1)) & (w.min(axis=1) >= c * w.max(axis=1))

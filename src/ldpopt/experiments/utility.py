@@ -79,7 +79,8 @@ ProgressFn = Callable[[int], None]
 
 
 def draw_pairs(k: int, trials: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The T Dirichlet(1_k) pairs: ``rng = default_rng(seed)``, ``p0s = rng.dirichlet(ones(k), T)``, then ``p1s``."""
+    """The T Dirichlet(1_k) pairs: ``rng = default_rng(seed)``, ``p0s = rng.dirichlet(ones(k), T)``,
+    then ``p1s``."""
     k = check_positive_int(k, "k")
     trials = check_positive_int(trials, "trials")
     rng = np.random.default_rng(seed)
