@@ -396,9 +396,10 @@ def samplesize_cmd(
                     if "equal" not in str(exc):
                         raise
                     sizes.append((name, mech, None))
-            n_opt = sizes[0][2].n
+            # None when even the optimum cannot tell P0 from P1 (then no mechanism can)
+            n_opt = None if sizes[0][2] is None else sizes[0][2].n
             for name, mech, r in sizes:
-                ratio = "-" if r is None else f"{r.n / n_opt:.2f}x"
+                ratio = "-" if r is None or n_opt is None else f"{r.n / n_opt:.2f}x"
                 t.add_row(
                     f"{e:g}",
                     name,
@@ -407,7 +408,7 @@ def samplesize_cmd(
                     "-" if r is None else r.method,
                     ratio,
                 )
-                if r is not None and name != sizes[0][0]:
+                if r is not None and n_opt is not None and name != sizes[0][0]:
                     lines.append(_comparison_line(name, r.n, n_opt, e))
                 elif r is None:
                     lines.append(f"{name} cannot tell P0 from P1 at eps = {e:g}")

@@ -578,7 +578,7 @@ def column_generation(
                     purged.add(keys[i])
                 master.delete(np.sort(drop))
         add(np.array(new_r, dtype=bool), np.array(new_a, dtype=int))
-    if best is None:
+    if best is None or u is None:  # u is None when a later master solve failed
         return PairLP(
             np.zeros((0, m), bool),
             np.zeros(0, int),
