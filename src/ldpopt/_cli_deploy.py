@@ -229,6 +229,7 @@ def _hypotheses(mf: Any, p0: str | None, p1: str | None):
         if mf.p0 is None:
             fail("the mechanism file does not store p0/p1: give --p0 and --p1")
         return mf.p0, mf.p1
+    assert p1 is not None  # given together with p0 (checked above)
     a = _align(parse_distribution(p0, "p0"), mech, "p0")
     b = _align(parse_distribution(p1, "p1"), mech, "p1")
     try:
@@ -352,7 +353,7 @@ def samplesize_cmd(
 ) -> None:
     """Reports needed for (alpha, beta): the optimal mechanism against binary and k-RR."""
     import ldpopt
-    from ldpopt.inference import sample_size
+    from ldpopt.inference import SampleSizeResult, sample_size
 
     mf = _load(mechanism) if mechanism is not None else None
     if p0 is None and p1 is None and mf is not None:
@@ -380,17 +381,21 @@ def samplesize_cmd(
     try:
         for e in eps_values:
             opt = ldpopt.optimal_mechanism(a, b, e, "kl")
+            assert opt.mechanism is not None  # the SPR solvers always return their mechanism
             rows = [
                 ("optimal (SPR, KL)", opt.mechanism),
                 ("binary", ldpopt.binary_mechanism(a, b, e)),
                 ("k-RR", ldpopt.randomized_response(k, e, labels=opt.mechanism.labels)),
             ]
             if mf is not None and mf.mechanism.eps == e:
+                assert mechanism is not None  # mf was loaded from it
                 rows.append((f"file {mechanism.name}", mf.mechanism))
-            sizes = []
+            sizes: list[tuple[str, ldpopt.Mechanism, SampleSizeResult | None]] = []
             for name, mech in rows:
                 try:
-                    r = sample_size(mech, a, b, alpha, beta, method=method, randomized=randomized)
+                    r: SampleSizeResult | None = sample_size(
+                        mech, a, b, alpha, beta, method=method, randomized=randomized
+                    )
                     sizes.append((name, mech, r))
                 except ValueError as exc:
                     if "equal" not in str(exc):

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -213,7 +214,7 @@ def _highs_core():
     """The HiGHS object bundled with scipy (>= 1.15), or None.  It lets the master keep its basis
     between rounds (warm start after adding columns); ``scipy.optimize.linprog`` re-solves from scratch."""
     try:
-        from scipy.optimize._highspy import _core  # type: ignore[attr-defined]
+        from scipy.optimize._highspy import _core
 
         _core._Highs  # noqa: B018 - probe the attribute
         return _core
@@ -261,6 +262,10 @@ class _Master:
         self.rows, self.actions, self.costs = self.rows[keep], self.actions[keep], self.costs[keep]
         if self.T:
             self.risks = self.risks[keep]
+
+    def solve(self):
+        """``(ok, value, x, u, lam, message)`` of the current master (x, u, lam are None on failure)."""
+        raise NotImplementedError
 
     def add(self, rows, actions, costs, risks):
         self.rows = np.vstack([self.rows, rows])
@@ -431,7 +436,7 @@ def _priced_columns(
     return out
 
 
-def _prefix_set(order: np.ndarray, j: int, a: int) -> np.ndarray:
+def _prefix_set(order: np.ndarray, j: int, a: int | np.integer) -> np.ndarray:
     """The subset of the ``j + 1`` smallest entries of column ``a`` (``order`` from :func:`price`)."""
     y = np.zeros(order.shape[0], dtype=bool)
     y[order[: j + 1, a]] = True
@@ -488,6 +493,9 @@ def column_generation(
             c0, B, max_iter=max_iter, time_limit=time_limit, per_action=per_action, backend=backend, seed=seed
         )
     minimax = B is None
+    # exactly one problem is given (B, or P and L; see decision._pieces) and each branch below reads
+    # only its own arrays, a link mypy cannot follow through `minimax`
+    B, P, L = cast(np.ndarray, B), cast(np.ndarray, P), cast(np.ndarray, L)
     if minimax:
         m, T = P.shape
         K = L.shape[1]
@@ -543,8 +551,8 @@ def column_generation(
         new_r, new_a = [], []
         while True:
             us = alpha * u_in + (1.0 - alpha) * u
-            ls = alpha * lam_in + (1.0 - alpha) * lam if minimax else None
-            Bs = effective_B(P, L, ls) if minimax else B
+            ls = alpha * lam_in + (1.0 - alpha) * lam if lam_in is not None else None
+            Bs = effective_B(P, L, ls) if ls is not None else B
             order, rc = price(Bs - us[:, None], c0)
             if rc.min() >= -tol:
                 # the separation point is dual feasible: it becomes the new inner point
@@ -692,7 +700,7 @@ def _weights_master(G: np.ndarray, S: np.ndarray, c0: float):
 
     n, K = G.shape
     rows = [np.hstack([-np.ones((n, 1)), G]), np.r_[0.0, -np.ones(K)][None]]
-    rhs = [-S, [-1.0]]
+    rhs: list[Any] = [-S, [-1.0]]
     if c0 > 0.0:
         rows.append(np.r_[0.0, np.ones(K)][None])
         rhs.append([1.0 / c0])
@@ -852,6 +860,9 @@ def channel_lp(
     from scipy.optimize import linprog
 
     minimax = B is None
+    # exactly one problem is given (B, or P and L; see decision._pieces) and each branch below reads
+    # only its own arrays, a link mypy cannot follow through `minimax`
+    B, P, L = cast(np.ndarray, B), cast(np.ndarray, P), cast(np.ndarray, L)
     if minimax:
         m, T = P.shape
         K = L.shape[1]

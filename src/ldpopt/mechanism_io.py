@@ -133,7 +133,7 @@ def _content_digest(payload: dict) -> str:
 def _label_list(labels: Any, what: str) -> list | None:
     if labels is None:
         return None
-    out = []
+    out: list[int | str] = []
     for lab in labels:
         if isinstance(lab, (bool, np.bool_)):
             raise TypeError(f"{what} must be str or int to be saved, got {lab!r}")

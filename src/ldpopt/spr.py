@@ -22,6 +22,7 @@ to g separately) and is the deterministic likelihood-ratio quantizer at ``eps = 
 from __future__ import annotations
 
 import math
+import types
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -422,6 +423,7 @@ def optimal_mechanism(
 
 def _solve_reduced(p, q, eps, div, l, method):
     if method != "dp":
+        _fast: types.ModuleType | None
         try:
             from ldpopt import _fast  # compiled solvers (optional until built)
         except ImportError:
