@@ -243,3 +243,11 @@ def test_integer_labels_through_the_cli(tmp_path):
         run("privatize", "--mechanism", mfile, "--input", data, "--output", out),
         r"unknown input symbol '0'.*10, 20, 30",
     )
+
+
+def test_samplesize_equal_hypotheses():
+    # even the optimal mechanism cannot tell equal hypotheses apart: every row says "never"
+    r = run("samplesize", "--p0", "a=0.5,b=0.5", "--p1", "a=0.5,b=0.5", "--eps", "1")
+    assert r.exit_code == 0, r.output
+    assert "optimal (SPR, KL) cannot tell P0 from P1 at eps = 1" in r.output
+    assert "k-RR cannot tell P0 from P1 at eps = 1" in r.output

@@ -523,3 +523,27 @@ def test_colgen_duals_argument_is_validated():
         _colgen.column_generation(0.5, B=B, duals="fast")
     with pytest.raises(ValueError, match="minimax"):
         _colgen.column_generation(0.5, P=np.full((3, 2), 1 / 3), L=np.eye(2), duals="lagrangian")
+
+
+def test_colgen_master_failure_after_the_first_round_is_reported(monkeypatch):
+    # a failed master solve returns no duals: the result is a clean failure (status 4, no channel)
+    real = _colgen.make_master
+
+    def flaky_master(*args, **kwargs):
+        master = real(*args, **kwargs)
+        solve, calls = master.solve, []
+
+        def flaky():
+            calls.append(1)
+            if len(calls) >= 2:
+                return False, math.nan, None, None, None, "injected failure"
+            return solve()
+
+        master.solve = flaky
+        return master
+
+    monkeypatch.setattr(_colgen, "make_master", flaky_master)
+    prob = _random_problem(np.random.default_rng(404), 8, 3, 3)
+    res = ldpopt.optimal_channel(prob, 1.0, risk="minimax", method="colgen")
+    assert res.status == 4 and "injected failure" in res.message
+    assert res.mechanism is None and math.isnan(res.value)

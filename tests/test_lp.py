@@ -53,3 +53,9 @@ def test_kov_lp_refuses_large_k_and_bad_eps():
         ldpopt.kov_lp([0.5, 0.5], [0.2, 0.8], math.inf)
     with pytest.raises(ValueError, match="eps"):
         ldpopt.kov_lp([0.5, 0.5], [0.2, 0.8], 0.0)
+
+
+def test_kov_lp_with_labels_has_no_partition():
+    res = ldpopt.kov_lp({"a": 0.5, "b": 0.3, "c": 0.2}, {"a": 0.2, "b": 0.3, "c": 0.5}, 1.0)
+    assert res.labels == ("a", "b", "c")
+    assert res.partition is None and res.labelled_partition is None

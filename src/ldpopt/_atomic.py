@@ -11,7 +11,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 __all__ = ["atomic_write", "atomic_write_text"]
 
@@ -35,7 +35,7 @@ def atomic_write(
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         mode = "wb" if binary else "w"
-        kwargs = {} if binary else {"encoding": "utf-8", "newline": newline}
+        kwargs: dict[str, Any] = {} if binary else {"encoding": "utf-8", "newline": newline}
         with os.fdopen(fd, mode, **kwargs) as fh:
             writer(fh)
             fh.flush()

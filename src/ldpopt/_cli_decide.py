@@ -201,6 +201,7 @@ def decide(
         fail(str(exc))
     if res.mechanism is None:
         fail(f"the solver failed: {res.message}")
+    assert res.decision_rule is not None  # a decision problem's channel comes with its decision rule
     console.print(
         f"[bold]{prob.name}[/]: optimal {eps:g}-LDP channel, {risk} risk = [bold]{_fmt(res.value)}[/] "
         f"({res.num_outputs} outputs, method {res.method})"

@@ -229,6 +229,7 @@ def _hypotheses(mf: Any, p0: str | None, p1: str | None):
         if mf.p0 is None:
             fail("the mechanism file does not store p0/p1: give --p0 and --p1")
         return mf.p0, mf.p1
+    assert p1 is not None  # given together with p0 (checked above)
     a = _align(parse_distribution(p0, "p0"), mech, "p0")
     b = _align(parse_distribution(p1, "p1"), mech, "p1")
     try:
@@ -380,20 +381,23 @@ def _sizes_at(
     """(name, mechanism, sample size) at eps ``e`` for the optimum, binary, k-RR and ``file_row`` (the
     file's mechanism, when its eps is ``e``); the size is None when a mechanism cannot tell P0 from P1."""
     import ldpopt
-    from ldpopt.inference import sample_size
+    from ldpopt.inference import SampleSizeResult, sample_size
 
     opt = ldpopt.optimal_mechanism(a, b, e, "kl")
-    rows = [
+    assert opt.mechanism is not None  # the SPR solvers always return their mechanism
+    rows: list[tuple[str, Any]] = [
         ("optimal (SPR, KL)", opt.mechanism),
         ("binary", ldpopt.binary_mechanism(a, b, e)),
         ("k-RR", ldpopt.randomized_response(k, e, labels=opt.mechanism.labels)),
     ]
     if file_row is not None and file_row[1].eps == e:
         rows.append(file_row)
-    sizes = []
+    sizes: list[tuple[str, Any, SampleSizeResult | None]] = []
     for name, mech in rows:
         try:
-            r = sample_size(mech, a, b, alpha, beta, method=method, randomized=randomized)
+            r: SampleSizeResult | None = sample_size(
+                mech, a, b, alpha, beta, method=method, randomized=randomized
+            )
             sizes.append((name, mech, r))
         except ValueError as exc:
             if "equal" not in str(exc):
@@ -404,9 +408,10 @@ def _sizes_at(
 
 def _add_size_rows(t: Table, lines: list[str], e: float, sizes: list[tuple[str, Any, Any]]) -> None:
     """One table row per mechanism of :func:`_sizes_at`, and its comparison with the optimum."""
-    n_opt = sizes[0][2].n
+    # None when even the optimum cannot tell P0 from P1 (then no mechanism can)
+    n_opt = None if sizes[0][2] is None else sizes[0][2].n
     for name, mech, r in sizes:
-        ratio = "-" if r is None else f"{r.n / n_opt:.2f}x"
+        ratio = "-" if r is None or n_opt is None else f"{r.n / n_opt:.2f}x"
         t.add_row(
             f"{e:g}",
             name,
@@ -415,7 +420,7 @@ def _add_size_rows(t: Table, lines: list[str], e: float, sizes: list[tuple[str, 
             "-" if r is None else r.method,
             ratio,
         )
-        if r is not None and name != sizes[0][0]:
+        if r is not None and n_opt is not None and name != sizes[0][0]:
             lines.append(_comparison_line(name, r.n, n_opt, e))
         elif r is None:
             lines.append(f"{name} cannot tell P0 from P1 at eps = {e:g}")
@@ -436,12 +441,12 @@ def samplesize_cmd(
     mf = _load(mechanism) if mechanism is not None else None
     a, b = _samplesize_pair(p0, p1, mf)
     eps_values = _samplesize_eps(eps, mf)
-    file_row = None if mf is None else (f"file {mechanism.name}", mf.mechanism)
+    file_row = None if mf is None or mechanism is None else (f"file {mechanism.name}", mf.mechanism)
     k = len(a)
     t = Table(title=f"Reports needed for type-I <= {alpha:g} and type-II <= {beta:g}")
     for name in ("eps", "mechanism", "outputs", "reports n", "method", "vs optimum"):
         t.add_column(name, justify="right" if name in ("outputs", "reports n", "vs optimum") else "left")
-    lines = []
+    lines: list[str] = []
     try:
         for e in eps_values:
             sizes = _sizes_at(e, a, b, k, file_row, alpha, beta, method, randomized)

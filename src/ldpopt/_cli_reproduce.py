@@ -270,6 +270,7 @@ def _pair(p0: str | None, p1: str | None):
         fail("give both --p0 and --p1 (or neither, for the paper's instance)")
     if p0 is None:
         return PAPER_P, PAPER_Q
+    assert p1 is not None  # given together with p0 (checked above)
     return parse_vector(p0, "p0"), parse_vector(p1, "p1")
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -215,7 +216,7 @@ def _highs_core():
     """The HiGHS object bundled with scipy (>= 1.15), or None.  It lets the master keep its basis
     between rounds (warm start after adding columns); ``scipy.optimize.linprog`` re-solves from scratch."""
     try:
-        from scipy.optimize._highspy import _core  # type: ignore[attr-defined]
+        from scipy.optimize._highspy import _core
 
         _core._Highs  # noqa: B018 - probe the attribute
         return _core
@@ -264,6 +265,10 @@ class _Master:
         self.rows, self.actions, self.costs = self.rows[keep], self.actions[keep], self.costs[keep]
         if self.T:
             self.risks = self.risks[keep]
+
+    def solve(self):
+        """``(ok, value, x, u, lam, message)`` of the current master (x, u, lam are None on failure)."""
+        raise NotImplementedError
 
     def add(self, rows, actions, costs, risks):
         self.rows = np.vstack([self.rows, rows])
@@ -435,7 +440,7 @@ def _priced_columns(
     return out
 
 
-def _prefix_set(order: np.ndarray, j: int, a: int) -> np.ndarray:
+def _prefix_set(order: np.ndarray, j: int, a: int | np.integer) -> np.ndarray:
     """The subset of the ``j + 1`` smallest entries of column ``a`` (``order`` from :func:`price`)."""
     y = np.zeros(order.shape[0], dtype=bool)
     y[order[: j + 1, a]] = True
@@ -495,12 +500,12 @@ def _in_out_columns(
     priors).  A point that prices out nothing becomes the new inner point and alpha is halved (0 once
     below 0.1) until alpha = 0; otherwise the columns priced out there that are not in ``seen`` are the
     new ones (added to ``seen``).  Returns ``(u_in, lam_in, new rows, new actions)``."""
-    minimax = B is None
-    new_r, new_a = [], []
+    new_r: list[np.ndarray] = []
+    new_a: list[int] = []
     while True:
         us = alpha * u_in + (1.0 - alpha) * u
-        ls = alpha * lam_in + (1.0 - alpha) * lam if minimax else None
-        Bs = effective_B(P, L, ls) if minimax else B
+        ls = alpha * lam_in + (1.0 - alpha) * lam if lam_in is not None else None
+        Bs = effective_B(P, L, ls) if ls is not None else B
         order, rc = price(Bs - us[:, None], c0)
         if rc.min() >= -tol:
             # the separation point is dual feasible: it becomes the new inner point
@@ -579,6 +584,9 @@ def column_generation(
             c0, B, max_iter=max_iter, time_limit=time_limit, per_action=per_action, backend=backend, seed=seed
         )
     minimax = B is None
+    # exactly one problem is given (B, or P and L; see decision._pieces) and each branch below reads
+    # only its own arrays, a link mypy cannot follow through `minimax`
+    B, P, L = cast(np.ndarray, B), cast(np.ndarray, P), cast(np.ndarray, L)
     if minimax:
         m, T = P.shape
         K = L.shape[1]
@@ -630,7 +638,7 @@ def column_generation(
             break
         _purge_idle(master, Beff, u, x, c0, tol, purge, m, seen, purged)
         _add_pairs(master, np.array(new_r, dtype=bool), np.array(new_a, dtype=int), c0, B, P, L)
-    if best is None:
+    if best is None or u is None:  # u is None when a later master solve failed
         return _no_support(m, status, message, it, master)
     return PairLP(
         best[0],
@@ -733,7 +741,7 @@ def _weights_master(G: np.ndarray, S: np.ndarray, c0: float):
 
     n, K = G.shape
     rows = [np.hstack([-np.ones((n, 1)), G]), np.r_[0.0, -np.ones(K)][None]]
-    rhs = [-S, [-1.0]]
+    rhs: list[Any] = [-S, [-1.0]]
     if c0 > 0.0:
         rows.append(np.r_[0.0, np.ones(K)][None])
         rhs.append([1.0 / c0])
@@ -887,6 +895,9 @@ def channel_lp(
     from scipy.optimize import linprog
 
     minimax = B is None
+    # exactly one problem is given (B, or P and L; see decision._pieces) and each branch below reads
+    # only its own arrays, a link mypy cannot follow through `minimax`
+    B, P, L = cast(np.ndarray, B), cast(np.ndarray, P), cast(np.ndarray, L)
     if minimax:
         m, T = P.shape
         K = L.shape[1]

@@ -289,7 +289,8 @@ _Z_MIN = 1e-300
 _Z_MAX = 1e300
 
 
-if numba.config.DISABLE_JIT:  # pure-Python fallbacks of the two bit casts below
+# pure-Python fallbacks of the two bit casts below
+if numba.config.DISABLE_JIT:  # type: ignore[attr-defined]  # numba.config sets its options at run time
 
     def _float_bits(x):
         return struct.unpack("<q", struct.pack("<d", x))[0]

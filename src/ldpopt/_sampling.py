@@ -281,7 +281,7 @@ def exact_ldp_check(matrix: Any, eps: float) -> ExactLDPCheck:
         raise ValueError("matrix must contain finite non-negative numbers")
     cmax = m.max(axis=0)
     cmin = m.min(axis=0)
-    cols = []  # (bad, level, column, ratio)
+    cols: list[tuple[bool, float, int, Fraction | None]] = []  # (bad, level, column, ratio)
     for j in range(m.shape[1]):
         hi, lo = _scaled(cmax[j]), _scaled(cmin[j])
         if hi == 0:
@@ -389,7 +389,7 @@ def _check_realised(F: np.ndarray, r: np.ndarray, rem: list[int], eps: float) ->
     for x in range(k):
         rem_by_col.setdefault(int(r[x]), []).append(rem[x])
     violations = []
-    worst = None
+    worst: tuple[int | None, Fraction | None, float] | None = None
     for j in range(n):
         vals = list(rem_by_col.get(j, []))
         if not math.isnan(fmax[j]):
@@ -617,6 +617,7 @@ def _uniform_below(m: int, count: int, source: BitSource) -> np.ndarray:
 def _block_tables(ch: RealisedChannel) -> dict:
     t = ch._tables.get("block")
     if t is None:
+        assert ch.low is not None  # a block randomized-response channel has its common low entry
         n = ch.num_outputs
         b = (n - 1) * _scaled(ch.low) if n > 1 else 0
         first, exact = _boundary_split(b)

@@ -13,6 +13,7 @@ backend switch).
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from pathlib import Path
 
@@ -217,8 +218,8 @@ def plot_summary(summary, out_dir: str | Path, formats=("png", "svg")) -> list[P
 
 
 def write_report(
-    directory: str | Path,
-    out_dir: str | Path | None = None,
+    directory: str | os.PathLike,
+    out_dir: str | os.PathLike | None = None,
     resamples: int = 1000,
     seed: int = 0,
     formats=("png", "svg"),

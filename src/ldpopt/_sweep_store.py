@@ -189,6 +189,7 @@ class SweepStore:
         existing = chunk_files(self.root)
         if self._keep:
             prev = self._previous
+            assert prev is not None  # _keep is only set with a previous manifest
             self.errors = dict(prev.get("chunk_errors", {}))
             self.retries = dict(prev.get("worker_retries", {}))
             self.runs = list(prev.get("runs", []))

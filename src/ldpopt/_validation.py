@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -115,6 +115,12 @@ def check_eps(eps: Any, name: str = "eps", allow_inf: bool = True) -> float:
     return e
 
 
+@overload
+def check_positive_int(value: Any, name: str, allow_none: Literal[False] = False) -> int: ...
+@overload
+def check_positive_int(value: Any, name: str, allow_none: bool) -> int | None: ...
+
+
 def check_positive_int(value: Any, name: str, allow_none: bool = False) -> int | None:
     """A positive integer (``bool`` and non-integral floats rejected)."""
     if value is None and allow_none:
@@ -124,7 +130,8 @@ def check_positive_int(value: Any, name: str, allow_none: bool = False) -> int |
     if isinstance(value, numbers.Integral):
         v = int(value)
     elif isinstance(value, numbers.Real) and float(value).is_integer():
-        v = int(value)
+        # math.trunc: a Real need not define __int__ (int()'s __trunc__ fallback is deprecated)
+        v = int(math.trunc(value))
     else:
         raise ValueError(f"{name} must be a positive integer, got {name}={_short(value)}")
     if v < 1:

@@ -148,6 +148,7 @@ def audit(
 
     def draw(x: np.ndarray) -> np.ndarray:
         if sampler is None:
+            assert ch is not None  # realised above when there is no sampler
             return sample_indices(ch, x, source)  # output indices already
         out = sampler(x)
         try:

@@ -22,7 +22,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from ldpopt._validation import check_eps, check_labelled_pair, check_positive_in
 from ldpopt._warnings import LdpoptWarning
 from ldpopt.divergences import FDivergence, get_divergence
 from ldpopt.spr import _NEAR_TIE_RTOL, LRReduction, _dp_readable, _reduce
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 __all__ = ["SweepResult", "sweep"]
 
@@ -161,7 +164,7 @@ def _reduce_pair(u: np.ndarray, v: np.ndarray) -> LRReduction:
 def sweep(
     p0s: Any,
     p1s: Any,
-    eps_grid: Sequence[float],
+    eps_grid: Sequence[float] | np.ndarray,
     divergence: str | FDivergence = "kl",
     max_outputs: int | None = None,
     return_partitions: bool = False,
@@ -269,8 +272,8 @@ class _Progress:
         self.mode = mode
         self.label = label
         self.start = time.perf_counter()
-        self.bar = None
-        self.task = None
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
         self.done = 0
 
     def update(self, n: int) -> None:
@@ -297,10 +300,12 @@ class _Progress:
                 self.bar.start()
                 self.task = self.bar.add_task(self.label, total=self.total, completed=self.done)
         elif self.bar is not None:
+            assert self.task is not None  # added together with the bar
             self.bar.update(self.task, completed=self.done)
 
     def close(self) -> None:
         if self.bar is not None:
+            assert self.task is not None  # added together with the bar
             self.bar.update(self.task, completed=self.done)
             self.bar.stop()
 
@@ -330,7 +335,7 @@ def _threads() -> int:
 
     # read the environment too: a worker process may set NUMBA_NUM_THREADS after numba was imported
     env = os.environ.get("NUMBA_NUM_THREADS", "")
-    n = int(env) if env.isdigit() else int(numba.config.NUMBA_NUM_THREADS)
+    n = int(env) if env.isdigit() else int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]  # numba.config sets its options at run time
     return max(1, n)
 
 
@@ -422,7 +427,7 @@ def _sweep_readable(reds, ls, grid, div, keep_bounds, progress):
     T, E = len(reds), grid.shape[0]
     raw = np.empty((T, E))
     nb = np.empty((T, E), dtype=np.int64)
-    cuts_all = [[None] * E for _ in range(T)] if keep_bounds else None
+    cuts_all: list[list[Any]] | None = [[None] * E for _ in range(T)] if keep_bounds else None
     bar = _Progress(T * E, progress, f"sweep {T} x {E} ({div.name}, readable)")
     try:
         for t, r in enumerate(reds):
@@ -430,7 +435,7 @@ def _sweep_readable(reds, ls, grid, div, keep_bounds, progress):
                 value, cuts = _dp_readable(r.p, r.q, float(eps), div, int(ls[t]))
                 raw[t, e] = value
                 nb[t, e] = len(cuts)
-                if keep_bounds:
+                if cuts_all is not None:  # keep_bounds
                     cuts_all[t][e] = cuts
                 bar.update(1)
     finally:

@@ -12,7 +12,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import typer
@@ -56,7 +56,7 @@ DEMO_EVENTS = {
 DEMO_EPS = (0.5, 1.0, 2.0, 4.0)
 
 
-def fail(message: str, code: int = 2) -> None:
+def fail(message: str, code: int = 2) -> NoReturn:
     """Print a one-line error and exit non-zero (no traceback)."""
     from rich.markup import escape
 
@@ -111,6 +111,7 @@ def _comparison_rows(p0, p1, eps, divergence, max_outputs):
     import ldpopt
 
     res = ldpopt.optimal_mechanism(p0, p1, eps, divergence, max_outputs)
+    assert res.mechanism is not None  # the SPR solvers always return their mechanism
     k = len(res.mechanism.matrix)
     rows = [("optimal (SPR)", res.value, res.num_outputs)]
     b = ldpopt.binary_mechanism(p0, p1, eps)

@@ -44,7 +44,7 @@ import math
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -191,7 +191,8 @@ class DecisionProblem:
 
     def bayes_matrix(self, prior: Any = None) -> np.ndarray:
         r""":math:`B_{x,a}=\sum_\theta\lambda_\theta P(x|\theta)l(\theta,a)`, shape (m, A)."""
-        lam = self.prior if prior is None else np.asarray(prior, dtype=float)
+        # self.prior is an array once __post_init__ has run
+        lam = cast(np.ndarray, self.prior) if prior is None else np.asarray(prior, dtype=float)
         return self.likelihood @ (lam[:, None] * self.loss)
 
     def objective(self) -> BayesRisk:
@@ -220,7 +221,8 @@ class DecisionProblem:
 
     def bayes_risk(self, mechanism: Any, prior: Any = None) -> float:
         r"""Optimal Bayes risk :math:`R^*_{\rm B}(Q;\lambda)` of a channel (Bayes decoder per output)."""
-        lam = self.prior if prior is None else np.asarray(prior, dtype=float)
+        # self.prior is an array once __post_init__ has run
+        lam = cast(np.ndarray, self.prior) if prior is None else np.asarray(prior, dtype=float)
         py = self._output_likelihood(mechanism)
         per_action = (py * lam[None, :]) @ self.loss  # (n, A)
         return math.fsum(per_action.min(axis=1).tolist())
@@ -366,7 +368,9 @@ class _Solution:
 def _merge_pairs(rows: np.ndarray, actions: np.ndarray, z: np.ndarray, K: int):
     """Merge pair columns (y, a) with the same subset into one output with a randomised decision."""
     keys: dict[bytes, int] = {}
-    out_rows, out_w, out_rule = [], [], []
+    out_rows: list[np.ndarray] = []
+    out_w: list[float] = []
+    out_rule: list[np.ndarray] = []
     for r, a, w in zip(rows, actions, z, strict=False):
         key = r.tobytes()
         if key not in keys:
@@ -454,6 +458,7 @@ def _minimax_enumerate(problem: DecisionProblem, c0: float) -> _Solution:
     res = cg.solve_pair_lp(rows, acts, c0, risks=cg.pair_risks(rows, acts, P, L, c0))
     if res.status != 0:
         return _Solution(R[:0], np.zeros(0), None, math.nan, "enumerate", res.status, res.message)
+    assert res.prior is not None  # a minimax LP always has the duals of its theta-rows
     Beff = cg.effective_B(P, L, res.prior)
     cert = _certificate(res.u, res.prior, cg.min_reduced_cost(Beff, res.u, c0), c0, 1.0, _scale_of(Beff))
     rws, w, rule = _merge_pairs(res.rows, res.actions, res.z, A)
@@ -492,7 +497,8 @@ def _colgen_solve(problem: Any, risk: str, c0: float, max_iter: int, time_limit:
             res.message,
             iterations=res.iterations,
         )
-    Beff = cg.effective_B(data["P"], data["L"], res.prior) if "P" in data else data["B"]
+    # a minimax master always has the duals of its theta-rows
+    Beff = cg.effective_B(data["P"], data["L"], cast(np.ndarray, res.prior)) if "P" in data else data["B"]
     cert = _certificate(res.u, res.prior, cg.min_reduced_cost(Beff, res.u, c0), c0, 1.0, _scale_of(Beff))
     rws, w, rule = _merge_pairs(res.rows, res.actions, res.z, K)
     if "B" in data:
@@ -574,11 +580,12 @@ def _vertex_solve(obj: Any, c0: float, group: Any, check: bool) -> _Solution:
         for v in verts:
             sup = np.flatnonzero(v > 1e-12 * v.max())
             candidates.append((R[sup], v[sup]))
-    best = None
+    best: tuple[float, np.ndarray, np.ndarray] | None = None
     for rows, w in candidates:
         val = _evaluate(obj, rows, w, c0)
         if best is None or (val < best[0] if obj.sense == "min" else val > best[0]):
             best = (val, rows, w)
+    assert best is not None  # the polytope is non-empty, so there is at least one vertex
     val, rows, w = best
     w = _polish(rows, w, c0)
     where = "the reduced polytope S^G" if group is not None else "S_(X,eps)"
@@ -609,6 +616,7 @@ def _spr_solve(obj: FDivergenceObjective, eps: float, c0: float) -> _Solution:
 
     res = optimal_mechanism(obj.p0, obj.p1, eps, obj.divergence)
     m = obj.num_inputs
+    assert res.partition is not None  # the SPR solvers always return their partition
     blocks = [b for b in res.partition]
     if len(blocks) < 2:  # no information can be gained: any channel is optimal, return RR
         rows = np.eye(m, dtype=bool)
@@ -696,6 +704,7 @@ def optimal_channel(
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got method={method!r}")
     max_iter = check_positive_int(max_iter, "max_iter")
+    obj: RowAdditiveObjective | ChannelObjective | None
     if isinstance(problem, DecisionProblem):
         obj = BayesRisk(problem) if risk == "bayes" else None
         sense = "min"
@@ -739,7 +748,12 @@ def optimal_channel(
                 f"full enumeration is limited to m <= {ENUM_MAX_M} (2^m - 2 subsets), got m={m}; use "
                 "method='colgen' or method='direct' (decision problems), or a symmetry group (method='symmetry')"
             )
-        sol = _minimax_enumerate(problem, c0) if risk == "minimax" else _row_additive_enumerate(obj, c0)
+        # a ChannelObjective only reaches method='vertex' (checked above)
+        sol = (
+            _minimax_enumerate(problem, c0)
+            if risk == "minimax"
+            else _row_additive_enumerate(cast(RowAdditiveObjective, obj), c0)
+        )
     elif chosen == "colgen":
         sol = _colgen_solve(problem, risk, c0, max_iter, time_limit)
     elif chosen == "direct":
@@ -784,6 +798,7 @@ def _build(
     # value from the channel's own weights
     if risk == "minimax":
         rule = sol.decisions
+        assert rule is not None  # the minimax solvers return their (randomised) decision rule
         coef = c0 + (1.0 - c0) * rows.astype(float) @ problem.likelihood  # (n, T): S~_y . P_theta
         per_theta = np.einsum("n,nt,na,ta->t", w, coef, rule, problem.loss)
         value = float(per_theta.max())

@@ -406,21 +406,21 @@ def renyi(alpha: float) -> FDivergence:
             symmetric=False,
         )
 
-    def f(t, a=a):
+    def f_down(t, a=a):
         return 1.0 - np.asarray(t, dtype=float) ** a
 
-    def transform(raw, a=a):
+    def transform_down(raw, a=a):
         # D_a = -log(1 - raw) / (1 - a); raw = 1 means disjoint supports
         return -math.log1p(-raw) / (1.0 - a) if raw < 1.0 else math.inf
 
     return FDivergence(
-        f=f,
+        f=f_down,
         name=name,
         f0=1.0,
         slope_inf=0.0,
         code=CODE_POWER_DOWN,
         param=a,
-        value_transform=transform,
+        value_transform=transform_down,
         symmetric=(a == 0.5),
     )
 

@@ -230,6 +230,7 @@ def joint_range(p0: Any, p1: Any, eps: float, max_outputs: int = 2, *, normalize
     norm_x: list[tuple[Fraction, Fraction]] = []  # the same, exact
     splits: list[int] = []
     assignments: list[tuple] = []
+    assign: tuple[int, ...]
     for j in range(1, kr):
         pb1 = Ph[j] + Pl[j]
         qb1 = Qh[j] + Ql[j]

@@ -189,7 +189,7 @@ def _saddle_theta(values: np.ndarray, logw: np.ndarray, x: float, lower: float |
 
 def _int_power(f: np.ndarray, n: int) -> np.ndarray:
     """f**n by repeated squaring (complex multiplications are ~10x cheaper than complex pow)."""
-    result = None
+    result: np.ndarray | None = None
     base = f
     while n:
         if n & 1:
@@ -197,6 +197,7 @@ def _int_power(f: np.ndarray, n: int) -> np.ndarray:
         n >>= 1
         if n:
             base = base * base
+    assert result is not None  # n >= 1 (a number of reports)
     return result
 
 
@@ -439,7 +440,7 @@ class LikelihoodRatioTest:
         self._designs: dict[int, TestDesign] = {}
         self._pvalues: dict[tuple[int, int], float] = {}
         self._ptails: dict[int, list] = {}
-        self._lattice = None
+        self._lattice: tuple[np.ndarray, float] | None = None
 
     # --- per-report quantities -------------------------------------------------------------
     @property
@@ -516,6 +517,7 @@ class LikelihoodRatioTest:
         llr = self._llr_counts(c)
         law = self._law
         boundary = False
+        p_value: float | None
         if d.method == "uninformative":
             stat = llr
             boundary = True
@@ -696,6 +698,7 @@ def _design_lattice(
         if abs(new_centre - centre) <= _RECENTRE_SD * sd0 * math.sqrt(n):
             break
         centre = new_centre  # relative accuracy of a tail is best when tilted at its start
+    assert lp0 is not None  # the loop above runs at least once
     up = _upper_tail(lp0)
     above = math.exp(up[t + 1]) if t + 1 < up.size else 0.0
     at = math.exp(lp0[t])

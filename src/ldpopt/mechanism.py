@@ -233,8 +233,9 @@ def randomized_response(k: int, eps: float, labels: Sequence | None = None) -> M
     k = check_positive_int(k, "k")
     eps = check_eps(eps)
     m = _block_matrix(np.arange(k), k, eps)
+    lab = None if labels is None else tuple(labels)
     return Mechanism(
-        m, eps, labels=labels, output_labels=labels, partition=tuple((i,) for i in range(k)), name="rr"
+        m, eps, labels=lab, output_labels=lab, partition=tuple((i,) for i in range(k)), name="rr"
     )
 
 
@@ -291,4 +292,5 @@ def spr_mechanism(
     if missing.size:
         raise ValueError(f"partition does not cover symbol {int(missing[0])} of range(k) with k={k}")
     m = _block_matrix(block_of, len(blocks), eps)
-    return Mechanism(m, eps, labels=labels, partition=tuple(blocks), name="spr")
+    lab = None if labels is None else tuple(labels)
+    return Mechanism(m, eps, labels=lab, partition=tuple(blocks), name="spr")

@@ -39,7 +39,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -133,7 +133,7 @@ def _content_digest(payload: dict) -> str:
 def _label_list(labels: Any, what: str) -> list | None:
     if labels is None:
         return None
-    out = []
+    out: list[int | str] = []
     for lab in labels:
         if isinstance(lab, (bool, np.bool_)):
             raise TypeError(f"{what} must be str or int to be saved, got {lab!r}")
@@ -244,7 +244,7 @@ def _is_num(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def _is_int(x: Any) -> bool:
+def _is_int(x: Any) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 

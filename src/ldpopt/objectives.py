@@ -161,6 +161,8 @@ class RowObjective(RowAdditiveObjective):
         Monotone increasing map from the raw sum to the reported value.
     """
 
+    func: Callable[[np.ndarray], Any]
+
     def __init__(
         self,
         func: Callable[[np.ndarray], Any],
@@ -195,6 +197,11 @@ class ChannelObjective:
     sense : {"min", "max"}
     name : str
     """
+
+    func: Callable[[np.ndarray], float]
+    num_inputs: int
+    sense: str
+    name: str
 
     def __init__(
         self,

@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 #: line styles per mechanism, after the paper's Figure 1
-STYLES = {
+STYLES: dict[str, dict[str, Any]] = {
     "kov_lp": dict(color="0.55", lw=4.0, ls="-", alpha=0.6, zorder=2),
     "spr": dict(color="tab:red", lw=1.8, ls="--", zorder=4),
     "binary": dict(color="tab:blue", lw=1.6, ls="-.", zorder=3),

@@ -187,7 +187,8 @@ def q_ex(
         )
     matrix = (cols / sums[None, :]).T
     out = tuple(tuple(int(i) for i in np.flatnonzero(r)) for r in rows)
-    return Mechanism(matrix, eps, labels=labels, output_labels=out, name="q_ex")
+    lab = None if labels is None else tuple(labels)
+    return Mechanism(matrix, eps, labels=lab, output_labels=out, name="q_ex")
 
 
 # --------------------------------------------------------------------------------------------
@@ -515,7 +516,8 @@ def maximal_refinement(mechanism: Mechanism) -> Mechanism:
     matrix = mechanism.matrix
     rows, w, _ = _decompose(matrix, c0)
     keys: dict[bytes, int] = {}
-    merged_rows, merged_w = [], []
+    merged_rows: list[np.ndarray] = []
+    merged_w: list[float] = []
     for y, wt in zip(rows, w, strict=False):
         if y.all() or not y.any():
             continue

@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -58,6 +58,9 @@ from ldpopt._sweep_store import (
     read_results,
 )
 from ldpopt._warnings import LdpoptWarning
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 __all__ = [
     "run_sweep",
@@ -339,6 +342,8 @@ def _compute_chunk(task: ChunkTask):
     by_k = {int(k): np.flatnonzero(ks == k) for k in np.unique(ks)}
     from ldpopt.batch import sweep
 
+    i: int | np.integer  # a pair's position, from enumerate() or from an index array
+
     solve_s = build_s = 0.0
     cache: dict = {}
     for g, (di, mech, budget) in enumerate(groups):
@@ -361,6 +366,7 @@ def _compute_chunk(task: ChunkTask):
                 )
                 values[pos, g, :] = np.asarray(res.values, dtype=float)
                 nout[pos, g, :] = np.asarray(res.num_outputs, dtype=np.int64)
+                assert res.partitions is not None  # return_partitions=True
                 results.append((pos, res.partitions))
             dt = time.perf_counter() - t0
             t1 = time.perf_counter()
@@ -516,9 +522,9 @@ class _Processes:
 
     def __init__(self, workers: int):
         self.workers = workers
-        self._pool = None
+        self._pool: ProcessPoolExecutor | None = None
 
-    def _new_pool(self):
+    def _new_pool(self) -> ProcessPoolExecutor:
         from concurrent.futures import ProcessPoolExecutor
 
         return ProcessPoolExecutor(

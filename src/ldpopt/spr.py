@@ -22,6 +22,7 @@ to g separately) and is the deterministic likelihood-ratio quantizer at ``eps = 
 from __future__ import annotations
 
 import math
+import types
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -55,11 +56,13 @@ class OptimalMechanismResult:
     ----------
     value : float
         Optimal utility :math:`D_f(M_0\\|M_1)` (Renyi divergence itself for ``renyi``).
-    mechanism : Mechanism
-        A mechanism attaining ``value``; rows are the user's original symbols.
-    partition : tuple of tuple of int
+    mechanism : Mechanism or None
+        A mechanism attaining ``value``; rows are the user's original symbols (``None`` when the
+        solver failed).
+    partition : tuple of tuple of int, or None
         Blocks of original symbol indices, in likelihood-ratio order; output j of the mechanism
         is block j.  Symbols with zero mass under both distributions join the first block.
+        ``None`` for mechanisms that are not given by a partition (``kov_lp``).
     num_outputs : int
         Number of outputs (blocks) of the mechanism.
     eps : float
@@ -77,8 +80,8 @@ class OptimalMechanismResult:
     """
 
     value: float
-    mechanism: Mechanism
-    partition: tuple
+    mechanism: Mechanism | None
+    partition: tuple | None
     num_outputs: int
     eps: float
     divergence: str
@@ -98,9 +101,9 @@ class OptimalMechanismResult:
         return self.value / d
 
     @property
-    def labelled_partition(self) -> tuple:
+    def labelled_partition(self) -> tuple | None:
         """``partition`` with symbol labels instead of indices (indices when there are no labels)."""
-        if self.labels is None:
+        if self.labels is None or self.partition is None:
             return self.partition
         return tuple(tuple(self.labels[i] for i in block) for block in self.partition)
 
@@ -420,6 +423,7 @@ def optimal_mechanism(
 
 def _solve_reduced(p, q, eps, div, l, method):
     if method != "dp":
+        _fast: types.ModuleType | None
         try:
             from ldpopt import _fast  # compiled solvers (optional until built)
         except ImportError:

@@ -122,7 +122,7 @@ class PermutationGroup:
         self.generators = tuple(_check_perm(g, m, j) for j, g in enumerate(gens))
         self.m = m
         self.kind = kind
-        self._orbits = None
+        self._orbits: tuple[SubsetOrbit, ...] | None = None
 
     # --- built-ins -------------------------------------------------------------------------
     @classmethod
@@ -397,12 +397,13 @@ def _orbit_solution(
             f"equally optimal cyclic design of {group.m} {k}-subsets"
         )
         return rows, w, note
-    rows, w = [], []
+    row_blocks: list[np.ndarray] = []
+    w_blocks: list[np.ndarray] = []
     for j in used:
         mem = group.members(orbits[j])
-        rows.append(mem)
-        w.append(np.full(mem.shape[0], weights[j]))
-    return np.vstack(rows), np.concatenate(w), note
+        row_blocks.append(mem)
+        w_blocks.append(np.full(mem.shape[0], weights[j]))
+    return np.vstack(row_blocks), np.concatenate(w_blocks), note
 
 
 def _symmetric_solve(obj: Any, group: PermutationGroup, c0: float, check: bool):
@@ -508,7 +509,8 @@ def subset_selection(m: int, eps: float, size: int, labels: Sequence | None = No
     den = math.comb(m - 1, k - 1) + math.comb(m - 1, k) * c0
     matrix = np.where(rows, 1.0, c0).T / den
     out = tuple(tuple(int(i) for i in np.flatnonzero(r)) for r in rows)
-    return Mechanism(matrix, eps, labels=labels, output_labels=out, name=f"ss(k={k})")
+    lab = None if labels is None else tuple(labels)
+    return Mechanism(matrix, eps, labels=lab, output_labels=out, name=f"ss(k={k})")
 
 
 def subset_selection_mutual_information(m: int, eps: float, size: int) -> float:

@@ -142,7 +142,7 @@ def runtimes(
     if lp_ks and lp_ks[-1] > KOV_MAX_K:
         raise ValueError(f"lp_ks must be <= {KOV_MAX_K}, got {lp_ks[-1]}")
     rows: list[RuntimeRow] = []
-    values: dict[tuple[int, int], float] = {}
+    values: dict[tuple[bool, int, int], float] = {}
     methods = set()
 
     def measure(solver: str, ks: list[int], budget: float) -> None:

@@ -242,7 +242,7 @@ def _spr_values(
 
     One untimed warm-up solve comes first, so imports and JIT compilation are not timed.
     """
-    sweep = None
+    sweep: Callable[..., Any] | None = None
     if solver in ("auto", "sweep"):
         try:
             from ldpopt.batch import sweep  # fast batched solver, optional
@@ -253,7 +253,7 @@ def _spr_values(
     if sweep is not None:
         import inspect
 
-        kwargs = {"divergence": "kl"}
+        kwargs: dict[str, Any] = {"divergence": "kl"}
         if "progress" in inspect.signature(sweep).parameters:
             kwargs["progress"] = False
         sweep(p0s[:1], p1s[:1], eps_pos[:1], **kwargs)
@@ -562,7 +562,9 @@ def fig6(
 
 
 def _ks(ks: Iterable[int] | int) -> list[int]:
-    if isinstance(ks, (int, np.integer)) and not isinstance(ks, bool):
+    if isinstance(ks, bool):
+        raise TypeError(f"ks must be an alphabet size or a sequence of them, got ks={ks!r}")
+    if isinstance(ks, (int, np.integer)):
         ks = [ks]
     out = [check_positive_int(k, "k") for k in ks]
     if not out:
