@@ -21,6 +21,31 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+# ---------------------------------------------------------------------------------------------
+# what counts as a number: the one definition every entry point uses
+# ---------------------------------------------------------------------------------------------
+#: never numbers, not even where numpy would convert them (True -> 1.0, "0.5" -> 0.5)
+_NOT_NUMBERS = (bool, np.bool_, str, bytes)
+
+
+def is_real(value: Any) -> bool:
+    """True for a real number: Python ``int``/``float``, numpy integer/floating scalars (``np.float32``,
+    ``np.int64``, ...) and other :class:`numbers.Real`; ``bool``/``np.bool_`` are not numbers here."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def is_integer(value: Any) -> bool:
+    """True for an integer: Python ``int`` and numpy integer scalars, never ``bool``/``np.bool_``."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def check_real(value: Any, name: str) -> float:
+    """``float(value)`` for a real number (:func:`is_real`); TypeError naming the argument otherwise."""
+    if not is_real(value):
+        raise TypeError(f"{name} must be a real number, got {name}={_short(value)}")
+    return float(value)
+
+
 def coerce_distribution(p: Any, name: str) -> tuple[np.ndarray, tuple | None]:
     """Turn a sequence, array, dict (label -> prob) or pandas Series into a float array and its labels."""
     labels = None

@@ -146,9 +146,9 @@ class JointRange:
         if len(blocks) == 1:
             m = np.zeros((self.k, 2))
             m[:, assign[0] - 1] = 1.0
-            return Mechanism(
-                m, self.eps, labels=self.symbol_labels, partition=(tuple(range(self.k)),), name="constant"
-            )
+            # one block per output: every input behind the used output, none behind the other
+            part = (blocks[0], ()) if assign[0] == 1 else ((), blocks[0])
+            return Mechanism(m, self.eps, labels=self.symbol_labels, partition=part, name="constant")
         order = blocks if assign == (1, 2) else blocks[::-1]
         return spr_mechanism(order, self.k, self.eps, labels=self.symbol_labels)
 
