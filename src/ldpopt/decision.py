@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from ldpopt import _colgen as cg
-from ldpopt._validation import check_eps, check_positive_int
+from ldpopt._validation import as_real_array, check_eps, check_positive_int, check_real
 from ldpopt.mechanism import Mechanism
 from ldpopt.objectives import (
     BayesRisk,
@@ -87,10 +87,7 @@ CERT_RTOL = 1e-8
 
 
 def _real_matrix(value: Any, name: str) -> np.ndarray:
-    try:
-        arr = np.array(value, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a 2-D array of real numbers") from None
+    arr = np.array(as_real_array(value, name, "a 2-D array of real numbers"))  # an own copy
     if arr.ndim != 2 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 2-D array, got shape {arr.shape}")
     if np.any(np.isnan(arr)):
@@ -747,6 +744,15 @@ def _criterion(problem: Any, risk: str) -> tuple[Any, Any, str, str, int]:
     return problem, problem, problem.sense, problem.name, 0
 
 
+def _check_time_limit(value: Any) -> float | None:
+    if value is None:
+        return None
+    seconds = check_real(value, "time_limit")
+    if not seconds > 0:
+        raise ValueError(f"time_limit must be a number of seconds > 0 or None, got time_limit={value!r}")
+    return seconds
+
+
 def _check_group(group: Any, m: int) -> None:
     if group is None:
         return
@@ -876,6 +882,7 @@ def optimal_channel(
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got method={method!r}")
     max_iter = check_positive_int(max_iter, "max_iter")
+    time_limit = _check_time_limit(time_limit)
     solved, obj, sense, name, exponent = _criterion(problem, risk)
     m = solved.num_inputs
     if m < 2:

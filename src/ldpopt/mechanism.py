@@ -19,7 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from ldpopt._validation import _short, check_eps, check_labelled_pair, check_positive_int, is_integer
+from ldpopt._validation import (
+    _short,
+    as_real_array,
+    check_eps,
+    check_labelled_pair,
+    check_positive_int,
+    check_tolerance,
+    is_integer,
+)
 from ldpopt.divergences import FDivergence, get_divergence
 
 __all__ = [
@@ -104,12 +112,7 @@ class Mechanism:
     name: str = "mechanism"
 
     def __post_init__(self) -> None:
-        try:
-            m = np.array(self.matrix, dtype=float)
-        except (TypeError, ValueError):
-            raise TypeError(
-                f"matrix must be a 2-D array of real numbers, got {type(self.matrix).__name__}"
-            ) from None
+        m = np.array(as_real_array(self.matrix, "matrix", "a 2-D array of real numbers"))  # an own copy
         if m.ndim != 2 or m.shape[0] < 1 or m.shape[1] < 1:
             raise ValueError(f"matrix must be a non-empty 2-D array, got shape {m.shape}")
         if not np.all(np.isfinite(m)):
@@ -162,7 +165,7 @@ class Mechanism:
 
     def is_ldp(self, eps: float, rtol: float = LDP_RTOL) -> bool:
         r"""True when the channel is :math:`\varepsilon`-LDP (up to relative slack ``rtol`` on :math:`e^\varepsilon`)."""
-        return ldp_violation(self.matrix, check_eps(eps), rtol) is None
+        return ldp_violation(self.matrix, check_eps(eps), check_tolerance(rtol, "rtol")) is None
 
     # --- utility ---------------------------------------------------------------
     def _pair(self, p0: Any, p1: Any, normalize: bool = False) -> tuple[np.ndarray, np.ndarray]:

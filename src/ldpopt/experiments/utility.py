@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpopt._validation import check_positive_int
+from ldpopt._validation import check_positive_int, is_integer, is_real
 from ldpopt.divergences import get_divergence
 from ldpopt.lp import kov_lp
 from ldpopt.mechanism import binary_mechanism, randomized_response
@@ -418,7 +418,7 @@ def bootstrap_bands(
     so memory is O(resamples x E) rather than O(resamples x T x E).
     """
     resamples = check_positive_int(resamples, "resamples")
-    if not (isinstance(level, (int, float)) and 0 < level < 1):
+    if not (is_real(level) and 0 < level < 1):
         raise ValueError(f"level must be in (0, 1), got level={level!r}")
     n = int(np.count_nonzero(curves.valid))
     lower: dict[str, np.ndarray] = {}
@@ -561,7 +561,7 @@ def fig6(
 
 
 def _ks(ks: Iterable[int] | int) -> list[int]:
-    if isinstance(ks, (int, np.integer)) and not isinstance(ks, bool):
+    if is_integer(ks):
         ks = [ks]
     out = [check_positive_int(k, "k") for k in ks]
     if not out:
