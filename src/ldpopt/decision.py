@@ -683,24 +683,21 @@ def _choose(problem: Any, obj: Any, risk: str, group: Any) -> str:
 
 @dataclass(frozen=True)
 class _Task:
-    """Internal: one validated call of :func:`optimal_channel`, as the solvers see it.
+    """Internal: one validated call of :func:`optimal_channel`, as the solver adapters see it.
 
-    ``problem`` is the problem as solved: a decision problem's loss is divided by ``2**exponent``
+    ``problem`` is the problem as solved: a decision problem's loss is at unit scale
     (:func:`_unit_loss`); the result is multiplied back in :func:`_unscale`.
     """
 
     problem: Any
     obj: Any
     risk: str
-    sense: str
-    name: str
     eps: float
     c0: float
     group: Any
     max_iter: int
     time_limit: float | None
     check_invariance: bool
-    exponent: int = 0
 
 
 def _unit_loss(problem: DecisionProblem) -> tuple[DecisionProblem, int]:
@@ -892,9 +889,7 @@ def optimal_channel(
     chosen = _choose(solved, obj, risk, group) if method == "auto" else method
     _check_applies(solved, risk, chosen)
     # 3. dispatch
-    task = _Task(
-        solved, obj, risk, sense, name, eps, c0, group, max_iter, time_limit, check_invariance, exponent
-    )
+    task = _Task(solved, obj, risk, eps, c0, group, max_iter, time_limit, check_invariance)
     sol = _SOLVERS[chosen](task)
     # 4. build the result
     return _unscale(_build(solved, obj, risk, sense, name, sol, eps, c0), exponent)
