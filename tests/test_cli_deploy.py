@@ -102,6 +102,23 @@ def test_test_with_explicit_hypotheses_and_mismatch_warning(files, tmp_path):
     assert swapped.exit_code == 0 and "digest mismatch" in swapped.output
 
 
+def test_test_refuses_a_file_whose_partition_contradicts_its_matrix(files, tmp_path):
+    import json
+
+    from ldpopt.mechanism_io import _content_digest
+
+    _, mfile, data, _ = files
+    out = tmp_path / "r.csv"
+    run("privatize", "--mechanism", mfile, "--input", data, "--column", "event", "--output", out, "--seed", 1)
+    payload = json.loads(mfile.read_text())
+    payload["partition"] = payload["partition"][::-1]  # outputs would be labelled with the wrong symbols
+    payload["content_sha256"] = _content_digest(payload)
+    mfile.write_text(json.dumps(payload))
+    expect_failure(
+        run("test", "--mechanism", mfile, "--reports", out), r"partition block 0 .* contradicts matrix"
+    )
+
+
 def test_samplesize_comparison_line(files):
     _, mfile, _, _ = files
     q0, q1 = "a=0.4,b=0.3,c=0.15,d=0.1,e=0.05", "a=0.1,b=0.15,c=0.2,d=0.25,e=0.3"

@@ -7,6 +7,7 @@ fixed number of outputs, and the closed forms of the paper's examples.
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -186,3 +187,106 @@ def test_bad_inputs():
         ldpopt.optimal_channel(prob, 1.0, risk="worst")
     with pytest.raises(ValueError, match="eps"):
         ldpopt.optimal_channel(prob, -1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# losses at extreme scales: the LPs are solved at unit scale and the value is scaled back
+# ---------------------------------------------------------------------------------------------
+#: measured: value vs scale * (unit-scale value) within 4e-15, optimality vs the independent LPs
+#: within 7e-15 (7 problems x 3 eps x 6 scales x 3 methods x 2 risks)
+SCALE_RTOL = 1e-12
+
+
+def _scale_cases():
+    # the reproducer: P(x | theta) for two hypotheses, columns sum to 1
+    yield (
+        np.array([[0.2, 0.5], [0.3, 0.3], [0.5, 0.2]]),
+        np.array([[0.0, 1.0], [1.0, 0.0]]),
+        np.array([0.7, 0.3]),
+    )
+    rng = np.random.default_rng(41)
+    for _ in range(2):
+        yield random_problem(rng, int(rng.integers(3, 6)), 3, int(rng.integers(2, 4)))
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-17, 1e17, 1e300])
+@pytest.mark.parametrize("risk", ["bayes", "minimax"])
+def test_losses_at_extreme_scales_give_the_scaled_optimum(scale, risk):
+    from reference import minimax_dual_lp
+
+    eps = 1.0
+    for P, L, lam in _scale_cases():
+        unit = ldpopt.DecisionProblem(P, L, lam)
+        if risk == "bayes":
+            ref = bayes_lp_all_channels(P, L, lam, eps, L.shape[1])
+        else:
+            ref = minimax_dual_lp(P, L, eps)[0]
+        big = ldpopt.DecisionProblem(P, L * scale, lam)
+        for method in ("auto", "enumerate", "colgen", "direct"):
+            res = ldpopt.optimal_channel(big, eps, risk=risk, method=method)
+            base = ldpopt.optimal_channel(unit, eps, risk=risk, method=method)
+            assert res.status == 0 and math.isfinite(res.value), (method, res.message)
+            assert abs(res.value - scale * base.value) <= SCALE_RTOL * scale * abs(base.value), method
+            # the returned channel is optimal: its risk (evaluated on the unit-scale problem, from
+            # the definition) equals the optimum of an LP that shares no code with the library
+            direct = unit.bayes_risk(res.mechanism) if risk == "bayes" else unit.minimax_risk(res.mechanism)
+            assert direct == pytest.approx(ref, rel=SCALE_RTOL), method
+            assert res.value / scale == pytest.approx(ref, rel=SCALE_RTOL), method
+            # the certificate is scaled back too
+            cert = res.certificate
+            assert cert.verified
+            assert cert.bound == pytest.approx(scale * base.certificate.bound, rel=SCALE_RTOL)
+            assert np.allclose(cert.dual, scale * base.certificate.dual, rtol=1e-9, atol=0)
+
+
+def test_objective_with_extreme_linear_pieces_gives_the_scaled_optimum():
+    from ldpopt.objectives import RowAdditiveObjective
+
+    B0 = np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.4]])
+
+    class Pieces(RowAdditiveObjective):
+        sense = "min"
+        num_inputs = 3
+
+        def __init__(self, scale):
+            self.B = B0 * scale
+            self.name = f"pieces x {scale:g}"
+
+        def rows(self, V):
+            return (V @ self.B).min(axis=1)
+
+        def linear_pieces(self):
+            return self.B
+
+    for method in ("enumerate", "colgen", "direct"):
+        base = ldpopt.optimal_channel(Pieces(1.0), 1.0, method=method)
+        for scale in (1e-300, 1e300):
+            res = ldpopt.optimal_channel(Pieces(scale), 1.0, method=method)
+            assert res.status == 0, res.message
+            assert res.value == pytest.approx(scale * base.value, rel=SCALE_RTOL)
+            assert res.certificate.verified
+
+
+def test_lp_failure_names_its_cause(monkeypatch, tmp_path):
+    import scipy.optimize
+    from typer.testing import CliRunner
+
+    from ldpopt.cli import app
+
+    def failing(*args, **kwargs):
+        return scipy.optimize.OptimizeResult(
+            status=4, success=False, message="(HiGHS Status 4: Numerical error)", x=None, fun=None
+        )
+
+    monkeypatch.setattr(scipy.optimize, "linprog", failing)
+    prob = ldpopt.DecisionProblem([[0.2, 0.5], [0.3, 0.3], [0.5, 0.2]], [[0, 1], [1e-12, 0]], [0.7, 0.3])
+    res = ldpopt.optimal_channel(prob, 1.0, method="enumerate")
+    assert res.status == 4 and res.mechanism is None and math.isnan(res.value)
+    assert res.message.startswith("enumerate: the LP solver failed")
+    assert "numerical difficulties" in res.message and "ratio 1e+12" in res.message
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"likelihood": prob.likelihood.tolist(), "loss": [[0, 1], [1, 0]]}))
+    out = CliRunner().invoke(app, ["decide", str(path), "--eps", "1", "--method", "direct"])
+    text = " ".join(out.output.split())  # the console may wrap the line
+    assert out.exit_code != 0
+    assert "the LP solver failed" in text and "numerical difficulties" in text

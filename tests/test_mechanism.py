@@ -108,3 +108,89 @@ def test_baseline_argument_errors():
         ldpopt.randomized_response(3, -1.0)
     with pytest.raises(ValueError, match="same length"):
         ldpopt.binary_mechanism([0.5, 0.5], [1.0], 1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# the partition is checked against the matrix
+# ---------------------------------------------------------------------------------------------
+def _rows(*rows):
+    return np.array(rows, dtype=float)
+
+
+H, L = math.e / (math.e + 2), 1 / (math.e + 2)  # 3-ary RR levels at eps = 1
+
+
+@pytest.mark.parametrize(
+    "matrix, partition, error, match",
+    [
+        # the reproducer: one input listed twice, the other one missing
+        (_rows([1.0], [1.0]), ((0, 0),), ValueError, r"partition block 0 \(0, 0\) contains input 0 twice"),
+        (_rows([1.0], [1.0]), ((0,),), ValueError, "partition does not cover input 1"),
+        (_rows([1.0], [1.0]), ((0, 1), ()), ValueError, "one block per output.*1 outputs, partition has 2"),
+        (
+            _rows([H, L, L], [L, H, L], [L, L, H]),
+            ((0,), (1, 0), (2,)),
+            ValueError,
+            r"partition block 1 \(1, 0\) contains input 0 and block 0 \(0,\) contains it too",
+        ),
+        (_rows([H, L, L], [L, H, L], [L, L, H]), ((0,), (1,), (2, 3)), ValueError, r"contains 3, outside"),
+        # rows of one block differ: RR is not a partition mechanism of {0, 1} | {2} | {}
+        (
+            _rows([H, L, L], [L, H, L], [L, L, H]),
+            ((0, 1), (2,), ()),
+            ValueError,
+            r"partition block 0 \(0, 1\) contradicts matrix: rows 0 and 1 differ",
+        ),
+        # blocks listed in the wrong order: output 0 is the report of block {2}
+        (
+            _rows([L, L, H], [L, H, L], [H, L, L]),
+            ((0,), (1,), (2,)),
+            ValueError,
+            r"partition block 0 \(0,\) contradicts matrix: output 0 has probability",
+        ),
+        # two blocks with identical rows: the outputs do not tell them apart
+        (
+            _rows([H, L, L], [H, L, L], [L, L, H]),
+            ((0,), (1,), (2,)),
+            ValueError,
+            r"partition block 0 \(0,\) contradicts matrix.*from block 1 \(1,\); .*strictly",
+        ),
+        (_rows([1.0], [1.0]), "01", TypeError, "partition must be a sequence of blocks"),
+        (_rows([1.0], [1.0]), (0, 1), TypeError, "partition block 0 must be a sequence"),
+        (_rows([1.0], [1.0]), ((0, 1.0),), TypeError, r"partition block 0 \(0, 1.0\) must hold integer"),
+        (_rows([1.0], [1.0]), ((True, 0),), TypeError, "must hold integer input indices, got True"),
+    ],
+)
+def test_partition_must_match_the_matrix(matrix, partition, error, match):
+    with pytest.raises(error, match=match):
+        ldpopt.Mechanism(matrix, 1.0, partition=partition)
+
+
+def test_partition_of_every_constructor_is_consistent():
+    from ldpopt.mechanism import _check_partition
+
+    p, q = [0.1, 0.5, 0.4], [0.3, 0.2, 0.5]
+    mechs = []
+    for eps in (1e-17, 1e-13, 2e-12, 1e-9, 0.5, 3.0, 800.0, math.inf):
+        mechs += [
+            ldpopt.randomized_response(4, eps),
+            ldpopt.randomized_response(1, eps),
+            ldpopt.binary_mechanism(p, q, eps),
+            ldpopt.binary_mechanism(p, p, eps),  # one side empty: an empty block
+            ldpopt.spr_mechanism([[0, 3], [1], [2, 4]], 5, eps),
+            ldpopt.optimal_mechanism(p, q, eps).mechanism,
+            ldpopt.optimal_mechanism(p, p, eps).mechanism,
+            ldpopt.egamma_mechanism(p, q, eps, 1.5).mechanism,
+        ]
+    mechs += [
+        ldpopt.joint_range(p, q, 1.0).mechanism(i)
+        for i in range(ldpopt.joint_range(p, q, 1.0).num_candidates)
+    ]
+    for mech in mechs:
+        assert mech.partition is not None
+        assert _check_partition(mech.partition, mech.matrix, mech.eps) == mech.partition
+        assert len(mech.partition) == mech.num_outputs
+    # a partition given as lists of numpy integers is stored as tuples of ints
+    rr = ldpopt.randomized_response(3, 1.0)
+    m = ldpopt.Mechanism(rr.matrix, 1.0, partition=[[np.int64(0)], [np.int64(1)], [2]])
+    assert m.partition == ((0,), (1,), (2,)) and type(m.partition[0][0]) is int

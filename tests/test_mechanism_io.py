@@ -248,3 +248,23 @@ def test_pandas_labels_survive_design_file_and_privatize(tmp_path):
         == res.labelled_partition
     )
     assert f.mechanism.privatize(["z", "x"], rng=np.random.default_rng(0)).shape == (2,)
+
+
+def test_partition_contradicting_the_matrix_is_refused(designed):
+    res, path = designed
+    assert len(res.partition) >= 2
+    original = path.read_text()
+    # the blocks in another order (a valid partition with the right number of blocks): the outputs
+    # would be labelled with the wrong symbols
+    rewrite(path, lambda d: d.__setitem__("partition", d["partition"][::-1]))
+    with pytest.raises(MechanismFileError, match=r"partition block 0 \(.*\) contradicts matrix: output 0"):
+        load_mechanism(path)
+
+    # one symbol moved to another block: its row is not the row of its new block
+    def move(d):
+        d["partition"][1].append(d["partition"][0].pop())
+
+    path.write_text(original)
+    rewrite(path, move)
+    with pytest.raises(MechanismFileError, match=r"partition block 1 \(.*\) contradicts matrix: rows"):
+        load_mechanism(path)

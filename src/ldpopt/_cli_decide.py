@@ -22,6 +22,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from ldpopt._validation import is_real
 from ldpopt.cli import app, console, fail
 
 _KEYS = {"likelihood", "loss", "prior", "labels", "name"}
@@ -43,7 +44,7 @@ def _matrix(doc: dict, key: str, path: Path) -> np.ndarray:
         fail(f"{path}: {key!r} rows must all have the same non-zero length, got lengths {sorted(widths)}")
     for i, row in enumerate(value):
         for j, v in enumerate(row):
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
+            if not is_real(v):
                 fail(f"{path}: {key}[{i}][{j}] must be a number, got {v!r}")
     return np.array(value, dtype=float)
 
@@ -75,9 +76,7 @@ def _prior(doc: dict, path: Path) -> np.ndarray | None:
     prior = doc.get("prior")
     if prior is None:
         return None
-    if not isinstance(prior, list) or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) for v in prior
-    ):
+    if not isinstance(prior, list) or not all(is_real(v) for v in prior):
         fail(f"{path}: 'prior' must be a list of numbers")
     return np.array(prior, dtype=float)
 

@@ -722,7 +722,9 @@ def _as_array(values: Any, name: str) -> np.ndarray:
 
 
 def _is_int_label(v: Any) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+    from ldpopt._validation import is_integer
+
+    return is_integer(v)
 
 
 def _encode(values: Any, labels: tuple | None, size: int, name: str, what: str) -> np.ndarray:

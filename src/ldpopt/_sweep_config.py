@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import numbers
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ldpopt._validation import is_integer, is_real
 
 __all__ = [
     "SweepConfigError",
@@ -74,7 +75,7 @@ def _short(value: Any) -> str:
 
 
 def _int(value: Any, where: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_integer(value):
         raise SweepConfigError(f"{where} must be an integer, got {_short(value)} ({type(value).__name__})")
     v = int(value)
     if v < minimum:
@@ -83,7 +84,7 @@ def _int(value: Any, where: str, minimum: int) -> int:
 
 
 def _real(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not is_real(value):
         raise SweepConfigError(f"{where} must be a number, got {_short(value)} ({type(value).__name__})")
     v = float(value)
     if math.isnan(v):

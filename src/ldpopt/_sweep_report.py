@@ -80,11 +80,11 @@ def summarize(df, resamples: int = 1000, seed: int = 0, level: float = 0.95):
     """
     import pandas as pd
 
-    from ldpopt._validation import check_positive_int
+    from ldpopt._validation import check_positive_int, is_real
 
     if resamples != 0:
         resamples = check_positive_int(resamples, "resamples")
-    if not (isinstance(level, float) and 0 < level < 1):
+    if not (is_real(level) and 0 < level < 1):
         raise ValueError(f"level must be a float in (0, 1), got level={level!r}")
     rows = []
     for div, sub in df.groupby("divergence", sort=False):

@@ -21,8 +21,88 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+# ---------------------------------------------------------------------------------------------
+# what counts as a number: the one definition every entry point uses
+# ---------------------------------------------------------------------------------------------
+#: never numbers, not even where numpy would convert them (True -> 1.0, "0.5" -> 0.5, 1j -> 0.0)
+_NOT_NUMBERS = (bool, np.bool_, str, bytes, complex, np.complexfloating)
+
+
+def is_real(value: Any) -> bool:
+    """True for a real number: Python ``int``/``float``, numpy integer/floating scalars (``np.float32``,
+    ``np.int64``, ...) and other :class:`numbers.Real`; ``bool``/``np.bool_`` are not numbers here."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def is_integer(value: Any) -> bool:
+    """True for an integer: Python ``int`` and numpy integer scalars, never ``bool``/``np.bool_``."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def check_real(value: Any, name: str) -> float:
+    """``float(value)`` for a real number (:func:`is_real`); TypeError naming the argument otherwise."""
+    if not is_real(value):
+        raise TypeError(f"{name} must be a real number, got {name}={_short(value)}")
+    return float(value)
+
+
+def check_tolerance(value: Any, name: str) -> float:
+    """A tolerance: a finite real number >= 0 (:func:`check_real`)."""
+    tol = check_real(value, name)
+    if not 0.0 <= tol < math.inf:
+        raise ValueError(f"{name} must be a finite number >= 0, got {name}={value!r}")
+    return tol
+
+
+def _first_non_number(value: Any) -> tuple[bool, Any]:
+    """``(True, entry)`` for the first entry of an array or (nested) list/tuple that is not a number
+    (:data:`_NOT_NUMBERS`, which numpy would convert silently), else ``(False, None)``."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, np.ndarray):
+            if item.dtype.kind in "bcSU" and item.size:
+                return True, item.flat[0]
+            if item.dtype.kind == "O":
+                stack.append(item.ravel().tolist())
+        elif isinstance(item, _NOT_NUMBERS):
+            return True, item
+        elif isinstance(item, (list, tuple)):
+            types = set(map(type, item))  # fast for long lists of numbers
+            if any(issubclass(t, _NOT_NUMBERS) for t in types):
+                return True, next(x for x in item if isinstance(x, _NOT_NUMBERS))
+            if any(issubclass(t, (list, tuple, np.ndarray)) for t in types):
+                stack.extend(x for x in reversed(item) if isinstance(x, (list, tuple, np.ndarray)))
+    return False, None
+
+
+def as_real_array(value: Any, name: str, what: str = "an array of real numbers") -> np.ndarray:
+    """``value`` as a float array; TypeError naming the argument for what numpy would convert silently.
+
+    Refused: booleans (``bool``, ``np.bool_``, boolean arrays), strings and bytes (also as entries,
+    ``["0.5", "0.5"]``), complex numbers, and masked arrays (the mask would be dropped).  numpy
+    integer and floating arrays and scalars are accepted like Python numbers.
+    """
+    if isinstance(value, np.ma.MaskedArray):
+        raise TypeError(
+            f"{name} must not be a masked array (its mask would be ignored), got a masked array of shape "
+            f"{value.shape} with {int(np.ma.count_masked(value))} masked entries; pass the values to use"
+        )
+    found, entry = _first_non_number(value)
+    if found:
+        raise TypeError(f"{name} must be {what}, got the entry {entry!r} ({type(entry).__name__})")
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be {what}, got {name}={_short(value)}") from None
+
+
 def coerce_distribution(p: Any, name: str) -> tuple[np.ndarray, tuple | None]:
-    """Turn a sequence, array, dict (label -> prob) or pandas Series into a float array and its labels."""
+    """Turn a sequence, array, dict (label -> prob) or pandas Series into a float array and its labels.
+
+    The values go through :func:`as_real_array`: booleans, strings/bytes (also as entries), complex
+    numbers and masked arrays are refused with a TypeError naming the argument.
+    """
     labels = None
     if isinstance(p, dict):
         labels = tuple(p.keys())
@@ -35,10 +115,7 @@ def coerce_distribution(p: Any, name: str) -> tuple[np.ndarray, tuple | None]:
         values = p
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of probabilities, got {_short(p)}")
-    try:
-        arr = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a sequence of real numbers, got {_short(p)}") from None
+    arr = as_real_array(values, name, "a sequence of real numbers")
     if labels is not None and len(set(labels)) != len(labels):
         raise ValueError(f"{name} has duplicate labels: {_short(labels)}")
     return arr, labels
@@ -105,7 +182,7 @@ def check_labelled_pair(
 
 def check_eps(eps: Any, name: str = "eps", allow_inf: bool = True) -> float:
     """eps must be a real number > 0 (math.inf allowed = no privacy)."""
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+    if not is_real(eps):
         raise TypeError(f"{name} must be a real number, got {_short(eps)}")
     e = float(eps)
     if math.isnan(e) or e <= 0:
@@ -125,11 +202,9 @@ def check_positive_int(value: Any, name: str, allow_none: bool = False) -> int |
     """A positive integer (``bool`` and non-integral floats rejected)."""
     if value is None and allow_none:
         return None
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be a positive integer, got {name}={value!r}")
-    if isinstance(value, numbers.Integral):
+    if is_integer(value):
         v = int(value)
-    elif isinstance(value, numbers.Real) and float(value).is_integer():
+    elif is_real(value) and float(value).is_integer():
         # math.trunc: a Real need not define __int__ (int()'s __trunc__ fallback is deprecated)
         v = int(math.trunc(value))
     else:

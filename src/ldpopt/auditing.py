@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpopt._validation import check_positive_int
+from ldpopt._validation import check_positive_int, check_real
 
 __all__ = ["AuditResult", "audit"]
 
@@ -138,7 +138,7 @@ def audit(
     n = check_positive_int(n, "n")
     n_select = check_positive_int(n_select, "n_select", allow_none=True) or max(1000, n // 10)
     m_cand = check_positive_int(candidates, "candidates")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+    if not 0 < check_real(alpha, "alpha") < 1:
         raise ValueError(f"alpha must be in (0, 1), got alpha={alpha!r}")
     k, n_out = mech.num_inputs, mech.num_outputs
     if sampler is not None and not callable(sampler):

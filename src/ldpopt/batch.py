@@ -17,7 +17,6 @@ same numbers as looping :func:`ldpopt.optimal_mechanism`, but
 
 from __future__ import annotations
 
-import numbers
 import time
 import warnings
 from collections.abc import Sequence
@@ -26,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int
+from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int, is_real
 from ldpopt._warnings import LdpoptWarning
 from ldpopt.divergences import FDivergence, get_divergence
 from ldpopt.spr import _NEAR_TIE_RTOL, LRReduction, _dp_readable, _reduce
@@ -108,7 +107,7 @@ def _as_pairs(p0s: Any, p1s: Any) -> tuple[list, list]:
         items = list(ps)
         if len(items) == 0:
             raise ValueError(f"{name} must contain at least one distribution")
-        if all(isinstance(x, numbers.Real) for x in items):
+        if all(is_real(x) for x in items):
             raise ValueError(f"{name} must be a sequence of distributions (for one pair use [p0] and [p1])")
         out.append(items)
     if len(out[0]) != len(out[1]):
@@ -119,11 +118,7 @@ def _as_pairs(p0s: Any, p1s: Any) -> tuple[list, list]:
 
 
 def _as_eps_grid(eps_grid: Any) -> np.ndarray:
-    if (
-        isinstance(eps_grid, (str, bytes))
-        or isinstance(eps_grid, numbers.Real)
-        or not hasattr(eps_grid, "__len__")
-    ):
+    if isinstance(eps_grid, (str, bytes)) or is_real(eps_grid) or not hasattr(eps_grid, "__len__"):
         raise TypeError(f"eps_grid must be a 1-D sequence of privacy levels, got {eps_grid!r}")
     if isinstance(eps_grid, np.ndarray) and eps_grid.ndim != 1:
         raise ValueError(f"eps_grid must be 1-D, got an array of shape {eps_grid.shape}")

@@ -40,6 +40,7 @@ keeps rows = inputs.  Everything here converts once, when the mechanism is built
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import types
 from collections.abc import Mapping
@@ -49,7 +50,7 @@ from typing import Any, cast
 import numpy as np
 
 from ldpopt import _colgen as cg
-from ldpopt._validation import check_eps, check_positive_int
+from ldpopt._validation import as_real_array, check_eps, check_positive_int, check_real
 from ldpopt.mechanism import Mechanism
 from ldpopt.objectives import (
     BayesRisk,
@@ -86,10 +87,7 @@ CERT_RTOL = 1e-8
 
 
 def _real_matrix(value: Any, name: str) -> np.ndarray:
-    try:
-        arr = np.array(value, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a 2-D array of real numbers") from None
+    arr = np.array(as_real_array(value, name, "a 2-D array of real numbers"))  # an own copy
     if arr.ndim != 2 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 2-D array, got shape {arr.shape}")
     if np.any(np.isnan(arr)):
@@ -418,6 +416,37 @@ def _scale_of(B: np.ndarray) -> float:
     return float(np.abs(B).sum(axis=0).max()) or 1.0
 
 
+def _unit_exponent(values: Any) -> int:
+    r"""The e with :math:`\max|v|/2^e\in(1/2,1]` (0 for zeros): HiGHS's tolerances are absolute (about
+    1e-9) and it gives up on coefficients above about 1e15, so LP data are passed at unit scale."""
+    arr = np.asarray(values, dtype=float)
+    top = float(np.abs(arr).max()) if arr.size else 0.0
+    if top == 0.0 or not math.isfinite(top):
+        return 0
+    mant, exponent = math.frexp(top)
+    return exponent - 1 if mant == 0.5 else exponent
+
+
+def _times_pow2(x: Any, exponent: int) -> Any:
+    """``x * 2**exponent`` (exact; inf past the float range), for floats and arrays."""
+    with np.errstate(over="ignore"):
+        out = np.ldexp(x, exponent)
+    return out if isinstance(x, np.ndarray) else float(out)
+
+
+def _upscaled(cert: LPCertificate | None, exponent: int) -> LPCertificate | None:
+    """The certificate of an LP solved with its costs divided by ``2**exponent``, at the original scale."""
+    if cert is None or exponent == 0:
+        return cert
+    return dataclasses.replace(
+        cert,
+        dual=_times_pow2(cert.dual, exponent),
+        dual_value=_times_pow2(cert.dual_value, exponent),
+        min_reduced_cost=_times_pow2(cert.min_reduced_cost, exponent),
+        bound=_times_pow2(cert.bound, exponent),
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # solvers
 # --------------------------------------------------------------------------------------------
@@ -432,11 +461,13 @@ def _row_additive_enumerate(obj: RowAdditiveObjective, c0: float) -> _Solution:
         raise ValueError(f"objective {obj.name!r} is infinite on some extreme row; the LP is not defined")
     sign = 1.0 if obj.sense == "min" else -1.0
     costs = sign * phi
-    res = cg.solve_pair_lp(R, np.zeros(R.shape[0], dtype=int), c0, costs=costs)
+    k = _unit_exponent(costs)
+    res = cg.solve_pair_lp(R, np.zeros(R.shape[0], dtype=int), c0, costs=np.ldexp(costs, -k))
     if res.status != 0:
         return _Solution(R[:0], np.zeros(0), None, math.nan, "enumerate", res.status, res.message)
-    rcmin = float((costs - V @ res.u).min())
-    cert = _certificate(res.u, None, rcmin, c0, sign, float(np.abs(costs).max()))
+    u = np.ldexp(res.u, k)
+    rcmin = float((costs - V @ u).min())
+    cert = _certificate(u, None, rcmin, c0, sign, float(np.abs(costs).max()))
     w = _polish(res.rows, res.z, c0)
     return _Solution(
         res.rows, w, None, math.nan, "enumerate", 0, "optimal (HiGHS over all 2^m - 2 subsets)", cert
@@ -467,23 +498,29 @@ def _minimax_enumerate(problem: DecisionProblem, c0: float) -> _Solution:
     )
 
 
-def _pieces(problem: Any, risk: str) -> dict:
-    """Linear data for colgen/direct: {'B': ...} (Bayes) or {'P': ..., 'L': ...} (minimax)."""
+def _pieces(problem: Any, risk: str) -> tuple[dict, int]:
+    """Linear data for colgen/direct, ``({'B': ...} (Bayes) or {'P': ..., 'L': ...} (minimax), e)``.
+
+    An objective's pieces are divided by ``2**e`` (:func:`_unit_exponent`); a decision problem's loss
+    is already at unit scale (:func:`_unit_loss`), e = 0.
+    """
     if isinstance(problem, DecisionProblem):
         if risk == "minimax":
-            return {"P": problem.likelihood, "L": problem.loss}
-        return {"B": problem.bayes_matrix()}
+            return {"P": problem.likelihood, "L": problem.loss}, 0
+        return {"B": problem.bayes_matrix()}, 0
     B = problem.linear_pieces() if isinstance(problem, RowAdditiveObjective) else None
     if B is None or problem.sense != "min":
         raise ValueError(
             f"this method needs a decision problem or an objective with linear_pieces() (sense 'min'); "
             f"{getattr(problem, 'name', problem)!r} has none; use method='enumerate', 'vertex' or 'symmetry'"
         )
-    return {"B": np.asarray(B, dtype=float)}
+    B = np.asarray(B, dtype=float)
+    k = _unit_exponent(B)
+    return {"B": np.ldexp(B, -k)}, k
 
 
 def _colgen_solve(problem: Any, risk: str, c0: float, max_iter: int, time_limit: float | None) -> _Solution:
-    data = _pieces(problem, risk)
+    data, k = _pieces(problem, risk)
     res = cg.column_generation(c0, max_iter=max_iter, time_limit=time_limit, **data)
     K = data["L"].shape[1] if "L" in data else data["B"].shape[1]
     if res.rows.shape[0] == 0:
@@ -499,7 +536,9 @@ def _colgen_solve(problem: Any, risk: str, c0: float, max_iter: int, time_limit:
         )
     # a minimax master always has the duals of its theta-rows
     Beff = cg.effective_B(data["P"], data["L"], cast(np.ndarray, res.prior)) if "P" in data else data["B"]
-    cert = _certificate(res.u, res.prior, cg.min_reduced_cost(Beff, res.u, c0), c0, 1.0, _scale_of(Beff))
+    cert = _upscaled(
+        _certificate(res.u, res.prior, cg.min_reduced_cost(Beff, res.u, c0), c0, 1.0, _scale_of(Beff)), k
+    )
     rws, w, rule = _merge_pairs(res.rows, res.actions, res.z, K)
     if "B" in data:
         w = _polish(rws, w, c0)
@@ -508,7 +547,7 @@ def _colgen_solve(problem: Any, risk: str, c0: float, max_iter: int, time_limit:
 
 
 def _direct_solve(problem: Any, risk: str, c0: float) -> _Solution:
-    data = _pieces(problem, risk)
+    data, k = _pieces(problem, risk)
     W, value, u, prior, status, message = cg.channel_lp(c0, **data)
     m = (data["B"] if "B" in data else data["P"]).shape[0]
     if status != 0:
@@ -541,7 +580,7 @@ def _direct_solve(problem: Any, risk: str, c0: float) -> _Solution:
             break
     if res.status != 0:  # pragma: no cover - the decomposition is feasible by construction
         return _Solution(rows[:0], np.zeros(0), None, math.nan, "direct", res.status, res.message)
-    cert = _certificate(u, prior, cg.min_reduced_cost(Beff, u, c0), c0, 1.0, _scale_of(Beff))
+    cert = _upscaled(_certificate(u, prior, cg.min_reduced_cost(Beff, u, c0), c0, 1.0, _scale_of(Beff)), k)
     rws, w, rule = _merge_pairs(res.rows, res.actions, res.z, K)
     if "B" in data:
         w = _polish(rws, w, c0)
@@ -657,6 +696,150 @@ def _choose(problem: Any, obj: Any, risk: str, group: Any) -> str:
     )
 
 
+@dataclass(frozen=True)
+class _Task:
+    """Internal: one validated call of :func:`optimal_channel`, as the solver adapters see it.
+
+    ``problem`` is the problem as solved: a decision problem's loss is at unit scale
+    (:func:`_unit_loss`); the result is multiplied back in :func:`_unscale`.
+    """
+
+    problem: Any
+    obj: Any
+    risk: str
+    eps: float
+    c0: float
+    group: Any
+    max_iter: int
+    time_limit: float | None
+    check_invariance: bool
+
+
+def _unit_loss(problem: DecisionProblem) -> tuple[DecisionProblem, int]:
+    r"""The problem with its loss divided by :math:`2^e`, the power of two with :math:`\max|l|/2^e\in(1/2,1]`.
+
+    The optimal channel and decision rule do not change under a positive scaling of the loss and
+    the risks scale with it; a power of two makes the division and the scaling back exact (up to
+    underflow of entries far below the largest one).  HiGHS works with absolute tolerances (about
+    1e-9) and rejects coefficients above about 1e15, so the LPs are always set up at unit scale.
+    """
+    exponent = _unit_exponent(problem.loss)
+    if exponent == 0:
+        return problem, 0
+    unit = DecisionProblem(
+        problem.likelihood,
+        np.ldexp(problem.loss, -exponent),
+        problem.prior,
+        labels=problem.labels,
+        parameter_labels=problem.parameter_labels,
+        action_labels=problem.action_labels,
+        name=problem.name,
+    )
+    return unit, exponent
+
+
+def _criterion(problem: Any, risk: str) -> tuple[Any, Any, str, str, int]:
+    """``(problem as solved, objective or None, sense, name, loss exponent)``; checks the problem's type."""
+    if isinstance(problem, DecisionProblem):
+        unit, exponent = _unit_loss(problem)
+        return unit, (BayesRisk(unit) if risk == "bayes" else None), "min", risk, exponent
+    if not isinstance(problem, (RowAdditiveObjective, ChannelObjective)):
+        raise TypeError(
+            "problem must be a DecisionProblem, a RowAdditiveObjective or a ChannelObjective, "
+            f"got {type(problem).__name__}"
+        )
+    if risk != "bayes":
+        raise ValueError(
+            f"risk={risk!r} applies to a DecisionProblem; objective {problem.name!r} has its own criterion"
+        )
+    check_positive_int(problem.num_inputs, "num_inputs")
+    return problem, problem, problem.sense, problem.name, 0
+
+
+def _check_time_limit(value: Any) -> float | None:
+    if value is None:
+        return None
+    seconds = check_real(value, "time_limit")
+    if not seconds > 0:
+        raise ValueError(f"time_limit must be a number of seconds > 0 or None, got time_limit={value!r}")
+    return seconds
+
+
+def _check_group(group: Any, m: int) -> None:
+    if group is None:
+        return
+    from ldpopt.symmetry import PermutationGroup
+
+    if not isinstance(group, PermutationGroup):
+        raise TypeError(f"group must be a PermutationGroup, got {type(group).__name__}")
+    if group.m != m:
+        raise ValueError(f"group acts on {group.m} points but the problem has m={m} inputs")
+
+
+def _check_applies(problem: Any, risk: str, chosen: str) -> None:
+    if isinstance(problem, ChannelObjective) and chosen != "vertex":
+        raise ValueError(
+            f"a ChannelObjective is not row-additive: only method='vertex' applies, got {chosen!r}"
+        )
+    if risk == "minimax" and chosen in ("vertex", "symmetry", "spr"):
+        raise ValueError(
+            f"method={chosen!r} does not apply to the minimax risk (it is not row-additive or concave); "
+            "use 'enumerate', 'colgen' or 'direct'"
+        )
+
+
+# --- one adapter per method: (task) -> _Solution -----------------------------------------------
+
+
+def _run_enumerate(t: _Task) -> _Solution:
+    m = t.problem.num_inputs
+    if m > ENUM_MAX_M:
+        raise ValueError(
+            f"full enumeration is limited to m <= {ENUM_MAX_M} (2^m - 2 subsets), got m={m}; use "
+            "method='colgen' or method='direct' (decision problems), or a symmetry group (method='symmetry')"
+        )
+    if t.risk == "minimax":
+        return _minimax_enumerate(t.problem, t.c0)
+    return _row_additive_enumerate(t.obj, t.c0)
+
+
+def _run_colgen(t: _Task) -> _Solution:
+    return _colgen_solve(t.problem, t.risk, t.c0, t.max_iter, t.time_limit)
+
+
+def _run_direct(t: _Task) -> _Solution:
+    return _direct_solve(t.problem, t.risk, t.c0)
+
+
+def _run_vertex(t: _Task) -> _Solution:
+    return _vertex_solve(t.obj, t.c0, t.group, t.check_invariance)
+
+
+def _run_symmetry(t: _Task) -> _Solution:
+    if t.group is None:
+        raise ValueError("method='symmetry' needs a group (group=ldpopt.PermutationGroup...)")
+    from ldpopt.symmetry import _symmetric_solve
+
+    return _symmetric_solve(t.obj, t.group, t.c0, t.check_invariance)
+
+
+def _run_spr(t: _Task) -> _Solution:
+    if not isinstance(t.obj, FDivergenceObjective):
+        raise ValueError("method='spr' applies only to the f-divergence objective between two distributions")
+    return _spr_solve(t.obj, t.eps, t.c0)
+
+
+#: method name -> solver adapter (every name of METHODS except "auto")
+_SOLVERS = {
+    "enumerate": _run_enumerate,
+    "colgen": _run_colgen,
+    "direct": _run_direct,
+    "vertex": _run_vertex,
+    "symmetry": _run_symmetry,
+    "spr": _run_spr,
+}
+
+
 def optimal_channel(
     problem: Any,
     eps: float,
@@ -677,6 +860,10 @@ def optimal_channel(
     3.10 of Nam-Park-Lee the optimum is a maximal channel :math:`Q_{\rm ex}^{(c)}`,
     :math:`c\in\mathcal S_{\mathcal X,\varepsilon}` (eq. 22), found by an LP over c (Remark 3.11).
 
+    A decision problem is solved with its loss scaled by a power of two to :math:`\max|l|\in(1/2,1]`
+    (the optimal channel does not depend on the scale) and the value and certificate are scaled
+    back, so any finite loss works.
+
     Parameters
     ----------
     problem : DecisionProblem, RowAdditiveObjective or ChannelObjective
@@ -696,7 +883,10 @@ def optimal_channel(
     Returns
     -------
     ChannelResult
+        ``status`` 0 = optimal, 1 = iteration/time limit; on an LP failure ``mechanism`` is ``None``,
+        ``value`` is NaN and ``message`` says what failed and why.
     """
+    # 1. validate
     eps = check_eps(eps, allow_inf=False)
     c0 = _scale(eps)
     if risk not in RISKS:
@@ -704,75 +894,64 @@ def optimal_channel(
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got method={method!r}")
     max_iter = check_positive_int(max_iter, "max_iter")
-    obj: RowAdditiveObjective | ChannelObjective | None
-    if isinstance(problem, DecisionProblem):
-        obj = BayesRisk(problem) if risk == "bayes" else None
-        sense = "min"
-        name = risk
-    elif isinstance(problem, (RowAdditiveObjective, ChannelObjective)):
-        if risk != "bayes":
-            raise ValueError(
-                f"risk={risk!r} applies to a DecisionProblem; objective {problem.name!r} has its own criterion"
-            )
-        obj = problem
-        sense = problem.sense
-        name = problem.name
-        check_positive_int(problem.num_inputs, "num_inputs")
-    else:
-        raise TypeError(
-            f"problem must be a DecisionProblem, a RowAdditiveObjective or a ChannelObjective, got {type(problem).__name__}"
-        )
-    m = problem.num_inputs
+    time_limit = _check_time_limit(time_limit)
+    solved, obj, sense, name, exponent = _criterion(problem, risk)
+    m = solved.num_inputs
     if m < 2:
         raise ValueError(f"an LDP channel design needs at least 2 inputs, got m={m}")
-    if group is not None:
-        from ldpopt.symmetry import PermutationGroup
+    _check_group(group, m)
+    # 2. choose the method
+    chosen = _choose(solved, obj, risk, group) if method == "auto" else method
+    _check_applies(solved, risk, chosen)
+    # 3. dispatch
+    task = _Task(solved, obj, risk, eps, c0, group, max_iter, time_limit, check_invariance)
+    sol = _SOLVERS[chosen](task)
+    # 4. build the result
+    return _unscale(_build(solved, obj, risk, sense, name, sol, eps, c0), exponent)
 
-        if not isinstance(group, PermutationGroup):
-            raise TypeError(f"group must be a PermutationGroup, got {type(group).__name__}")
-        if group.m != m:
-            raise ValueError(f"group acts on {group.m} points but the problem has m={m} inputs")
-    chosen = _choose(problem, obj, risk, group) if method == "auto" else method
-    if isinstance(problem, ChannelObjective) and chosen != "vertex":
-        raise ValueError(
-            f"a ChannelObjective is not row-additive: only method='vertex' applies, got {chosen!r}"
-        )
-    if risk == "minimax" and chosen in ("vertex", "symmetry", "spr"):
-        raise ValueError(
-            f"method={chosen!r} does not apply to the minimax risk (it is not row-additive or concave); "
-            "use 'enumerate', 'colgen' or 'direct'"
-        )
-    if chosen == "enumerate":
-        if m > ENUM_MAX_M:
-            raise ValueError(
-                f"full enumeration is limited to m <= {ENUM_MAX_M} (2^m - 2 subsets), got m={m}; use "
-                "method='colgen' or method='direct' (decision problems), or a symmetry group (method='symmetry')"
-            )
-        # a ChannelObjective only reaches method='vertex' (checked above)
-        sol = (
-            _minimax_enumerate(problem, c0)
-            if risk == "minimax"
-            else _row_additive_enumerate(cast(RowAdditiveObjective, obj), c0)
-        )
-    elif chosen == "colgen":
-        sol = _colgen_solve(problem, risk, c0, max_iter, time_limit)
-    elif chosen == "direct":
-        sol = _direct_solve(problem, risk, c0)
-    elif chosen == "vertex":
-        sol = _vertex_solve(obj, c0, group, check_invariance)
-    elif chosen == "symmetry":
-        if group is None:
-            raise ValueError("method='symmetry' needs a group (group=ldpopt.PermutationGroup...)")
-        from ldpopt.symmetry import _symmetric_solve
 
-        sol = _symmetric_solve(obj, group, c0, check_invariance)
-    else:  # spr
-        if not isinstance(obj, FDivergenceObjective):
-            raise ValueError(
-                "method='spr' applies only to the f-divergence objective between two distributions"
-            )
-        sol = _spr_solve(obj, eps, c0)
-    return _build(problem, obj, risk, sense, name, sol, eps, c0)
+def _unscale(res: ChannelResult, exponent: int) -> ChannelResult:
+    """Multiply the value and the certificate of a loss-scaled solve back by ``2**exponent``."""
+    if exponent == 0:
+        return res
+    return dataclasses.replace(
+        res, value=_times_pow2(res.value, exponent), certificate=_upscaled(res.certificate, exponent)
+    )
+
+
+def _data_span(problem: Any, obj: Any) -> tuple[float, float] | None:
+    """Smallest and largest non-zero magnitude of the LP's data (loss and likelihood, or linear pieces)."""
+    if isinstance(problem, DecisionProblem):
+        vals = np.concatenate([problem.loss.ravel(), problem.likelihood.ravel()])
+    elif isinstance(obj, RowAdditiveObjective) and obj.linear_pieces() is not None:
+        vals = np.asarray(obj.linear_pieces(), dtype=float).ravel()
+    else:
+        return None
+    mags = np.abs(vals[(vals != 0) & np.isfinite(vals)])
+    return (float(mags.min()), float(mags.max())) if mags.size else None
+
+
+def _failure_message(sol: _Solution, problem: Any, obj: Any, c0: float) -> str:
+    """Why an LP method returned no channel, in words (the solver's own message in parentheses)."""
+    raw = sol.message.strip() or f"status {sol.status}"
+    low = raw.lower()
+    if sol.status == 1 or "limit" in low:
+        cause = "HiGHS stopped at an iteration or time limit before it found an optimal basis"
+    elif "infeasible" in low or "unbounded" in low or sol.status in (2, 3):
+        cause = (
+            "HiGHS declared the LP infeasible or unbounded, which it is not (every LP here is feasible "
+            "and bounded): a numerical failure"
+        )
+    else:
+        cause = "HiGHS ran into numerical difficulties"
+    span = _data_span(problem, obj)
+    if span is not None:
+        lo, hi = span
+        cause += (
+            f"; the non-zero data span {lo:.3g} .. {hi:.3g} (ratio {hi / lo:.2g}) with e^-eps = {c0:.3g}, "
+            "and HiGHS's tolerances are absolute (1e-9): entries far below the largest are lost"
+        )
+    return f"{sol.method}: the LP solver failed, no channel returned: {cause} (solver message: {raw})"
 
 
 def _build(
@@ -789,7 +968,7 @@ def _build(
             sense,
             sol.method,
             sol.status or 4,
-            sol.message,
+            _failure_message(sol, problem, obj, c0),
             sol.certificate,
             sol.iterations,
         )

@@ -356,7 +356,9 @@ def egamma(gamma: float) -> FDivergence:
 
     ``egamma(1)`` is total variation.
     """
-    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.integer, np.floating)):
+    from ldpopt._validation import is_real
+
+    if not is_real(gamma):
         raise TypeError(f"gamma must be a real number, got {gamma!r}")
     g = float(gamma)
     if not math.isfinite(g) or g < 1.0:
@@ -379,7 +381,9 @@ def renyi(alpha: float) -> FDivergence:
     (:math:`\alpha>1`) or :math:`f(t)=1-t^\alpha` (:math:`\alpha<1`); ``value`` and
     :func:`f_divergence` report :math:`D_\alpha` itself.  :math:`\alpha=1` is KL.
     """
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+    from ldpopt._validation import is_real
+
+    if not is_real(alpha):
         raise TypeError(f"alpha must be a real number, got {alpha!r}")
     a = float(alpha)
     if not math.isfinite(a) or a <= 0.0:

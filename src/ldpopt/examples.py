@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ldpopt._validation import check_eps, check_positive_int
+from ldpopt._validation import check_eps, check_positive_int, is_real
 from ldpopt.decision import DecisionProblem
 from ldpopt.objectives import RowAdditiveObjective
 
@@ -34,7 +34,7 @@ __all__ = ["mary_testing", "circular_estimation", "MaryTesting", "CircularEstima
 
 
 def _check_gamma(gamma, lo: float, hi: float) -> float:
-    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.floating, np.integer)):
+    if not is_real(gamma):
         raise TypeError(f"gamma must be a real number, got {gamma!r}")
     g = float(gamma)
     if not (lo - 1e-15 <= g <= hi + 1e-15) or math.isnan(g):

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpopt._validation import check_eps, check_labelled_pair
+from ldpopt._validation import check_eps, check_labelled_pair, is_integer
 from ldpopt.mechanism import Mechanism, spr_mechanism
 from ldpopt.spr import _reduce, compensated_prefix
 
@@ -146,9 +146,9 @@ class JointRange:
         if len(blocks) == 1:
             m = np.zeros((self.k, 2))
             m[:, assign[0] - 1] = 1.0
-            return Mechanism(
-                m, self.eps, labels=self.symbol_labels, partition=(tuple(range(self.k)),), name="constant"
-            )
+            # one block per output: every input behind the used output, none behind the other
+            part = (blocks[0], ()) if assign[0] == 1 else ((), blocks[0])
+            return Mechanism(m, self.eps, labels=self.symbol_labels, partition=part, name="constant")
         order = blocks if assign == (1, 2) else blocks[::-1]
         return spr_mechanism(order, self.k, self.eps, labels=self.symbol_labels)
 
@@ -201,7 +201,7 @@ def joint_range(p0: Any, p1: Any, eps: float, max_outputs: int = 2, *, normalize
     """
     u, v, sym = check_labelled_pair(p0, p1, normalize=normalize)
     eps = check_eps(eps)
-    if isinstance(max_outputs, bool) or not isinstance(max_outputs, (int, np.integer)) or max_outputs != 2:
+    if not is_integer(max_outputs) or max_outputs != 2:
         raise ValueError(
             f"max_outputs must be 2 (for l > 2 the joint range is 2(l-1)-dimensional), "
             f"got max_outputs={max_outputs!r}"

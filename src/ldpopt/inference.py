@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpopt._validation import check_positive_int
+from ldpopt._validation import check_positive_int, is_real
 
 __all__ = [
     "BayesDecision",
@@ -78,7 +78,7 @@ _LR_SMALL_W = 1e-5
 
 
 def _check_level(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+    if not is_real(value):
         raise TypeError(f"{name} must be a real number in (0, 1), got {name}={value!r}")
     v = float(value)
     if not 0.0 < v < 1.0:
@@ -607,12 +607,9 @@ class LikelihoodRatioTest:
 
         pi1 = _check_level(prior1, "prior1")
         for name, val in (("cost_false_alarm", cost_false_alarm), ("cost_miss", cost_miss)):
-            if (
-                isinstance(val, bool)
-                or not isinstance(val, (int, float))
-                or not val > 0
-                or not math.isfinite(val)
-            ):
+            if not is_real(val):
+                raise TypeError(f"{name} must be a finite number > 0, got {name}={val!r}")
+            if not val > 0 or not math.isfinite(val):
                 raise ValueError(f"{name} must be a finite number > 0, got {name}={val!r}")
         c = self._check_counts(counts)
         llr = self._llr_counts(c)

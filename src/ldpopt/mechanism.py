@@ -19,7 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int
+from ldpopt._validation import (
+    _short,
+    as_real_array,
+    check_eps,
+    check_labelled_pair,
+    check_positive_int,
+    check_tolerance,
+    is_integer,
+)
 from ldpopt.divergences import FDivergence, get_divergence
 
 __all__ = [
@@ -35,6 +43,12 @@ __all__ = [
 LDP_RTOL = 1e-9
 #: tolerance on |row sum - 1|
 ROW_SUM_TOL = 1e-9
+#: rows of the inputs of one partition block may differ by this much (absolute) and count as identical
+PARTITION_ATOL = 1e-12
+#: below this eps the entries of different SPR blocks may coincide in float64 (they differ by ~eps/s)
+PARTITION_TIE_EPS = 2.0**-40
+#: outputs checked at a time against every block (bounds the memory of the partition check)
+_PARTITION_CHUNK = 1024
 
 
 def _column_privacy(matrix: np.ndarray) -> np.ndarray:
@@ -83,7 +97,11 @@ class Mechanism:
     output_labels : sequence, optional
         Names of the n outputs.
     partition : tuple of tuples, optional
-        For SPR mechanisms, the blocks (original symbol indices) behind the outputs.
+        For SPR (partition) mechanisms, the blocks of input indices behind the outputs: block j is
+        the set of inputs whose report favours output j.  Checked against ``matrix``: one block per
+        output, the blocks are disjoint and cover ``range(k)``, the inputs of a block have identical
+        rows, and output j is strictly more likely from block j than from any other block (a block
+        may be empty: the two-set mechanisms of :func:`binary_mechanism` when one side is empty).
     name : str, optional
         A short description ("spr", "rr", "binary", ...).
     """
@@ -96,12 +114,7 @@ class Mechanism:
     name: str = "mechanism"
 
     def __post_init__(self) -> None:
-        try:
-            m = np.array(self.matrix, dtype=float)
-        except (TypeError, ValueError):
-            raise TypeError(
-                f"matrix must be a 2-D array of real numbers, got {type(self.matrix).__name__}"
-            ) from None
+        m = np.array(as_real_array(self.matrix, "matrix", "a 2-D array of real numbers"))  # an own copy
         if m.ndim != 2 or m.shape[0] < 1 or m.shape[1] < 1:
             raise ValueError(f"matrix must be a non-empty 2-D array, got shape {m.shape}")
         if not np.all(np.isfinite(m)):
@@ -130,6 +143,8 @@ class Mechanism:
                 if len(set(lab)) != len(lab):
                     raise ValueError(f"{attr} must be distinct, got {lab!r}")
                 object.__setattr__(self, attr, lab)
+        if self.partition is not None:
+            object.__setattr__(self, "partition", _check_partition(self.partition, m, eps))
 
     # --- shape -----------------------------------------------------------------
     @property
@@ -154,7 +169,7 @@ class Mechanism:
     def is_ldp(self, eps: float, rtol: float = LDP_RTOL) -> bool:
         r"""True when the channel is :math:`\varepsilon`-LDP (up to relative slack ``rtol`` on
         :math:`e^\varepsilon`)."""
-        return ldp_violation(self.matrix, check_eps(eps), rtol) is None
+        return ldp_violation(self.matrix, check_eps(eps), check_tolerance(rtol, "rtol")) is None
 
     # --- utility ---------------------------------------------------------------
     def _pair(self, p0: Any, p1: Any, normalize: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -209,6 +224,90 @@ class Mechanism:
             f"Mechanism(name={self.name!r}, eps={self.eps!r}, inputs={self.num_inputs}, "
             f"outputs={self.num_outputs})"
         )
+
+
+def _partition_blocks(partition: Any, k: int, n: int) -> tuple[tuple[int, ...], ...]:
+    """The blocks as tuples of ints: one per output, disjoint, covering ``range(k)``."""
+    if isinstance(partition, (str, bytes)) or not hasattr(partition, "__iter__"):
+        raise TypeError(f"partition must be a sequence of blocks of input indices, got {_short(partition)}")
+    blocks = []
+    for j, block in enumerate(partition):
+        if isinstance(block, (str, bytes)) or not hasattr(block, "__iter__"):
+            raise TypeError(f"partition block {j} must be a sequence of input indices, got {_short(block)}")
+        items = tuple(block)
+        for i in items:
+            if not is_integer(i):
+                raise TypeError(
+                    f"partition block {j} {_short(items)} must hold integer input indices, got {i!r}"
+                )
+        blocks.append(tuple(int(i) for i in items))
+    if len(blocks) != n:
+        raise ValueError(
+            f"partition must have one block per output of matrix (block j is behind output j): "
+            f"matrix has {n} outputs, partition has {len(blocks)} blocks"
+        )
+    owner = np.full(k, -1)
+    for j, block in enumerate(blocks):
+        for i in block:
+            if not 0 <= i < k:
+                raise ValueError(
+                    f"partition block {j} {block!r} contains {i}, outside range({k}) (matrix has {k} rows)"
+                )
+            if owner[i] >= 0:
+                where = (
+                    "twice" if owner[i] == j else f"and block {owner[i]} {blocks[owner[i]]!r} contains it too"
+                )
+                raise ValueError(
+                    f"partition block {j} {block!r} contains input {i} {where}; blocks must be disjoint"
+                )
+            owner[i] = j
+    missing = np.flatnonzero(owner < 0)
+    if missing.size:
+        raise ValueError(
+            f"partition does not cover input {int(missing[0])} of range({k}) (matrix has {k} rows)"
+        )
+    return tuple(blocks)
+
+
+def _check_partition(partition: Any, matrix: np.ndarray, eps: float) -> tuple[tuple[int, ...], ...]:
+    r"""Validate ``partition`` against ``matrix`` (see :class:`Mechanism`); returns it as tuples of ints.
+
+    Output j must be strictly more likely from block j than from any other block, as in SPR
+    (:math:`e^\varepsilon/(e^\varepsilon+s-1)` against :math:`1/(e^\varepsilon+s-1)`); for
+    ``eps < PARTITION_TIE_EPS`` the two levels may round to the same float and a tie is accepted.
+    Vectorised: O(k n) time, O(k) extra memory per chunk of outputs.
+    """
+    blocks = _partition_blocks(partition, *matrix.shape)
+    for j, block in enumerate(blocks):
+        if len(block) > 1:
+            rows = matrix[list(block)]
+            dev = np.abs(rows - rows[0]).max(axis=1)
+            worst = int(np.argmax(dev))
+            if dev[worst] > PARTITION_ATOL:
+                raise ValueError(
+                    f"partition block {j} {block!r} contradicts matrix: rows {block[0]} and {block[worst]} "
+                    f"differ (by up to {dev[worst]:.3g}), but the inputs of a block must have identical rows"
+                )
+    used = np.array([j for j, b in enumerate(blocks) if b], dtype=int)  # outputs of non-empty blocks
+    reps = np.array([blocks[j][0] for j in used], dtype=int)  # one input of each
+    for lo in range(0, used.size, _PARTITION_CHUNK):
+        cols = used[lo : lo + _PARTITION_CHUNK]
+        sub = matrix[np.ix_(reps, cols)]  # sub[a, c]: output cols[c] from block used[a]
+        pos = np.arange(cols.size)
+        own = sub[lo + pos, pos]
+        sub[lo + pos, pos] = -np.inf
+        other = sub.argmax(axis=0)
+        there = sub[other, pos]
+        bad = np.flatnonzero((there > own) | ((there == own) & (eps >= PARTITION_TIE_EPS)))
+        if bad.size:
+            c = int(bad[0])
+            j, i = int(cols[c]), int(used[other[c]])
+            raise ValueError(
+                f"partition block {j} {blocks[j]!r} contradicts matrix: output {j} has probability "
+                f"{own[c]:.6g} from block {j} but {there[c]:.6g} from block {i} {blocks[i]!r}; output j must "
+                "be strictly more likely from block j than from any other block"
+            )
+    return blocks
 
 
 def _rr_levels(s: int, eps: float) -> tuple[float, float]:

@@ -241,7 +241,9 @@ def _err(path: Any, msg: str) -> MechanismFileError:
 
 
 def _is_num(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    from ldpopt._validation import is_real
+
+    return is_real(x)
 
 
 def _is_int(x: Any) -> TypeGuard[int]:

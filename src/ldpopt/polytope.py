@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpopt._validation import check_eps, check_positive_int
+from ldpopt._validation import as_real_array, check_eps, check_positive_int, check_tolerance
 from ldpopt.mechanism import Mechanism
 
 __all__ = [
@@ -256,12 +256,7 @@ def polytope_vertices(m: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
 def _matrix_of(q: Any, name: str) -> tuple[np.ndarray, float | None]:
     if isinstance(q, Mechanism):
         return q.matrix, q.eps
-    try:
-        arr = np.array(q, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"{name} must be a Mechanism or a 2-D array (rows = inputs), got {type(q).__name__}"
-        ) from None
+    arr = np.array(as_real_array(q, name, "a Mechanism or a 2-D array of real numbers (rows = inputs)"))
     if arr.ndim != 2 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 2-D array (rows = inputs), got shape {arr.shape}")
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
@@ -321,6 +316,7 @@ def is_maximal(mechanism: Any, eps: float | None = None, rtol: float = MAXIMAL_R
         Relative tolerance on the two levels.
     """
     matrix, own = _matrix_of(mechanism, "mechanism")
+    rtol = check_tolerance(rtol, "rtol")
     if eps is None:
         if own is None:
             raise ValueError("eps is required when mechanism is a plain array")
@@ -382,7 +378,7 @@ def canonical_form(mechanism: Any, rtol: float = MERGE_RTOL) -> Mechanism:
         Relative tolerance for "proportional".
     """
     matrix, own = _matrix_of(mechanism, "mechanism")
-    merged = _merge_proportional(matrix, rtol)
+    merged = _merge_proportional(matrix, check_tolerance(rtol, "rtol"))
     dirs = merged / merged.sum(axis=0, keepdims=True)
     order = np.lexsort(tuple(-np.round(dirs[i], 12) for i in reversed(range(dirs.shape[0]))))
     merged = merged[:, order]
@@ -409,6 +405,7 @@ def garbling(q1: Any, q2: Any, tol: float = BLACKWELL_TOL) -> np.ndarray | None:
 
     m1, _ = _matrix_of(q1, "q1")
     m2, _ = _matrix_of(q2, "q2")
+    tol = check_tolerance(tol, "tol")
     if m1.shape[0] != m2.shape[0]:
         raise ValueError(f"q1 and q2 must have the same inputs, got {m1.shape[0]} and {m2.shape[0]} rows")
     k, n1 = m1.shape

@@ -871,15 +871,11 @@ def run_sweep(
 
         workers = check_positive_int(workers, "workers")
     n_workers = workers or cfg.workers or os.cpu_count() or 1
-    if isinstance(connect_timeout, bool) or not (
-        isinstance(connect_timeout, (int, float)) and connect_timeout > 0
-    ):
+    from ldpopt._validation import is_integer, is_real
+
+    if not (is_real(connect_timeout) and connect_timeout > 0):
         raise ValueError(f"connect_timeout must be a positive number of seconds, got {connect_timeout!r}")
-    if (
-        isinstance(max_rows_in_memory, bool)
-        or not isinstance(max_rows_in_memory, int)
-        or max_rows_in_memory < 0
-    ):
+    if not is_integer(max_rows_in_memory) or max_rows_in_memory < 0:
         raise ValueError(f"max_rows_in_memory must be an integer >= 0, got {max_rows_in_memory!r}")
     ipc = plan_chunks(cfg)
     fingerprint = cfg.fingerprint(ipc)

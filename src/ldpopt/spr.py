@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int
+from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int, is_real
 from ldpopt.divergences import FDivergence, egamma, get_divergence
 from ldpopt.mechanism import Mechanism, _two_set_mechanism, spr_mechanism
 
@@ -510,7 +510,7 @@ def lr_distance_mechanism(
     """
     u, v, labels = check_labelled_pair(p0, p1, normalize=normalize)
     eps = check_eps(eps)
-    if isinstance(r, bool) or not isinstance(r, (int, float, np.integer, np.floating)):
+    if not is_real(r):
         raise TypeError(f"r must be a real number >= 1, got r={r!r}")
     r = float(r)
     if math.isnan(r) or r < 1.0:

@@ -31,11 +31,11 @@ import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from ldpopt._validation import check_positive_int
+from ldpopt._validation import check_positive_int, is_integer, is_real
 from ldpopt.divergences import get_divergence
 from ldpopt.lp import kov_lp
 from ldpopt.mechanism import binary_mechanism, randomized_response
@@ -419,7 +419,7 @@ def bootstrap_bands(
     so memory is O(resamples x E) rather than O(resamples x T x E).
     """
     resamples = check_positive_int(resamples, "resamples")
-    if not (isinstance(level, (int, float)) and 0 < level < 1):
+    if not (is_real(level) and 0 < level < 1):
         raise ValueError(f"level must be in (0, 1), got level={level!r}")
     n = int(np.count_nonzero(curves.valid))
     lower: dict[str, np.ndarray] = {}
@@ -564,9 +564,9 @@ def fig6(
 def _ks(ks: Iterable[int] | int) -> list[int]:
     if isinstance(ks, bool):
         raise TypeError(f"ks must be an alphabet size or a sequence of them, got ks={ks!r}")
-    if isinstance(ks, (int, np.integer)):
-        ks = [ks]
-    out = [check_positive_int(k, "k") for k in ks]
+    if is_integer(ks):
+        return [check_positive_int(ks, "k")]
+    out = [check_positive_int(k, "k") for k in cast(Iterable[int], ks)]
     if not out:
         raise ValueError("ks must contain at least one alphabet size")
     return out
