@@ -38,7 +38,7 @@ def problem(m: int, T: int, A: int, seed: int):
 
 def seeded_colgen(prob, eps, opt):
     """Column generation whose first master already holds the columns of the optimum ``opt``."""
-    from ldpopt import _colgen
+    from ldpopt.decision import lp as _colgen
 
     M = opt.mechanism.matrix
     rows = M > M.min(axis=0) * (1.0 + 1e-9)  # the subset of each extreme output column
@@ -67,7 +67,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     import ldpopt
-    from ldpopt import examples
+    from ldpopt.decision import problems as examples
 
     m_enum, m_cg = (12, 128) if args.quick else (14, 256)
     eps = 1.0
@@ -99,7 +99,7 @@ def main() -> None:
             f"{r_cg.iterations} rounds",
         )
 
-    from ldpopt import _colgen
+    from ldpopt.decision import lp as _colgen
 
     for eps_cg in (eps, 3.0):
         prob = problem(m_cg, 8, 8, 2)

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 import ldpopt
-from ldpopt._sampling import _realise_matrix, realise
+from ldpopt.deploy.sampling import _realise_matrix, realise
 
 
 def best_of(fn, repeat):

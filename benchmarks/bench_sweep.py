@@ -42,7 +42,7 @@ def config(trials: int) -> dict:
 def reference(cfg: dict):
     """One direct ldpopt.sweep call over the whole grid (this process, all cores, no store)."""
     import ldpopt
-    from ldpopt._sweep_config import parse_config
+    from ldpopt.sweeps.config import parse_config
 
     parsed = parse_config(cfg)
     pairs = parsed.instances.get(0, parsed.num_instances)
@@ -62,7 +62,7 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=None, help="T (default 100, the Figure-1b grid)")
     ap.add_argument("--skip-dask", action="store_true", help="only the local process pool")
     args = ap.parse_args()
-    from ldpopt import runner
+    from ldpopt.sweeps import runner
 
     trials = args.trials or (20 if args.quick else 100)
     cfg = config(trials)

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import ldpopt
-from ldpopt import examples
+from ldpopt.decision import problems as examples
 from ldpopt._validation import as_real_array, check_real, coerce_distribution, is_integer, is_real
-from ldpopt.decision import DecisionProblem
+from ldpopt.decision.channel import DecisionProblem
 
 P = [0.5, 0.3, 0.2]
 Q = [0.2, 0.3, 0.5]

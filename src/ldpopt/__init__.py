@@ -5,13 +5,25 @@
   :func:`egamma_mechanism`, :func:`lr_distance_mechanism`, :func:`kov_lp`.
 """
 
+import importlib
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
+from typing import Any
+
+from ldpopt import _compat
 
 from ldpopt.divergences import FDivergence, egamma, f_divergence, get_divergence, renyi
-from ldpopt.lp import kov_lp
+from ldpopt.errors import (
+    LdpoptWarning,
+    MechanismFileError,
+    MissingExtraError,
+    SchedulerError,
+    StoreError,
+    SweepConfigError,
+)
 from ldpopt.mechanism import Mechanism, binary_mechanism, randomized_response, spr_mechanism
-from ldpopt.spr import (
+from ldpopt.spr.kov import kov_lp
+from ldpopt.spr.solve import (
     LRReduction,
     OptimalMechanismResult,
     egamma_mechanism,
@@ -21,49 +33,48 @@ from ldpopt.spr import (
 )
 
 # Names provided by modules with heavier imports are resolved on first access (PEP 562),
-# so ``import ldpopt`` stays fast.  name -> module.
-_LAZY = {
-    # fast batched solver
-    "sweep": "ldpopt.batch",
-    "SweepResult": "ldpopt.batch",
-    # experiments / geometry
-    "joint_range": "ldpopt.geometry",
-    "JointRange": "ldpopt.geometry",
-    "experiments": "ldpopt.experiments",
-    "plots": "ldpopt.plots",
+# so ``import ldpopt`` stays fast.  name -> (module, attribute); attribute None: the module itself.
+_LAZY: dict[str, tuple[str, str | None]] = {
+    # batched solver and geometry of the SPR problem
+    "sweep": ("ldpopt.spr.grid", "sweep"),
+    "SweepResult": ("ldpopt.spr.grid", "SweepResult"),
+    "joint_range": ("ldpopt.spr.joint_range", "joint_range"),
+    "JointRange": ("ldpopt.spr.joint_range", "JointRange"),
+    # paper reproductions and figures
+    "experiments": ("ldpopt.experiments", None),
+    "plots": ("ldpopt.plots", None),
     # decision problems over the maximal-channel polytope
-    "DecisionProblem": "ldpopt.decision",
-    "optimal_channel": "ldpopt.decision",
-    "ChannelResult": "ldpopt.decision",
-    "is_maximal": "ldpopt.polytope",
-    "canonical_form": "ldpopt.polytope",
-    "blackwell_dominates": "ldpopt.polytope",
-    "PermutationGroup": "ldpopt.symmetry",
-    "subset_selection": "ldpopt.symmetry",
-    "examples": "ldpopt.examples",
+    "DecisionProblem": ("ldpopt.decision.channel", "DecisionProblem"),
+    "optimal_channel": ("ldpopt.decision.channel", "optimal_channel"),
+    "ChannelResult": ("ldpopt.decision.channel", "ChannelResult"),
+    "is_maximal": ("ldpopt.decision.polytope", "is_maximal"),
+    "canonical_form": ("ldpopt.decision.polytope", "canonical_form"),
+    "blackwell_dominates": ("ldpopt.decision.polytope", "blackwell_dominates"),
+    "PermutationGroup": ("ldpopt.decision.symmetry", "PermutationGroup"),
+    "subset_selection": ("ldpopt.decision.symmetry", "subset_selection"),
+    "examples": ("ldpopt.decision.problems", None),
     # deployment
-    "LikelihoodRatioTest": "ldpopt.inference",
-    "SequentialTest": "ldpopt.inference",
-    "sample_size": "ldpopt.inference",
-    "audit": "ldpopt.auditing",
-    # sweeps at scale
-    "run_sweep": "ldpopt.runner",
+    "LikelihoodRatioTest": ("ldpopt.deploy.testing", "LikelihoodRatioTest"),
+    "SequentialTest": ("ldpopt.deploy.testing", "SequentialTest"),
+    "sample_size": ("ldpopt.deploy.testing", "sample_size"),
+    "audit": ("ldpopt.deploy.audit", "audit"),
+    # studies on disk
+    "run_sweep": ("ldpopt.sweeps.runner", "run_sweep"),
 }
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
+def __getattr__(name: str) -> Any:
+    entry = _LAZY.get(name)
+    if entry is None:
         raise AttributeError(f"module 'ldpopt' has no attribute {name!r}")
-    import importlib
-
+    module, attribute = entry
     mod = importlib.import_module(module)
-    value = mod if module.endswith("." + name) else getattr(mod, name)
+    value = mod if attribute is None else getattr(mod, attribute)
     globals()[name] = value
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
@@ -72,8 +83,16 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0"
 
+_compat.install()
+
 __all__ = [
     "FDivergence",
+    "LdpoptWarning",
+    "MechanismFileError",
+    "MissingExtraError",
+    "SchedulerError",
+    "StoreError",
+    "SweepConfigError",
     "LRReduction",
     "Mechanism",
     "OptimalMechanismResult",

@@ -14,7 +14,7 @@ conventions
 * :math:`g(x, 0) = x f'(\infty)` with :math:`f'(\infty) = \lim_{t\to\infty} f(t)/t`.
 
 Every built-in divergence carries an integer ``code`` and a parameter so that the
-numba kernels in :mod:`ldpopt._kernels` evaluate the same perspective without calling
+numba kernels in :mod:`ldpopt.spr._kernels` evaluate the same perspective without calling
 back into Python.  Built-ins evaluate the perspective from ``(x, y, d)`` with
 ``d = x - y`` supplied separately: in the SPR dynamic program ``d`` is known far more
 accurately than ``x - y`` (both are close to 1 when eps is tiny), so e.g. KL uses
@@ -38,7 +38,7 @@ __all__ = [
     "BUILTIN_NAMES",
 ]
 
-# Kernel codes; keep in sync with ``ldpopt._kernels.perspective``.
+# Kernel codes; keep in sync with ``ldpopt.spr._kernels.perspective``.
 CODE_USER = -1
 CODE_KL = 0
 CODE_REVERSE_KL = 1

@@ -197,25 +197,25 @@ class Mechanism:
 
     # --- deployment (thin wrappers, the work is in _sampling / mechanism_io) ----------
     def privatize(self, x: Any, rng: Any = None) -> np.ndarray:
-        """Privatize input symbols exactly; see :func:`ldpopt._sampling.privatize`.
+        """Privatize input symbols exactly; see :func:`ldpopt.deploy.sampling.privatize`.
 
         ``rng=None`` uses the operating system's CSPRNG; a seeded ``numpy.random.Generator``
         is for reproducible experiments only, never for production.
         """
-        from ldpopt._sampling import privatize
+        from ldpopt.deploy.sampling import privatize
 
         return privatize(self, x, rng=rng)
 
     def to_json(self, path: Any, **kwargs: Any) -> Any:
-        """Write the versioned mechanism file; see :func:`ldpopt.mechanism_io.save_mechanism`."""
-        from ldpopt.mechanism_io import save_mechanism
+        """Write the versioned mechanism file; see :func:`ldpopt.deploy.files.save_mechanism`."""
+        from ldpopt.deploy.files import save_mechanism
 
         return save_mechanism(self, path, **kwargs)
 
     @classmethod
     def from_json(cls, path: Any) -> Mechanism:
-        """Read and re-validate a mechanism file; see :func:`ldpopt.mechanism_io.load_mechanism`."""
-        from ldpopt.mechanism_io import load_mechanism
+        """Read and re-validate a mechanism file; see :func:`ldpopt.deploy.files.load_mechanism`."""
+        from ldpopt.deploy.files import load_mechanism
 
         return load_mechanism(path).mechanism
 

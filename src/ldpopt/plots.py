@@ -293,7 +293,7 @@ def plot_runtimes(table):
 def plot(result: Any):
     """Dispatch on the experiment result type."""
     from ldpopt.experiments import HullCheck, JointRangeFigure, RuntimeTable, UtilityExperiment
-    from ldpopt.geometry import JointRange
+    from ldpopt.spr.joint_range import JointRange
 
     if isinstance(result, UtilityExperiment):
         return plot_utility_curves(result)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ldpopt._validation import check_labelled_pair
-from ldpopt.geometry import JointRange, joint_range
+from ldpopt.spr.joint_range import JointRange, joint_range
 
 __all__ = ["PAPER_P", "PAPER_Q", "PAPER_EPS", "PAPER_EXTREME_COUNTS", "JointRangeFigure", "fig3"]
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int
 from ldpopt.experiments.joint_range import PAPER_EXTREME_COUNTS, PAPER_P, PAPER_Q, _is_paper_instance
-from ldpopt.geometry import HULL_TOL, JointRange, joint_range
+from ldpopt.spr.joint_range import HULL_TOL, JointRange, joint_range
 
 __all__ = [
     "FIG5_SEED",

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ldpopt._validation import check_eps, check_positive_int
-from ldpopt.lp import KOV_MAX_K, kov_lp
-from ldpopt.spr import optimal_mechanism
+from ldpopt.spr.kov import KOV_MAX_K, kov_lp
+from ldpopt.spr.solve import optimal_mechanism
 
 __all__ = ["LP_KS", "SPR_KS", "RuntimeRow", "RuntimeTable", "runtimes"]
 

@@ -18,7 +18,7 @@ skipping trials whose denominator is 0 (or infinite).  At :math:`\varepsilon = 0
 input-independent, so every utility is 0; the solvers (which require :math:`\varepsilon > 0`) are not
 called there.
 
-Mechanisms: the SPR optimum (:func:`ldpopt.sweep` when :mod:`ldpopt.batch` provides it, else a loop over
+Mechanisms: the SPR optimum (:func:`ldpopt.sweep` when :mod:`ldpopt.spr.grid` provides it, else a loop over
 :func:`ldpopt.optimal_mechanism`; both exact), the binary mechanism (:func:`ldpopt.binary_mechanism`),
 k-ary randomized response (:func:`ldpopt.randomized_response`) and, for ``k <= 10``, the KOV staircase
 LP (:func:`ldpopt.kov_lp`).  Bootstrap bands (Figure 6) resample the valid trials with replacement,
@@ -37,9 +37,9 @@ import numpy as np
 
 from ldpopt._validation import check_positive_int, is_integer, is_real
 from ldpopt.divergences import get_divergence
-from ldpopt.lp import kov_lp
 from ldpopt.mechanism import binary_mechanism, randomized_response
-from ldpopt.spr import optimal_mechanism
+from ldpopt.spr.kov import kov_lp
+from ldpopt.spr.solve import optimal_mechanism
 
 __all__ = [
     "MECHANISMS",
@@ -245,7 +245,7 @@ def _spr_values(
     sweep: Callable[..., Any] | None = None
     if solver in ("auto", "sweep"):
         try:
-            from ldpopt.batch import sweep  # fast batched solver, optional
+            from ldpopt.spr.grid import sweep  # fast batched solver, optional
         except ImportError:
             sweep = None
         if sweep is None and solver == "sweep":

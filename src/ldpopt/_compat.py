@@ -1,0 +1,66 @@
+"""Old module paths of the flat layout, kept importable with a DeprecationWarning.
+
+The library was one flat folder until version 0.2; its public modules now live in packages
+(``ldpopt.spr``, ``ldpopt.decision``, ``ldpopt.deploy``, ``ldpopt.sweeps``).  A meta-path finder
+maps each old public module name to the module that holds its code now, so
+``from ldpopt.runner import run_sweep`` keeps working (and warns once) until the aliases are
+removed.  The names exported at the top level (``ldpopt.run_sweep`` ...) never moved.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import types
+import warnings
+from collections.abc import Sequence
+
+#: old public module -> its new home
+MOVED = {
+    "ldpopt.batch": "ldpopt.spr.grid",
+    "ldpopt.lp": "ldpopt.spr.kov",
+    "ldpopt.geometry": "ldpopt.spr.joint_range",
+    "ldpopt.objectives": "ldpopt.decision.objectives",
+    "ldpopt.polytope": "ldpopt.decision.polytope",
+    "ldpopt.symmetry": "ldpopt.decision.symmetry",
+    "ldpopt.examples": "ldpopt.decision.problems",
+    "ldpopt.mechanism_io": "ldpopt.deploy.files",
+    "ldpopt.auditing": "ldpopt.deploy.audit",
+    "ldpopt.inference": "ldpopt.deploy.testing",
+    "ldpopt.runner": "ldpopt.sweeps.runner",
+}
+
+
+class _AliasLoader(importlib.abc.Loader):
+    def __init__(self, new: str) -> None:
+        self.new = new
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        warnings.warn(
+            f"{spec.name} moved to {self.new}; import it from there (the old path will be removed)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return importlib.import_module(self.new)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        """The module was executed under its new name."""
+
+
+class _MovedModuleFinder(importlib.abc.MetaPathFinder):
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        new = MOVED.get(fullname)
+        if new is None:
+            return None
+        return importlib.util.spec_from_loader(fullname, _AliasLoader(new))
+
+
+def install() -> None:
+    """Add the finder once (``import ldpopt`` calls this)."""
+    if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
+        sys.meta_path.append(_MovedModuleFinder())

@@ -1,0 +1,25 @@
+"""Command-line interface (typer + rich): ``ldpopt COMMAND``.
+
+One module per command group registers its commands on :data:`ldpopt.cli._common.app`:
+:mod:`~ldpopt.cli.design` (design, demo), :mod:`~ldpopt.cli.deploy` (export, privatize, test,
+samplesize), :mod:`~ldpopt.cli.decide`, :mod:`~ldpopt.cli.reproduce` and :mod:`~ldpopt.cli.sweep`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ldpopt.cli import decide, deploy, design, reproduce, sweep
+from ldpopt.cli._common import app, err_console
+
+__all__ = ["app", "main"]
+_COMMAND_GROUPS = (design, deploy, decide, reproduce, sweep)
+
+
+def main() -> None:  # pragma: no cover - exercised through the console script
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)

@@ -1,0 +1,128 @@
+"""What every command shares: the typer application, the consoles, one-line failures, the parsers
+of inline distributions, number formatting, the partition table and JSON output.
+
+Each command group is a module of :mod:`ldpopt.cli` that registers its commands on :data:`app`;
+heavy dependencies are imported inside the commands, so ``ldpopt --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(
+    name="ldpopt",
+    help="Exactly optimal local-differential-privacy mechanisms.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+console = Console()
+err_console = Console(stderr=True)
+
+#: modules that add commands to ``app`` when they exist
+_COMMAND_MODULES = (
+    "ldpopt.cli.reproduce",
+    "ldpopt.cli.decide",
+    "ldpopt.cli.deploy",
+    "ldpopt.cli.sweep",
+)
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print a one-line error and exit non-zero (no traceback)."""
+    from rich.markup import escape
+
+    # messages quote user input ("[instances]", "[1, 2]"): never let rich read them as markup
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def parse_vector(text: str, name: str) -> np.ndarray:
+    """Parse ``"0.1,0.2,0.7"`` into a float array, failing with a message naming ``name``."""
+    try:
+        values = [float(t) for t in text.replace(";", ",").split(",") if t.strip()]
+    except ValueError:
+        fail(f"--{name} must be comma-separated numbers, got {text!r}")
+    if not values:
+        fail(f"--{name} must not be empty")
+    return np.array(values)
+
+
+def parse_distribution(text: str, name: str) -> Any:
+    """``"0.5,0.3,0.2"`` -> array, ``"a=0.5,b=0.3,c=0.2"`` -> dict label -> prob."""
+    parts = [t.strip() for t in text.replace(";", ",").split(",") if t.strip()]
+    if not parts:
+        fail(f"--{name} must not be empty")
+    if any("=" in t for t in parts):
+        out = {}
+        for t in parts:
+            key, sep, val = t.partition("=")
+            key = key.strip()
+            if not sep or not key:
+                fail(f"--{name}: expected label=probability, got {t!r}")
+            if key in out:
+                fail(f"--{name}: label {key!r} appears twice")
+            try:
+                out[key] = float(val)
+            except ValueError:
+                fail(f"--{name}: {val.strip()!r} is not a number (in {t!r})")
+        return out
+    try:
+        return np.array([float(t) for t in parts])
+    except ValueError:
+        fail(f"--{name} must be comma-separated numbers or label=probability pairs, got {text!r}")
+
+
+def fmt(x: float) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{x:.6g}"
+
+
+def partition_table(res, title: str, column: str = "symbols (likelihood-ratio order)") -> Table:
+    """A table of the result's blocks, one row per output, symbols shown by label."""
+    t = Table(title=title)
+    t.add_column("output")
+    t.add_column(column)
+    for j, block in enumerate(res.labelled_partition):
+        t.add_row(str(j), ", ".join(map(str, block)))
+    return t
+
+
+def write_json(path: Path, payload: dict) -> None:
+    from ldpopt._atomic import atomic_write_text
+
+    try:
+        atomic_write_text(path, json.dumps(payload, indent=2))
+    except OSError as exc:
+        fail(f"cannot write --json {path}: {exc.strerror or exc}")
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        from ldpopt import __version__
+
+        console.print(f"ldpopt {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        help="Print the version and exit.",
+        callback=_version_callback,
+        is_eager=True,
+    ),
+) -> None:
+    """Exactly optimal local-differential-privacy mechanisms."""

@@ -1,0 +1,240 @@
+"""``ldpopt decide PROBLEM.json``: the optimal eps-LDP channel of a decision problem.
+
+Registered on :data:`ldpopt.cli._common.app` by :mod:`ldpopt.cli`. scipy is imported inside the
+command.  The problem file format is documented in ``docs/decision.md``::
+
+    {
+      "likelihood": [[P(x_0|t_0), P(x_0|t_1), ...], ...],   m rows (inputs) x T columns, columns sum to 1
+      "loss":       [[l(t_0,a_0), l(t_0,a_1), ...], ...],   T rows x A columns, any finite numbers
+      "prior":      [lambda_0, ..., lambda_{T-1}],          optional, default uniform
+      "labels":     {"inputs": [...], "parameters": [...], "actions": [...]},   optional
+      "name":       "..."                                   optional
+    }
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from ldpopt._validation import is_real
+from ldpopt.cli._common import app, console, fail, write_json
+
+_KEYS = {"likelihood", "loss", "prior", "labels", "name"}
+_LABEL_KEYS = {"inputs", "parameters", "actions"}
+#: the channel table is printed only up to this many inputs/outputs
+_MAX_TABLE = 12
+
+
+def _reject_constant(name: str):
+    fail(f"{name} is not allowed in a problem file (NaN and infinities are rejected)")
+
+
+def _matrix(doc: dict, key: str, path: Path) -> np.ndarray:
+    value = doc[key]
+    if not isinstance(value, list) or not value or not all(isinstance(r, list) for r in value):
+        fail(f"{path}: {key!r} must be a non-empty list of rows (lists of numbers)")
+    widths = {len(r) for r in value}
+    if len(widths) != 1 or 0 in widths:
+        fail(f"{path}: {key!r} rows must all have the same non-zero length, got lengths {sorted(widths)}")
+    for i, row in enumerate(value):
+        for j, v in enumerate(row):
+            if not is_real(v):
+                fail(f"{path}: {key}[{i}][{j}] must be a number, got {v!r}")
+    return np.array(value, dtype=float)
+
+
+def _read_document(path: Path) -> dict:
+    """The problem file's JSON object, with only the known keys and both required ones."""
+    if not path.exists():
+        fail(f"{path}: no such file")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"{path} cannot be read: {exc}")
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        fail(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
+    if not isinstance(doc, dict):
+        fail(f"{path}: the top level must be an object with 'likelihood' and 'loss'")
+    unknown = sorted(set(doc) - _KEYS)
+    if unknown:
+        fail(f"{path}: unknown key {unknown[0]!r}; allowed keys: {', '.join(sorted(_KEYS))}")
+    for key in ("likelihood", "loss"):
+        if key not in doc:
+            fail(f"{path}: missing key {key!r}")
+    return doc
+
+
+def _prior(doc: dict, path: Path) -> np.ndarray | None:
+    prior = doc.get("prior")
+    if prior is None:
+        return None
+    if not isinstance(prior, list) or not all(is_real(v) for v in prior):
+        fail(f"{path}: 'prior' must be a list of numbers")
+    return np.array(prior, dtype=float)
+
+
+def _labels(doc: dict, path: Path) -> dict:
+    labels = doc.get("labels") or {}
+    if not isinstance(labels, dict):
+        fail(f"{path}: 'labels' must be an object with optional keys inputs, parameters, actions")
+    bad = sorted(set(labels) - _LABEL_KEYS)
+    if bad:
+        fail(f"{path}: unknown labels key {bad[0]!r}; allowed: inputs, parameters, actions")
+    for key, val in labels.items():
+        if not isinstance(val, list) or not all(isinstance(v, (str, int, float)) for v in val):
+            fail(f"{path}: labels.{key} must be a list of strings or numbers")
+    return labels
+
+
+def load_problem(path: Path):
+    """Read and validate a problem file; every problem is reported with ``fail`` (exit code 2)."""
+    from ldpopt.decision.channel import DecisionProblem
+
+    doc = _read_document(path)
+    P = _matrix(doc, "likelihood", path)
+    L = _matrix(doc, "loss", path)
+    prior = _prior(doc, path)
+    labels = _labels(doc, path)
+    name = doc.get("name", path.stem)
+    if not isinstance(name, str):
+        fail(f"{path}: 'name' must be a string")
+    try:
+        return DecisionProblem(
+            P,
+            L,
+            prior,
+            labels=labels.get("inputs"),
+            parameter_labels=labels.get("parameters"),
+            action_labels=labels.get("actions"),
+            name=name,
+        )
+    except (ValueError, TypeError) as exc:
+        fail(f"{path}: {exc}")
+
+
+def _fmt(x: float) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.6g}"
+
+
+def _subset_text(subset, labels) -> str:
+    names = [str(labels[i]) if labels is not None else str(i) for i in sorted(subset)]
+    return "{" + ", ".join(names) + "}"
+
+
+def _decision_text(row: np.ndarray, actions) -> str:
+    names = [str(a) for a in actions] if actions is not None else [str(a) for a in range(row.size)]
+    used = np.flatnonzero(row > 1e-12)
+    if used.size == 1:
+        return names[used[0]]
+    return ", ".join(f"{names[a]}: {row[a]:.4g}" for a in used)
+
+
+def _result_payload(prob, res) -> dict:
+    names = [str(a) for a in (prob.action_labels or range(prob.num_actions))]
+    cert = res.certificate
+    outputs = []
+    for j, (subset, weight) in enumerate(res.weights.items()):
+        rule = res.decision_rule[j]
+        outputs.append(
+            {
+                "subset": [prob.labels[i] if prob.labels is not None else int(i) for i in sorted(subset)],
+                "weight": weight,
+                "decision": {names[a]: float(rule[a]) for a in np.flatnonzero(rule > 0)},
+            }
+        )
+    return {
+        "name": prob.name,
+        "risk": res.risk,
+        "eps": res.eps,
+        "value": res.value,
+        "method": res.method,
+        "status": res.status,
+        "message": res.message,
+        "num_outputs": res.num_outputs,
+        "input_labels": list(prob.labels) if prob.labels is not None else None,
+        "outputs": outputs,
+        "matrix": res.mechanism.matrix.tolist(),
+        "certificate": None
+        if cert is None
+        else {
+            "dual": cert.dual.tolist(),
+            "prior": None if cert.prior is None else cert.prior.tolist(),
+            "min_reduced_cost": cert.min_reduced_cost,
+            "bound": cert.bound,
+            "verified": cert.verified,
+        },
+    }
+
+
+@app.command("decide")
+def decide(
+    problem: Path = typer.Argument(
+        ..., help="Problem file (JSON: likelihood, loss, optional prior/labels/name)."
+    ),
+    eps: float = typer.Option(..., "--eps", help="Privacy level eps > 0 (finite)."),
+    risk: str = typer.Option("bayes", "--risk", help="bayes or minimax."),
+    method: str = typer.Option("auto", "--method", help="auto, enumerate, colgen, direct or vertex."),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the result as JSON to FILE."),
+) -> None:
+    """Optimal eps-LDP channel (maximal, one output per subset) for a finite decision problem."""
+    from ldpopt.decision.channel import optimal_channel
+
+    if risk not in ("bayes", "minimax"):
+        fail(f"--risk must be 'bayes' or 'minimax', got {risk!r}")
+    if method not in ("auto", "enumerate", "colgen", "direct", "vertex"):
+        fail(f"--method must be one of auto, enumerate, colgen, direct, vertex; got {method!r}")
+    if not (eps > 0) or math.isinf(eps):
+        fail(f"--eps must be a finite number > 0, got {eps!r}")
+    prob = load_problem(problem)
+    try:
+        res = optimal_channel(prob, eps, risk=risk, method=method)
+    except (ValueError, TypeError) as exc:
+        fail(str(exc))
+    if res.mechanism is None:
+        fail(f"the solver failed: {res.message}")
+    assert res.decision_rule is not None  # a decision problem's channel comes with its decision rule
+    console.print(
+        f"[bold]{prob.name}[/]: optimal {eps:g}-LDP channel, {risk} risk = [bold]{_fmt(res.value)}[/] "
+        f"({res.num_outputs} outputs, method {res.method})"
+    )
+    if res.status != 0:
+        console.print(f"[yellow]warning:[/] {res.message}")
+    out = Table(title="Outputs y = c_y * S_y (S_y(x) = e^eps on the subset, 1 elsewhere)")
+    out.add_column("output")
+    out.add_column("subset (high inputs)")
+    out.add_column("weight c_y", justify="right")
+    out.add_column("decision")
+    for j, (subset, weight) in enumerate(res.weights.items()):
+        out.add_row(
+            str(j),
+            _subset_text(subset, prob.labels),
+            f"{weight:.6g}",
+            _decision_text(res.decision_rule[j], prob.action_labels),
+        )
+    console.print(out)
+    if prob.num_inputs <= _MAX_TABLE and res.num_outputs <= _MAX_TABLE:
+        ch = Table(title="Channel Q(y | x)")
+        ch.add_column("x")
+        for j in range(res.num_outputs):
+            ch.add_column(f"y={j}", justify="right")
+        names = prob.labels or tuple(range(prob.num_inputs))
+        for i, row in enumerate(res.mechanism.matrix):
+            ch.add_row(str(names[i]), *(f"{v:.4f}" for v in row))
+        console.print(ch)
+    if res.certificate is not None:
+        cert = res.certificate
+        console.print(
+            f"dual certificate: bound {_fmt(cert.bound)}, min reduced cost {cert.min_reduced_cost:.3g} "
+            f"({'verified' if cert.verified else 'NOT verified'})"
+        )
+    if json_out is not None:
+        write_json(json_out, _result_payload(prob, res))
+        console.print(f"wrote {json_out}")

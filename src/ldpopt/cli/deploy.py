@@ -1,0 +1,458 @@
+"""Deployment commands: ``ldpopt export``, ``privatize``, ``test`` and ``samplesize``.
+
+Registered on :data:`ldpopt.cli._common.app` by :mod:`ldpopt.cli`. Heavy libraries
+(pandas, scipy) are imported inside the commands.  Every failure is one line on stderr and
+exit code 2; outputs are written to a temporary file in the target folder and renamed, so a
+failed run never leaves a half-written file.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from ldpopt.cli._common import app, console, fail, parse_distribution, partition_table
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------
+def _align(dist: Any, mech: Any, name: str) -> Any:
+    """A CLI dict (string keys) aligned with the mechanism's labels, compared as strings."""
+    if not isinstance(dist, dict) or mech.labels is None:
+        if isinstance(dist, dict):
+            fail(f"--{name} has labels but the mechanism has none; give plain probabilities")
+        return dist
+    by_str = {str(lab): lab for lab in mech.labels}
+    unknown = [key for key in dist if key not in by_str]
+    if unknown:
+        fail(f"--{name} has unknown label {unknown[0]!r}; the mechanism's labels are {', '.join(by_str)}")
+    return {by_str[key]: val for key, val in dist.items()}
+
+
+def _load(path: Path):
+    from ldpopt.deploy.files import MechanismFileError, load_mechanism
+
+    try:
+        return load_mechanism(path)
+    except MechanismFileError as exc:
+        fail(f"--mechanism {exc}")
+
+
+def _read_column(path: Path, column: str | None, option: str, default: str | None = None):
+    """Read one CSV column as strings; returns (values, column name)."""
+    import pandas as pd
+
+    if not path.exists():
+        fail(f"{option} {path}: no such file")
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except pd.errors.EmptyDataError:
+        fail(f"{option} {path} is empty")
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
+        fail(f"{option} {path} is not a readable CSV file: {str(exc).splitlines()[0]}")
+    cols = [str(c) for c in df.columns]
+    if column is not None:
+        if column not in cols:
+            fail(f"column {column!r} not found in {path}; columns: {', '.join(cols)}")
+    elif default is not None and default in cols:
+        column = default
+    elif len(cols) == 1:
+        column = cols[0]
+    else:
+        fail(f"{path} has several columns ({', '.join(cols)}): choose one with --column")
+    if df.shape[0] == 0:
+        fail(f"{option} {path} has a header but no data rows")
+    return df[column].to_numpy(dtype=str), column
+
+
+def _symbols_to_indices(
+    values: np.ndarray, labels: tuple | None, size: int, column: str, path: Path, what: str
+) -> np.ndarray:
+    """Map CSV strings to indices: by str(label) when there are labels, else as integers."""
+    if labels is not None:
+        keys = [str(lab) for lab in labels]
+        if len(set(keys)) != len(keys):
+            fail(f"the mechanism's {what} labels are not distinct as text: {', '.join(keys)}")
+        import pandas as pd
+
+        idx = pd.Index(keys).get_indexer(values)
+        known = ", ".join(keys[:10]) + (", ..." if len(keys) > 10 else "")
+    else:
+        idx = np.full(values.shape[0], -1, dtype=np.int64)
+        for i, v in enumerate(values):
+            s = v.strip()
+            if s.lstrip("+-").isdigit():
+                j = int(s)
+                if 0 <= j < size:
+                    idx[i] = j
+        known = f"integers 0..{size - 1}"
+    bad = np.flatnonzero(idx < 0)
+    if bad.size:
+        i = int(bad[0])
+        fail(
+            f"unknown {what} {str(values[i])!r} in column {column!r} of {path} (data row {i + 1}); "
+            f"expected {known}"
+        )
+    return idx.astype(np.int64)
+
+
+def _atomic_csv(path: Path, frame: Any, option: str) -> None:
+    from ldpopt._atomic import atomic_write
+
+    try:
+        atomic_write(path, lambda fh: frame.to_csv(fh, index=False), binary=False, newline="")
+    except OSError as exc:
+        fail(f"cannot write {option} {path}: {exc.strerror or exc}")
+
+
+def _rng(seed: int | None):
+    if seed is None:
+        return None
+    return np.random.default_rng(seed)
+
+
+def _block_names(mech: Any) -> list[str]:
+    """Per output: the input symbols of its block (SPR) or the output label / index."""
+    names = []
+    labels = mech.labels or tuple(range(mech.num_inputs))
+    for j in range(mech.num_outputs):
+        if mech.output_labels is not None:
+            names.append(str(mech.output_labels[j]))
+        elif mech.partition is not None and len(mech.partition) == mech.num_outputs:
+            names.append("{" + ", ".join(str(labels[i]) for i in mech.partition[j]) + "}")
+        else:
+            names.append(str(j))
+    return names
+
+
+def _fmt(x: float) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{x:.6g}"
+
+
+# ---------------------------------------------------------------------------------------------
+# export
+# ---------------------------------------------------------------------------------------------
+@app.command("export")
+def export_cmd(
+    p0: str = typer.Option(..., "--p0", help="P0: '0.5,0.3,0.2' or 'a=0.5,b=0.3,c=0.2' (labels)."),
+    p1: str = typer.Option(..., "--p1", help="P1, same form as --p0."),
+    eps: float = typer.Option(..., "--eps", help="Privacy level eps > 0."),
+    output: Path = typer.Option(..., "--output", help="Mechanism file to write (JSON)."),
+    divergence: str = typer.Option("kl", "--divergence", help="Utility divergence of the design."),
+    max_outputs: int | None = typer.Option(None, "--max-outputs", help="Output budget."),
+    distributions: bool = typer.Option(
+        True,
+        "--distributions/--no-distributions",
+        help="Store p0/p1 in the file (their digests are always stored).",
+    ),
+) -> None:
+    """Design the optimal eps-LDP mechanism for P0 vs P1 and write it as a versioned mechanism file."""
+    import ldpopt
+    from ldpopt.deploy.files import save_mechanism
+
+    a = parse_distribution(p0, "p0")
+    b = parse_distribution(p1, "p1")
+    try:
+        res = ldpopt.optimal_mechanism(a, b, eps, divergence, max_outputs)
+    except (ValueError, TypeError) as exc:
+        fail(str(exc))
+    try:
+        save_mechanism(res, output, p0=a, p1=b, include_distributions=distributions)
+    except OSError as exc:
+        fail(f"cannot write --output {output}: {exc.strerror or exc}")
+    console.print(
+        partition_table(res, f"Optimal {res.eps:g}-LDP mechanism ({res.divergence} = {res.value:.6g})")
+    )
+    console.print(f"wrote {output}")
+
+
+# ---------------------------------------------------------------------------------------------
+# privatize
+# ---------------------------------------------------------------------------------------------
+@app.command("privatize")
+def privatize_cmd(
+    mechanism: Path = typer.Option(..., "--mechanism", help="Mechanism file (JSON)."),
+    input: Path = typer.Option(..., "--input", help="CSV with one input symbol per row."),
+    output: Path = typer.Option(..., "--output", help="CSV of reports to write (column 'report')."),
+    column: str | None = typer.Option(None, "--column", help="Input column (needed if the CSV has several)."),
+    seed: int | None = typer.Option(
+        None,
+        "--seed",
+        help="Seeded PRNG for reproducible EXPERIMENTS ONLY (predictable: "
+        "never for real users). Default: the OS CSPRNG.",
+    ),
+) -> None:
+    """Privatize every row of a CSV column with an eps-LDP mechanism file (exact sampling)."""
+    import pandas as pd
+
+    from ldpopt.deploy.sampling import bit_source, decode_outputs, realise, sample_indices
+
+    mf = _load(mechanism)
+    mech = mf.mechanism
+    values, col = _read_column(input, column, "--input")
+    idx = _symbols_to_indices(values, mech.labels, mech.num_inputs, col, input, "input symbol")
+    try:
+        reports = sample_indices(realise(mech), idx, bit_source(_rng(seed)))
+    except ValueError as exc:
+        fail(str(exc))
+    out = decode_outputs(mech, reports)
+    _atomic_csv(output, pd.DataFrame({"report": out}), "--output")
+    counts = np.bincount(reports, minlength=mech.num_outputs)
+    t = Table(title=f"{idx.size} reports, eps = {mech.eps:g}")
+    t.add_column("report")
+    t.add_column("block / label")
+    t.add_column("count", justify="right")
+    shown = decode_outputs(mech, np.arange(mech.num_outputs))
+    for j, name in enumerate(_block_names(mech)):
+        t.add_row(str(shown[j]), name, str(int(counts[j])))
+    console.print(t)
+    source = f"seeded PRNG (seed {seed}, not for production)" if seed is not None else "OS CSPRNG"
+    console.print(f"wrote {output} ({idx.size} reports, randomness: {source})")
+
+
+# ---------------------------------------------------------------------------------------------
+# test
+# ---------------------------------------------------------------------------------------------
+def _hypotheses(mf: Any, p0: str | None, p1: str | None):
+    mech = mf.mechanism
+    if (p0 is None) != (p1 is None):
+        fail("give both --p0 and --p1, or neither (to use the ones stored in the mechanism file)")
+    if p0 is None:
+        if mf.p0 is None:
+            fail("the mechanism file does not store p0/p1: give --p0 and --p1")
+        return mf.p0, mf.p1
+    assert p1 is not None  # given together with p0 (checked above)
+    a = _align(parse_distribution(p0, "p0"), mech, "p0")
+    b = _align(parse_distribution(p1, "p1"), mech, "p1")
+    try:
+        matches = mf.matches(a, b)
+    except (ValueError, TypeError) as exc:
+        fail(str(exc))
+    if mf.p0_sha256 is not None and not matches:
+        console.print(
+            "[yellow]warning:[/] --p0/--p1 differ from the distributions this mechanism was "
+            "designed for (digest mismatch)"
+        )
+    return a, b
+
+
+@app.command("test")
+def test_cmd(
+    mechanism: Path = typer.Option(..., "--mechanism", help="Mechanism file (JSON)."),
+    reports: Path = typer.Option(..., "--reports", help="CSV of reports (column 'report' or --column)."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Type-I error of the test."),
+    p0: str | None = typer.Option(None, "--p0", help="H0 distribution (default: stored in the file)."),
+    p1: str | None = typer.Option(None, "--p1", help="H1 distribution (default: stored in the file)."),
+    column: str | None = typer.Option(None, "--column", help="Reports column."),
+    randomized: bool = typer.Option(
+        False, "--randomized", help="Randomise at the boundary (size exactly alpha)."
+    ),
+    prior: float | None = typer.Option(
+        None, "--prior", help="Also give the Bayes decision with P(H1) = PRIOR."
+    ),
+) -> None:
+    """Likelihood-ratio test of H0: P0 against H1: P1 from privatized reports."""
+    from ldpopt.deploy.testing import LikelihoodRatioTest
+
+    mf = _load(mechanism)
+    mech = mf.mechanism
+    a, b = _hypotheses(mf, p0, p1)
+    values, col = _read_column(reports, column, "--reports", default="report")
+    idx = _symbols_to_indices(values, mech.output_labels, mech.num_outputs, col, reports, "report")
+    try:
+        test = LikelihoodRatioTest(mech, a, b, alpha, randomized=randomized)
+        counts = np.bincount(idx, minlength=mech.num_outputs)
+        res = test.decide_counts(counts)
+        bayes = test.bayes_decide_counts(counts, prior1=prior) if prior is not None else None
+    except (ValueError, TypeError) as exc:
+        fail(str(exc))
+    m0, m1 = test.output_distributions
+    t = Table(title="Reports per output")
+    t.add_column("output")
+    t.add_column("block / label")
+    t.add_column("count", justify="right")
+    t.add_column("M0", justify="right")
+    t.add_column("M1", justify="right")
+    t.add_column("log M1/M0", justify="right")
+    llr = test.per_report_llr
+    for j, name in enumerate(_block_names(mech)):
+        t.add_row(str(j), name, str(int(counts[j])), _fmt(m0[j]), _fmt(m1[j]), _fmt(llr[j]))
+    console.print(t)
+    s = Table(title=f"Likelihood-ratio test, alpha = {alpha:g}")
+    s.add_column("quantity")
+    s.add_column("value", justify="right")
+    for name, val in (
+        ("reports n", str(res.n)),
+        ("log-likelihood ratio", _fmt(res.llr)),
+        ("statistic", _fmt(res.statistic)),
+        ("threshold", _fmt(res.threshold)),
+        ("p-value", _fmt(res.p_value)),
+        ("size (type-I error)", _fmt(res.size)),
+        ("power", _fmt(res.power)),
+        ("method", res.method),
+    ):
+        s.add_row(name, val)
+    console.print(s)
+    verdict = "reject H0: the reports look like P1" if res.decision == 1 else "keep H0 (P0)"
+    console.print(f"decision: {res.decision} ({verdict})")
+    if bayes is not None:
+        console.print(
+            f"Bayes decision (P(H1) = {prior:g}): {bayes.decision}, posterior P(H1 | reports) = "
+            f"{bayes.posterior1:.6g}"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# samplesize
+# ---------------------------------------------------------------------------------------------
+def _eps_list(text: str | None) -> list[float] | None:
+    if text is None:
+        return None
+    out = []
+    for t in text.replace(";", ",").split(","):
+        if t.strip():
+            try:
+                out.append(float(t))
+            except ValueError:
+                fail(f"--eps must be comma-separated numbers, got {text!r}")
+    if not out:
+        fail("--eps must not be empty")
+    return out
+
+
+def _comparison_line(name: str, n: int, n_opt: int, eps: float) -> str:
+    ratio = n / n_opt
+    if n == n_opt:
+        return f"{name} needs as many reports as the optimum at eps = {eps:g} ({n})"
+    if n > n_opt:
+        return f"{name} needs {ratio:.1f}x more reports than the optimum at eps = {eps:g} ({n} vs {n_opt})"
+    # the KL (Stein-exponent) optimum is not always the n-optimum at finite (alpha, beta)
+    return (
+        f"{name} needs {ratio:.2f}x the reports of the KL-optimal mechanism at eps = {eps:g} ({n} vs {n_opt})"
+    )
+
+
+def _samplesize_pair(p0: str | None, p1: str | None, mf: Any) -> tuple[Any, Any]:
+    """(P0, P1) from --p0/--p1, or from the mechanism file when neither is given."""
+    if p0 is None and p1 is None and mf is not None:
+        if mf.p0 is None:
+            fail("the mechanism file does not store p0/p1: give --p0 and --p1")
+        lab = mf.mechanism.labels
+        a = mf.p0 if lab is None else dict(zip(lab, mf.p0, strict=False))
+        b = mf.p1 if lab is None else dict(zip(lab, mf.p1, strict=False))
+        return a, b
+    if p0 is None or p1 is None:
+        fail("give --p0 and --p1 (or --mechanism with a file that stores them)")
+    a, b = parse_distribution(p0, "p0"), parse_distribution(p1, "p1")
+    if mf is not None:
+        a, b = _align(a, mf.mechanism, "p0"), _align(b, mf.mechanism, "p1")
+    return a, b
+
+
+def _samplesize_eps(eps: str | None, mf: Any) -> list[float]:
+    """The eps values of --eps, else the mechanism file's eps."""
+    eps_values = _eps_list(eps)
+    if eps_values is None:
+        if mf is None:
+            fail("give --eps (or --mechanism)")
+        eps_values = [mf.mechanism.eps]
+    return eps_values
+
+
+def _sizes_at(
+    e: float,
+    a: Any,
+    b: Any,
+    k: int,
+    file_row: tuple[str, Any] | None,
+    alpha: float,
+    beta: float,
+    method: str,
+    randomized: bool,
+) -> list[tuple[str, Any, Any]]:
+    """(name, mechanism, sample size) at eps ``e`` for the optimum, binary, k-RR and ``file_row`` (the
+    file's mechanism, when its eps is ``e``); the size is None when a mechanism cannot tell P0 from P1."""
+    import ldpopt
+    from ldpopt.deploy.testing import SampleSizeResult, sample_size
+
+    opt = ldpopt.optimal_mechanism(a, b, e, "kl")
+    assert opt.mechanism is not None  # the SPR solvers always return their mechanism
+    rows: list[tuple[str, Any]] = [
+        ("optimal (SPR, KL)", opt.mechanism),
+        ("binary", ldpopt.binary_mechanism(a, b, e)),
+        ("k-RR", ldpopt.randomized_response(k, e, labels=opt.mechanism.labels)),
+    ]
+    if file_row is not None and file_row[1].eps == e:
+        rows.append(file_row)
+    sizes: list[tuple[str, Any, SampleSizeResult | None]] = []
+    for name, mech in rows:
+        try:
+            r: SampleSizeResult | None = sample_size(
+                mech, a, b, alpha, beta, method=method, randomized=randomized
+            )
+            sizes.append((name, mech, r))
+        except ValueError as exc:
+            if "equal" not in str(exc):
+                raise
+            sizes.append((name, mech, None))
+    return sizes
+
+
+def _add_size_rows(t: Table, lines: list[str], e: float, sizes: list[tuple[str, Any, Any]]) -> None:
+    """One table row per mechanism of :func:`_sizes_at`, and its comparison with the optimum."""
+    # None when even the optimum cannot tell P0 from P1 (then no mechanism can)
+    n_opt = None if sizes[0][2] is None else sizes[0][2].n
+    for name, mech, r in sizes:
+        ratio = "-" if r is None or n_opt is None else f"{r.n / n_opt:.2f}x"
+        t.add_row(
+            f"{e:g}",
+            name,
+            str(mech.num_outputs),
+            "never" if r is None else str(r.n),
+            "-" if r is None else r.method,
+            ratio,
+        )
+        if r is not None and n_opt is not None and name != sizes[0][0]:
+            lines.append(_comparison_line(name, r.n, n_opt, e))
+        elif r is None:
+            lines.append(f"{name} cannot tell P0 from P1 at eps = {e:g}")
+
+
+@app.command("samplesize")
+def samplesize_cmd(
+    p0: str | None = typer.Option(None, "--p0", help="P0 (default: from --mechanism)."),
+    p1: str | None = typer.Option(None, "--p1", help="P1 (default: from --mechanism)."),
+    eps: str | None = typer.Option(None, "--eps", help="eps, or a list '0.5,1,2' (default: the file's)."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Type-I error."),
+    beta: float = typer.Option(0.05, "--beta", help="Type-II error."),
+    mechanism: Path | None = typer.Option(None, "--mechanism", help="Also size this mechanism file."),
+    method: str = typer.Option("auto", "--method", help="auto, exact, saddlepoint, chernoff or stein."),
+    randomized: bool = typer.Option(False, "--randomized", help="Randomised tests (size exactly alpha)."),
+) -> None:
+    """Reports needed for (alpha, beta): the optimal mechanism against binary and k-RR."""
+    mf = _load(mechanism) if mechanism is not None else None
+    a, b = _samplesize_pair(p0, p1, mf)
+    eps_values = _samplesize_eps(eps, mf)
+    file_row = None if mf is None or mechanism is None else (f"file {mechanism.name}", mf.mechanism)
+    k = len(a)
+    t = Table(title=f"Reports needed for type-I <= {alpha:g} and type-II <= {beta:g}")
+    for name in ("eps", "mechanism", "outputs", "reports n", "method", "vs optimum"):
+        t.add_column(name, justify="right" if name in ("outputs", "reports n", "vs optimum") else "left")
+    lines: list[str] = []
+    try:
+        for e in eps_values:
+            sizes = _sizes_at(e, a, b, k, file_row, alpha, beta, method, randomized)
+            _add_size_rows(t, lines, e, sizes)
+    except (ValueError, TypeError) as exc:
+        fail(str(exc))
+    console.print(t)
+    for line in lines:
+        console.print(line)

@@ -1,0 +1,404 @@
+"""``ldpopt reproduce NAME``: rerun the SPR paper's experiments and write figures, CSV and a summary.
+
+Each subcommand (fig1, fig3, fig5, fig6, runtimes) writes into ``--out`` (default
+``./ldpopt-out/NAME/``) ``NAME.png``, ``NAME.svg``, ``NAME.csv`` (the plotted numbers) and
+``summary.json`` (the headline numbers), and prints the summary as a table.  ``--quick`` runs a
+reduced version (for CI); the summary, the CSV and the figure title say so.  Heavy imports happen
+inside the commands so ``ldpopt --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from ldpopt.cli._common import app, console, fail, parse_vector, write_json
+
+reproduce_app = typer.Typer(
+    name="reproduce",
+    help=(
+        "Reproduce the SPR paper's experiments (fig1, fig3, fig5, fig6, runtimes) "
+        "as figures + CSV + summary.json."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+)
+app.add_typer(reproduce_app, name="reproduce")
+
+#: reduced sizes used by --quick
+QUICK_TRIALS = 10
+QUICK_EPS_STEP = 0.5
+QUICK_RESAMPLES = 500
+QUICK_SAMPLES = 20_000
+QUICK_LP_KS = (4, 6, 8)
+QUICK_SPR_KS = (4, 8, 16, 32, 64)
+QUICK_BUDGET_S = 5.0
+
+OutOpt = typer.Option(None, "--out", help="Output directory (default ./ldpopt-out/NAME/).")
+QuickOpt = typer.Option(False, "--quick", help="Reduced run for CI (clearly labelled in every output).")
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------
+def _outdir(out: Path | None, name: str) -> Path:
+    d = Path(out) if out is not None else Path("ldpopt-out") / name
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"cannot create --out {d}: {exc.strerror or exc}")
+    return d
+
+
+def _clean(obj):
+    """JSON-safe copy: non-finite floats become None (JSON has no NaN/inf)."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+        return _clean(obj.item())
+    return obj
+
+
+def _write_outputs(
+    outdir: Path, name: str, fig, frame, summary: dict, extra: dict | None = None
+) -> list[Path]:
+    from ldpopt.plots import save_figure
+
+    paths = save_figure(fig, outdir / name)
+    csv = outdir / f"{name}.csv"
+    frame.to_csv(csv, index=False)
+    paths.append(csv)
+    for fname, df in (extra or {}).items():
+        path = outdir / fname
+        df.to_csv(path, index=False)
+        paths.append(path)
+    sj = outdir / "summary.json"
+    write_json(sj, _clean(summary))
+    paths.append(sj)
+    return paths
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_fmt(x) for x in v) if len(v) <= 12 else f"[{len(v)} items]"
+    return str(v)
+
+
+def _print_summary(title: str, summary: dict, paths: list[Path]) -> None:
+    from rich.text import Text
+
+    table = Table(title=Text(title + ("  (QUICK RUN)" if summary.get("quick") else "")))
+    table.add_column("key")
+    table.add_column("value", overflow="fold")
+    for key, val in summary.items():
+        if isinstance(val, dict):
+            for k2, v2 in val.items():
+                table.add_row(Text(f"{key}[{k2}]"), Text(_fmt(v2)))
+        elif key == "panels":
+            continue
+        else:
+            table.add_row(Text(key), Text(_fmt(val)))
+    console.print(table)
+    if "panels" in summary:
+        n = summary["panels"][0]["samples"] if summary["panels"] else 0
+        pt = Table(title=f"Monte-Carlo panels, N = {n:,} proposals each (paper: Appendix E.1, Figure 5)")
+        for c in ("eps", "proposal", "accepted", "rate", "paper", "extreme", "paper", "outside"):
+            pt.add_column(c, justify="right")
+
+        def pct(x):
+            return "-" if x is None else f"{100 * x:.3f}%"
+
+        for pn in summary["panels"]:
+            pt.add_row(
+                _fmt(pn["eps"]),
+                pn["proposal"],
+                f"{pn['accepted']:,}",
+                pct(pn["acceptance_rate"]),
+                pct(pn.get("paper_acceptance_rate")),
+                f"{pn['extreme_count']}/{pn['candidate_count']}",
+                _fmt(pn.get("paper_extreme_count")),
+                str(pn["outside_hull"]),
+            )
+        console.print(pt)
+    console.print(Text("wrote " + ", ".join(str(p) for p in paths)))
+
+
+@contextmanager
+def _progress(description: str, total: int):
+    """A rich progress bar; yields a callback ``advance(n)``."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    ) as prog:
+        task = prog.add_task(description, total=total)
+        yield lambda n=1: prog.advance(task, n)
+
+
+def _eps_grid(step: float):
+    import numpy as np
+
+    n = int(round(10.0 / step))
+    if n < 1 or abs(n * step - 10.0) > 1e-9:
+        fail(f"--eps-step must divide 10, got {step!r}")
+    # (10 i) / n is one correctly rounded division: the grid points are exactly 0.1, 0.2, ...
+    return np.arange(n + 1) * 10.0 / n
+
+
+# ---------------------------------------------------------------------------------------------
+# fig1 / fig6
+# ---------------------------------------------------------------------------------------------
+def _utility_command(
+    name: str,
+    k: list[int] | None,
+    trials: int | None,
+    seed: int,
+    eps_step: float | None,
+    resamples: int | None,
+    spr_solver: str,
+    out: Path | None,
+    quick: bool,
+) -> None:
+    from ldpopt import experiments as ex
+    from ldpopt.experiments.utility import progress_total
+    from ldpopt.plots import plot_utility_curves
+
+    ks = list(k) if k else [6, 100]
+    trials = trials if trials is not None else (QUICK_TRIALS if quick else 100)
+    step = eps_step if eps_step is not None else (QUICK_EPS_STEP if quick else 0.1)
+    grid = _eps_grid(step)
+    outdir = _outdir(out, name)
+    total = sum(progress_total(kk, trials) for kk in ks)
+    try:
+        with _progress(f"{name}: k = {', '.join(map(str, ks))}, T = {trials}", total) as adv:
+            if name == "fig6":
+                res = resamples if resamples is not None else (QUICK_RESAMPLES if quick else 5000)
+                exp = ex.fig6(
+                    ks, trials, seed, grid, resamples=res, spr_solver=spr_solver, quick=quick, progress=adv
+                )
+            else:
+                exp = ex.fig1(ks, trials, seed, grid, spr_solver=spr_solver, quick=quick, progress=adv)
+    except (ValueError, TypeError) as exc:
+        fail(str(exc))
+    fig = plot_utility_curves(exp)
+    summary = exp.summary()
+    paths = _write_outputs(outdir, name, fig, exp.to_frame(), summary)
+    _print_summary(f"{name}: normalised KL utility vs eps", _clean(summary), paths)
+
+
+@reproduce_app.command("fig1")
+def fig1_cmd(
+    k: list[int] | None = typer.Option(
+        None, "--k", help="Alphabet size; repeat for several panels (default 6 and 100)."
+    ),
+    trials: int | None = typer.Option(
+        None, "--trials", help="Dirichlet pairs T (default 100; 10 with --quick)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="NumPy seed of the Dirichlet draws."),
+    eps_step: float | None = typer.Option(
+        None, "--eps-step", help="Grid step on [0, 10] (default 0.1; 0.5 with --quick)."
+    ),
+    spr_solver: str = typer.Option(
+        "auto", "--spr-solver", help="auto (ldpopt.sweep if available), sweep or loop."
+    ),
+    out: Path | None = OutOpt,
+    quick: bool = QuickOpt,
+) -> None:
+    """Figure 1: normalised KL utility vs eps of SPR, binary, k-RR and (k <= 10) the KOV LP."""
+    _utility_command("fig1", k, trials, seed, eps_step, None, spr_solver, out, quick)
+
+
+@reproduce_app.command("fig6")
+def fig6_cmd(
+    k: list[int] | None = typer.Option(
+        None, "--k", help="Alphabet size; repeat for several panels (default 6 and 100)."
+    ),
+    trials: int | None = typer.Option(
+        None, "--trials", help="Dirichlet pairs T (default 100; 10 with --quick)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="NumPy seed of the Dirichlet draws."),
+    eps_step: float | None = typer.Option(
+        None, "--eps-step", help="Grid step on [0, 10] (default 0.1; 0.5 with --quick)."
+    ),
+    resamples: int | None = typer.Option(
+        None, "--resamples", help="Bootstrap resamples (default 5000; 500 with --quick)."
+    ),
+    spr_solver: str = typer.Option(
+        "auto", "--spr-solver", help="auto (ldpopt.sweep if available), sweep or loop."
+    ),
+    out: Path | None = OutOpt,
+    quick: bool = QuickOpt,
+) -> None:
+    """Figure 6: Figure 1 with 95% percentile-bootstrap bands (same resample indices for every mechanism)."""
+    _utility_command("fig6", k, trials, seed, eps_step, resamples, spr_solver, out, quick)
+
+
+# ---------------------------------------------------------------------------------------------
+# fig3
+# ---------------------------------------------------------------------------------------------
+def _pair(p0: str | None, p1: str | None):
+    from ldpopt.experiments import PAPER_P, PAPER_Q
+
+    if (p0 is None) != (p1 is None):
+        fail("give both --p0 and --p1 (or neither, for the paper's instance)")
+    if p0 is None:
+        return PAPER_P, PAPER_Q
+    assert p1 is not None  # given together with p0 (checked above)
+    return parse_vector(p0, "p0"), parse_vector(p1, "p1")
+
+
+@reproduce_app.command("fig3")
+def fig3_cmd(
+    p0: str | None = typer.Option(
+        None, "--p0", help="P0 as comma-separated probabilities (default: the paper's p)."
+    ),
+    p1: str | None = typer.Option(
+        None, "--p1", help="P1 as comma-separated probabilities (default: the paper's q)."
+    ),
+    eps: float = typer.Option(2.0, "--eps", help="Privacy level."),
+    out: Path | None = OutOpt,
+    quick: bool = QuickOpt,
+) -> None:
+    """Figure 3: the joint range R_2(p, q), its 2(k-1)+2 SPR candidates and which are extreme."""
+    from ldpopt import experiments as ex
+    from ldpopt.plots import plot_joint_range
+
+    a, b = _pair(p0, p1)
+    outdir = _outdir(out, "fig3")
+    try:
+        res = ex.fig3(a, b, eps, quick=quick)
+    except (ValueError, TypeError) as exc:
+        fail(str(exc))
+    summary = res.summary()
+    paths = _write_outputs(outdir, "fig3", plot_joint_range(res), res.to_frame(), summary)
+    _print_summary("fig3: joint range for l = 2", _clean(summary), paths)
+
+
+# ---------------------------------------------------------------------------------------------
+# fig5
+# ---------------------------------------------------------------------------------------------
+@reproduce_app.command("fig5")
+def fig5_cmd(
+    p0: str | None = typer.Option(None, "--p0", help="P0 (default: the paper's p)."),
+    p1: str | None = typer.Option(None, "--p1", help="P1 (default: the paper's q)."),
+    eps: list[float] | None = typer.Option(
+        None, "--eps", help="Privacy level per panel; repeat (default 0.4, 2, 5)."
+    ),
+    samples: int | None = typer.Option(
+        None, "--samples", help="Proposals per panel (default 2,000,000; 20,000 with --quick)."
+    ),
+    seed: int = typer.Option(
+        20260503, "--seed", help="Seed of numpy.random.default_rng (shared by the panels)."
+    ),
+    chunk_size: int = typer.Option(
+        250_000, "--chunk-size", help="Proposals per vectorised step (bounds memory)."
+    ),
+    out: Path | None = OutOpt,
+    quick: bool = QuickOpt,
+) -> None:
+    """Figure 5: rejection-sampled random eps-LDP channels vs the predicted SPR hull."""
+    from ldpopt import experiments as ex
+    from ldpopt.plots import plot_hull_check
+
+    a, b = _pair(p0, p1)
+    eps_values = list(eps) if eps else list(ex.FIG5_EPS)
+    n = samples if samples is not None else (QUICK_SAMPLES if quick else ex.FIG5_SAMPLES)
+    outdir = _outdir(out, "fig5")
+    try:
+        with _progress(f"fig5: {len(eps_values)} panels x {n:,} proposals", n * len(eps_values)) as adv:
+            res = ex.hull_check(a, b, eps_values, n, seed, chunk_size=chunk_size, quick=quick, progress=adv)
+    except (ValueError, TypeError) as exc:
+        fail(str(exc))
+    summary = res.summary()
+    paths = _write_outputs(
+        outdir,
+        "fig5",
+        plot_hull_check(res),
+        res.to_frame(),
+        summary,
+        extra={"fig5_cloud.csv": res.cloud_frame()},
+    )
+    _print_summary("fig5: Monte-Carlo check of the joint range", _clean(summary), paths)
+
+
+# ---------------------------------------------------------------------------------------------
+# runtimes
+# ---------------------------------------------------------------------------------------------
+@reproduce_app.command("runtimes")
+def runtimes_cmd(
+    lp_max_k: int | None = typer.Option(
+        None, "--lp-max-k", help="Largest k for the LP (grid 4, 6, ..., default 16)."
+    ),
+    spr_max_k: int | None = typer.Option(
+        None, "--spr-max-k", help="Largest k for the SPR solver (default 10000)."
+    ),
+    eps: float = typer.Option(1.0, "--eps", help="Privacy level of every solve."),
+    repeats: int | None = typer.Option(
+        None, "--repeats", help="Instances per k (default 5; 3 with --quick)."
+    ),
+    budget: float | None = typer.Option(
+        None, "--budget", help="Seconds per solve after which a solver stops (default 60; 5 with --quick)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the Dirichlet instances."),
+    out: Path | None = OutOpt,
+    quick: bool = QuickOpt,
+) -> None:
+    """Runtimes: seconds per solve of the SPR solver vs the KOV LP (log-log)."""
+    from ldpopt import experiments as ex
+    from ldpopt.experiments.runtimes import total_units
+    from ldpopt.plots import plot_runtimes
+
+    lp_ks = list(QUICK_LP_KS if quick else ex.LP_KS)
+    spr_ks = list(QUICK_SPR_KS if quick else ex.SPR_KS)
+    if lp_max_k is not None:
+        lp_ks = list(range(4, lp_max_k + 1, 2))
+    if spr_max_k is not None:
+        spr_ks = [k for k in ex.SPR_KS if k <= spr_max_k] or [spr_max_k]
+    reps = repeats if repeats is not None else (3 if quick else 5)
+    bud = budget if budget is not None else (QUICK_BUDGET_S if quick else 60.0)
+    outdir = _outdir(out, "runtimes")
+    try:
+        with _progress("runtimes", total_units(lp_ks, spr_ks)) as adv:
+            res = ex.runtimes(
+                lp_ks,
+                spr_ks,
+                eps,
+                repeats=reps,
+                seed=seed,
+                lp_budget_s=bud,
+                spr_budget_s=bud,
+                quick=quick,
+                progress=adv,
+            )
+    except (ValueError, TypeError) as exc:
+        fail(str(exc))
+    summary = res.summary()
+    paths = _write_outputs(outdir, "runtimes", plot_runtimes(res), res.to_frame(), summary)
+    _print_summary("runtimes: seconds per solve", _clean(summary), paths)

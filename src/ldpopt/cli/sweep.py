@@ -1,0 +1,155 @@
+"""``ldpopt sweep`` and ``ldpopt sweep-report`` (registered on the CLI app by :mod:`ldpopt.cli`).
+
+Heavy imports (pandas, pyarrow, dask, matplotlib) happen inside the commands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from ldpopt.cli._common import app, console, fail
+
+#: default parent of a sweep's output directory (``./ldpopt-out/sweep-<config stem>``)
+DEFAULT_OUT_ROOT = Path("ldpopt-out")
+
+
+@app.command("sweep")
+def sweep_command(
+    config: Path = typer.Argument(..., help="Sweep configuration (TOML); see docs/sweeps.md."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Result directory (default ./ldpopt-out/sweep-<config name>)."
+    ),
+    scheduler: str = typer.Option(
+        "processes", "--scheduler", help="inline | processes | dask-local | tcp://HOST:PORT."
+    ),
+    resume: bool = typer.Option(
+        True,
+        "--resume/--no-resume",
+        help="Keep finished chunks in DIR (default) or start over, deleting them.",
+    ),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar: log lines per chunk on stderr."),
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, help="Worker processes (default: all cores)."
+    ),
+) -> None:
+    """Run (or resume) a sweep of optimal LDP utilities into a Parquet dataset with a manifest."""
+    import logging
+    import time
+    import warnings
+
+    from ldpopt.sweeps import runner
+
+    handler = None
+    old_level, old_propagate = runner.log.level, runner.log.propagate
+    if quiet:
+        handler = logging.StreamHandler()  # bound to this invocation's stderr
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        runner.log.addHandler(handler)
+        runner.log.setLevel(logging.INFO)
+        runner.log.propagate = False
+    if out is None:
+        out = DEFAULT_OUT_ROOT / f"sweep-{config.stem}"
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            runner.run_sweep(
+                config,
+                out,
+                scheduler=scheduler,
+                resume=resume,
+                quiet=quiet,
+                workers=workers,
+                max_rows_in_memory=0,
+            )
+    except (ValueError, TypeError) as exc:  # config, scheduler and store errors, all before any work
+        fail(str(exc))
+    finally:
+        if handler is not None:
+            runner.log.removeHandler(handler)
+            runner.log.setLevel(old_level)
+            runner.log.propagate = old_propagate
+    wall = time.perf_counter() - t0
+    manifest = runner.read_manifest(out)
+    _print_summary(manifest, out, wall)
+    if manifest["chunk_errors"]:
+        raise typer.Exit(1)
+
+
+def _print_summary(manifest: dict, out: Path, wall: float) -> None:
+    from rich.table import Table
+
+    run = manifest["runs"][-1] if manifest["runs"] else {}
+    computed = run.get("chunks_computed", 0)
+    t = Table(title=escape(f"sweep {manifest['status']}: {out}"), show_header=False)
+    t.add_row(
+        "chunks",
+        f"{manifest['chunks']['done']}/{manifest['chunks']['total']} done "
+        f"({computed} this run, {manifest['chunks']['failed']} failed)",
+    )
+    t.add_row("cells", f"{manifest['cells']['done']:,}/{manifest['cells']['total']:,}")
+    t.add_row("rows", f"{manifest['rows']['done']:,}")
+    t.add_row("scheduler", f"{run.get('scheduler', '-')} ({run.get('workers', '-')} workers)")
+    solve = run.get("solve_seconds") or 0.0
+    t.add_row("time", f"{wall:.3g} s wall, {solve:.3g} s solving")
+    console.print(t)
+    for cid, err in manifest["chunk_errors"].items():
+        console.print(
+            f"[bold red]chunk {cid} failed[/] ({err.get('attempts', 1)} attempt(s)): {escape(err['error'])}",
+            highlight=False,
+        )
+    if manifest["chunk_errors"]:
+        console.print("rerun the same command to retry the failed chunks")
+
+
+@app.command("sweep-report")
+def sweep_report_command(
+    directory: Path = typer.Argument(..., help="A directory written by 'ldpopt sweep'."),
+    out: Path | None = typer.Option(None, "--out", help="Report directory (default DIR/report)."),
+    resamples: int = typer.Option(1000, "--resamples", min=0, help="Bootstrap resamples (0: no bands)."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the bootstrap resample indices."),
+    formats: str = typer.Option(
+        "png,svg", "--format", help="Comma-separated figure formats (png, svg, pdf)."
+    ),
+) -> None:
+    """Summarise a sweep: mean utility per eps and mechanism with bootstrap bands, and plots."""
+    from rich.table import Table
+
+    from ldpopt.sweeps.report import write_report
+    from ldpopt.sweeps.store import StoreError
+
+    fmts = tuple(f.strip().lower() for f in formats.split(",") if f.strip())
+    bad = [f for f in fmts if f not in ("png", "svg", "pdf")]
+    if not fmts or bad:
+        fail(f"--format must list png, svg or pdf, got {formats!r}")
+    try:
+        summary, paths = write_report(directory, out, resamples=resamples, seed=seed, formats=fmts)
+    except (StoreError, ValueError) as exc:
+        fail(str(exc))
+    eps_all = sorted(summary["eps"].unique())
+    picks = sorted({eps_all[0], eps_all[len(eps_all) // 2], eps_all[-1]})
+    band_note = f"{resamples} bootstrap resamples, 95% band" if resamples else "no bands"
+    t = Table(title=f"mean normalised utility [{band_note}] (mean outputs of the optimum)")
+    for col in ("divergence", "budget", "mechanism", *(f"eps = {e:g}" for e in picks)):
+        t.add_column(col, justify="left" if col in ("divergence", "mechanism") else "right")
+    for (div, budget, mech), g in summary.groupby(["divergence", "budget", "mechanism"], sort=False):
+        g = g.set_index("eps")
+        cells = []
+        for e in picks:
+            if e not in g.index:
+                cells.append("-")
+                continue
+            r = g.loc[e]
+            text = f"{r['mean_normalized']:.4g}"
+            if r["lo"] == r["lo"]:
+                text += f" [{r['lo']:.3g}, {r['hi']:.3g}]"
+            if mech == "optimal":
+                text += f" ({r['mean_num_outputs']:.3g})"
+            cells.append(text)
+        t.add_row(str(div), str(budget), str(mech), *cells)
+    console.print(t)
+    for p in paths:
+        console.print(f"wrote {p}")

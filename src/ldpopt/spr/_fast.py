@@ -1,0 +1,265 @@
+r"""Dispatcher of the compiled exact solvers (used by :func:`ldpopt.optimal_mechanism`).
+
+:func:`ldpopt.spr.solve._solve_reduced` calls :func:`solve` for ``method="auto"``/``"fast"`` when
+:func:`supports` accepts the divergence.  The inputs are already validated and reduced (the
+strictly likelihood-ratio-sorted alphabet of :class:`ldpopt.LRReduction`), so this module
+only converts to the kernels' array/scalar arguments and back.  Two paths, the same optimum:
+
+* **table path** (k <= ``TABLE_MAX_K``): every interval score is computed once, by numpy,
+  with the readable program's own operations (:func:`score_table`); Dinkelbach's iteration
+  runs here in Python over one small compiled pass (:func:`ldpopt.spr._kernels.table_pass`), and
+  a binding budget over the compiled O(l k^2) program on the same table
+  (:func:`ldpopt.spr._kernels.table_budget_dp`).  It exists for the compile time: its three
+  kernels compile in about a second in a fresh process, while the pruned solvers take
+  10-15 s (``docs/fast.md``, section 6);
+* **pruned path** (larger k): Dinkelbach's iteration (:func:`ldpopt.spr._kernels.dinkelbach_ws`),
+  O(k^2) per step with exact pruning of split points, O(k) memory above
+  ``SCORE_CACHE_MAX_K`` symbols, and the pruned O(l k^2) program for a binding budget.
+
+Both return exactly the optimum of the readable program :func:`ldpopt.spr.solve._dp_readable`
+(see ``docs/fast.md``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ldpopt.divergences import FDivergence, _perspective_array
+from ldpopt.spr import _kernels as K
+from ldpopt.spr.solve import _Prefix
+
+__all__ = ["supports", "solve", "rescale", "score_table", "METHOD_NAMES", "TABLE_MAX_K", "PATHS"]
+
+#: kernel method codes -> ``OptimalMechanismResult.method``
+METHOD_NAMES = ("dinkelbach", "budget_dp", "single_block")
+#: single solves with at most this many reduced symbols take the table path: its packed score
+#: table has k (k + 1) / 2 entries (4.2 MB at the threshold), like the pruned path's cache
+TABLE_MAX_K = K.SCORE_CACHE_MAX_K
+#: the table's scores are evaluated by numpy in chunks of this many blocks, which bounds the
+#: temporaries of the vectorised perspective (and keeps them in cache)
+TABLE_CHUNK = 1 << 15
+#: ``solve(path=...)``: ``"auto"`` picks by size; the other two force a path (tests, benchmarks)
+PATHS = ("auto", "table", "pruned")
+#: the kernels' traceback as a plain function (it is one already with NUMBA_DISABLE_JIT)
+_TRACEBACK = getattr(K._traceback, "py_func", K._traceback)
+
+
+def supports(div: FDivergence) -> bool:
+    """True when the kernels evaluate ``div`` natively (every built-in divergence and factory)."""
+    return bool(div.is_builtin)
+
+
+def rescale(eps: float) -> tuple[float, float, float]:
+    """``(c, A, log_floor)``: c = e^{-eps}, A = 1 - c without cancellation, and the log floor.
+
+    Same numbers as ``spr._rescale``/``spr._log_floor``: ``log_floor = -eps`` only when c
+    underflowed to 0 at a finite eps (else ``-inf``, unused).
+    """
+    if math.isinf(eps):
+        return 0.0, 1.0, -math.inf
+    c = math.exp(-eps)
+    A = -math.expm1(-eps)
+    return c, A, (-eps if c == 0.0 else -math.inf)
+
+
+def solve(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int, path: str = "auto"):
+    r"""Optimum over SPR mechanisms of the reduced instance ``(p, q)`` with at most ``l`` blocks.
+
+    Parameters
+    ----------
+    p, q : ndarray
+        Reduced, strictly likelihood-ratio-sorted distributions (length k >= 1).
+    eps : float
+        Privacy level (> 0, ``inf`` allowed).
+    div : FDivergence
+        A built-in divergence (``supports(div)``).
+    l : int
+        Effective budget, ``1 <= l <= k``.
+    path : {"auto", "table", "pruned"}
+        ``"auto"``: the table path up to ``TABLE_MAX_K`` symbols, the pruned kernels above.
+
+    Returns
+    -------
+    raw : float
+        Optimal raw (untransformed) value :math:`\max_\pi \sum_t \mu'(B_t)/(1+(s-1)c)`.
+    cuts : list of (int, int)
+        Half-open reduced intervals ``[(0, a), (a, b), ..., (z, k)]`` as ``_dp_readable``.
+    method : str
+        ``"dinkelbach"``, ``"budget_dp"`` or ``"single_block"``.
+    """
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {PATHS}, got path={path!r}")
+    p = np.ascontiguousarray(p, dtype=np.float64)
+    q = np.ascontiguousarray(q, dtype=np.float64)
+    k = int(p.shape[0])
+    l = int(min(max(int(l), 1), k))
+    c, A, lf = rescale(float(eps))
+    if path == "table" or (path == "auto" and k <= TABLE_MAX_K):
+        raw, bounds, code = _solve_table(p, q, k, l, int(div.code), float(div.param), c, A, lf)
+        nb = len(bounds) - 1
+    else:
+        raw, bounds, nb, code = _solve_pruned(p, q, k, l, int(div.code), float(div.param), c, A, lf)
+    cuts = [(int(bounds[j]), int(bounds[j + 1])) for j in range(int(nb))]
+    return float(raw), cuts, METHOD_NAMES[int(code)]
+
+
+def _solve_pruned(p, q, k, l, code, param, c, A, lf):
+    pre = K.prefix_table(p, q)
+    bounds = np.zeros(k + 1, dtype=np.int64)
+    if k <= K.SCORE_CACHE_MAX_K:
+        sp, sq, val, state = K._new_cache(pre, np.arange(k + 1, dtype=np.int64))
+    else:
+        sp = sq = val = np.empty(0)
+        state = np.empty(0, dtype=np.uint8)
+    # ``solve_ws`` runs as Python here and calls the compiled kernels: each of them is then
+    # compiled only when first needed (the budget program only if a budget binds, the coarse
+    # start only for huge k), which keeps the first call short; the overhead is a few us
+    solve_ws = getattr(K.solve_ws, "py_func", K.solve_ws)  # (a plain function with NUMBA_DISABLE_JIT)
+    raw, nb, code = solve_ws(
+        pre, k, l, code, param, c, A, lf, bounds, 0, sp, sq, val, state, np.empty(0, dtype=np.int64)
+    )
+    return raw, bounds, nb, code
+
+
+# ---------------------------------------------------------------------------------------------
+# The table path (k <= TABLE_MAX_K): same decisions as _kernels.solve_ws, over exact tables
+# ---------------------------------------------------------------------------------------------
+def _prefix_table(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``_kernels.prefix_table(p, q)`` assembled from ``spr._Prefix`` (nothing to compile)."""
+    ref = _Prefix(p, q)
+    k = p.shape[0]
+    pre = np.zeros((10, k + 1))
+    pre[K._PH], pre[K._PL] = ref.P
+    pre[K._QH], pre[K._QL] = ref.Q
+    pre[K._SPH], pre[K._SPL] = ref.SP
+    pre[K._SQH], pre[K._SQL] = ref.SQ
+    pre[K._PX, :k] = p
+    pre[K._QX, :k] = q
+    return pre
+
+
+def score_table(
+    p: np.ndarray, q: np.ndarray, c: float, A: float, lf: float, code: int, param: float
+) -> np.ndarray:
+    r"""Every interval score :math:`\mu'[t:i)`, 0 <= t < i <= k, packed at ``i (i - 1) / 2 + t``.
+
+    The block sums are ``spr._Prefix.sums`` (compiled: :func:`ldpopt.spr._kernels.table_args`)
+    and the scores ``divergences._perspective_array`` of ``(c + A dP, c + A dQ, A (dP - dQ))``:
+    the operations by which ``spr._dp_readable`` scores the same blocks, so every entry equals
+    the readable program's score bit for bit.
+    """
+    k = p.shape[0]
+    pre = _prefix_table(p, q)
+    S = np.empty(k * (k + 1) // 2)
+    m = min(S.shape[0], TABLE_CHUNK + k)  # a chunk of end points holds at most this many blocks
+    x = np.empty(m)
+    y = np.empty(m)
+    d = np.empty(m)
+    i0 = 1
+    while i0 <= k:
+        # end points i0 .. i1-1: their blocks fill S[j0:j1]
+        j0 = i0 * (i0 - 1) // 2
+        # the largest i1 with i1 (i1 - 1) / 2 <= j0 + TABLE_CHUNK, at least one end point
+        i1 = min(k + 1, max(i0 + 1, (1 + math.isqrt(1 + 8 * (j0 + TABLE_CHUNK))) // 2))
+        n = i1 * (i1 - 1) // 2 - j0
+        K.table_args(pre, c, A, i0, i1, x, y, d)
+        S[j0 : j0 + n] = _perspective_array(code, param, x[:n], y[:n], d[:n], lf)
+        i0 = i1
+    return S
+
+
+def _at(a: int, b: int) -> int:
+    """Index of the block [a, b) in a packed score table."""
+    return b * (b - 1) // 2 + a
+
+
+def _ratio(S: np.ndarray, bounds: list, c: float) -> float:
+    """``_kernels.partition_ratio`` over the table: scores summed left to right, / (1 + (s-1) c)."""
+    total = float(S[_at(bounds[0], bounds[1])])
+    for j in range(1, len(bounds) - 1):
+        total = total + float(S[_at(bounds[j], bounds[j + 1])])
+    return total / (1.0 + (len(bounds) - 2) * c)
+
+
+def _traceback(par: np.ndarray, cnt: np.ndarray, k: int) -> list:
+    """Boundaries of the pass's optimal partition: ``_kernels._traceback`` run as Python (O(blocks);
+    compiling it would only add to the first call's compile time)."""
+    out = np.empty(k + 1, dtype=np.int64)
+    nb = _TRACEBACK(np.arange(k + 1), par, cnt, out)
+    return [int(b) for b in out[: nb + 1]]
+
+
+def _best_two_blocks(S: np.ndarray, k: int, c: float) -> list:
+    """``_kernels.best_two_blocks`` over the table (the first t of the largest two-block value
+    above the one-block value; NaNs never win)."""
+    best = float(S[_at(0, k)])
+    t = np.arange(1, k)
+    with np.errstate(all="ignore"):
+        v = (S[t * (t - 1) // 2] + S[k * (k - 1) // 2 + t]) / (1.0 + c)
+    v = np.where(np.isnan(v), -np.inf, v)
+    j = int(np.argmax(v))
+    if v[j] > best:
+        return [0, j + 1, k]
+    return [0, k]
+
+
+def _dinkelbach_table(S: np.ndarray, k: int, c: float, bounds: list):
+    """``_kernels.dinkelbach_ws`` over the table: same start, steps and stopping rule."""
+    H = np.empty(k + 1)
+    cnt = np.empty(k + 1, dtype=np.int64)
+    par = np.empty(k + 1, dtype=np.int64)
+    if c == 0.0:
+        # every partition has denominator 1: one unpenalised pass is the optimum
+        K.table_pass(S, k, 0.0, H, cnt, par)
+        bounds = _traceback(par, cnt, k)
+        return _ratio(S, bounds, c), bounds
+    lam = _ratio(S, bounds, c)
+    passes = 0
+    while passes < K.MAX_DINKELBACH_STEPS and not math.isinf(lam):
+        K.table_pass(S, k, lam * c, H, cnt, par)
+        passes += 1
+        cand = _traceback(par, cnt, k)
+        r = _ratio(S, cand, c)
+        if not r >= lam:
+            break
+        # r == lam: the pass's maximiser (fewest blocks, smallest cuts) replaces an equal one
+        improved = r > lam
+        lam = r
+        bounds = cand
+        if not improved:
+            break
+    return lam, bounds
+
+
+def _budget_table(S: np.ndarray, k: int, l: int, c: float):
+    F = np.full((l + 1, k + 1), -np.inf)
+    par = np.zeros((l + 1, k + 1), dtype=np.int64)
+    bounds = np.zeros(l + 1, dtype=np.int64)
+    raw, nb = K.table_budget_dp(S, k, l, c, F, par, bounds)
+    return float(raw), [int(b) for b in bounds[: nb + 1]]
+
+
+def _solve_table(p, q, k, l, code, param, c, A, lf):
+    """``(raw, bounds, method code)``: the decisions of ``_kernels.solve_ws``, over exact tables."""
+    S = score_table(p, q, c, A, lf, code, param)
+    if k == 1 or l == 1:
+        return float(S[_at(0, k)]) / 1.0, [0, k], 2
+    bounds = [0, k] if c == 0.0 else _best_two_blocks(S, k, c)
+    raw, bounds = _dinkelbach_table(S, k, c, bounds)
+    nb = len(bounds) - 1
+    if math.isinf(raw) and c > 0.0:
+        # an overflowing score: the readable program's answer is the first budget with an
+        # infinite row, and an infinite block needs at most 3 blocks (before, it, after)
+        raw, bounds = _budget_table(S, k, min(l, 3), c)
+        return raw, bounds, 1
+    if c < K.TIE_C and nb > 1 and nb * k * k <= K.TIE_WORK:
+        # the per-block penalty lambda c is below rounding: settle the tie between block
+        # counts as the readable program does (its smallest maximising s)
+        raw, bounds = _budget_table(S, k, min(nb, l), c)
+        return raw, bounds, 0
+    if nb <= l:
+        return raw, bounds, 0
+    raw, bounds = _budget_table(S, k, l, c)
+    return raw, bounds, 1

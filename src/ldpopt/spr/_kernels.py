@@ -1,0 +1,1159 @@
+r"""Compiled (numba) kernels of the exact SPR solvers.
+
+Only arrays and scalars go in and out; validation, the likelihood-ratio reduction and the
+result objects live in :mod:`ldpopt.spr._fast` and :mod:`ldpopt.spr.grid`.  Every kernel is
+``@njit(cache=True)`` without ``fastmath`` and with numpy's floating-point error model, so
+that its floating-point operations are those of the readable reference
+:func:`ldpopt.spr.solve._dp_readable`:
+
+* :func:`perspective` mirrors :func:`ldpopt.divergences._perspective_scalar` (same branches,
+  boundary conventions and ``(x, y, d)`` stable forms);
+* interval sums come from the same compensated (Neumaier hi/lo) prefix and suffix sums (the
+  side with the smaller partial sums, floored at the largest endpoint term) and the score of
+  ``[a, b)`` is ``g(c + A dP, c + A dQ, A (dP - dQ))`` with ``c = e^{-eps}``,
+  ``A = -expm1(-eps)`` (SPR eq. 31 divided by :math:`e^\varepsilon`);
+* partition sums are accumulated left to right, as ``F[s, i] = F[s-1, t] + mu'[t:i)`` does.
+
+Solvers (``docs/fast.md`` has the exactness arguments):
+
+* :func:`dinkelbach_ws` - the unconstrained optimum of
+  :math:`\max_\pi \sum_t \mu'(B_t) / ((1-c) + s c)` by Dinkelbach's iteration; each step is
+  the 1-D partition program :func:`penalized_pass` (per-block penalty ``lambda c``) with
+  exact pruning of split points by cheap score bounds (:func:`score_bound`);
+* :func:`budget_dp` - the O(l k^2) program of Prop. 3.3 for an output budget, O(l k) memory;
+* :func:`solve_ws` - one instance, with the budget logic (:mod:`ldpopt.spr._fast` runs it as
+  Python, so each kernel is compiled only when first needed); :func:`solve_item` - one
+  instance at many eps (GIL released: :mod:`ldpopt.spr.grid` runs items in parallel threads);
+* :func:`table_args`, :func:`table_pass`, :func:`table_budget_dp` - the small-problem path
+  of :mod:`ldpopt.spr._fast` (k <= 1024 single solves) over an exact score table; they call no
+  other compiled function, so a fresh process compiles them in about a second instead of
+  the 10-15 s of the pruned solvers (``docs/fast.md``, section 6).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+# Keep in sync with ldpopt.divergences.CODE_*
+CODE_KL = 0
+CODE_REVERSE_KL = 1
+CODE_TV = 2
+CODE_CHI2 = 3
+CODE_HELLINGER = 4
+CODE_JS = 5
+CODE_EGAMMA = 6
+CODE_POWER_UP = 7
+CODE_POWER_DOWN = 8
+
+#: up to this many cut points the block sums, score bounds and scores are cached across
+#: Dinkelbach passes (packed lower triangles, 25 bytes per block, 13 MB at the threshold);
+#: above it nothing of size k^2 is kept and every pass recomputes from the prefix sums with
+#: group bounds, so memory stays O(k)
+SCORE_CACHE_MAX_K = 1024
+#: Dinkelbach never needs more steps than there are partitions with distinct ratios; this
+#: cap only guards against a floating-point cycle (each accepted step strictly increases lambda)
+MAX_DINKELBACH_STEPS = 200
+#: below this c = e^{-eps} (eps > 27.6) the Dinkelbach penalty lambda c is lost in rounding,
+#: so optimal partitions with different block counts tie in floating point ...
+TIE_C = 1e-12
+#: ... and the tie is then settled by the budget program when nb k^2 is at most this
+TIE_WORK = 30_000_000
+#: solves with more reduced symbols than this start from the optimum over a coarse grid of cuts
+COARSEN_MIN_K = 4096
+#: number of groups of the coarse grid
+COARSE_GROUPS = 1024
+
+
+# ---------------------------------------------------------------------------------------------
+# Perspective g(x, y) = y f(x / y) (mirror of divergences._perspective_scalar)
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True, error_model="numpy")
+def log_ratio(x, y, d):
+    """log(x / y): log1p(d / y) when x and y are close, else a difference of logs."""
+    if abs(d) < 0.5 * y:
+        return math.log1p(d / y)
+    return math.log(x) - math.log(y)
+
+
+#: expm1 overflows beyond log(DBL_MAX)
+_EXPM1_MAX = 709.782712893384
+
+
+@njit(cache=True, error_model="numpy")
+def _expm1(t):
+    # inf beyond the overflow threshold, as numpy and compiled code give; plain Python's
+    # math.expm1 would raise instead (kernels run as Python with NUMBA_DISABLE_JIT=1)
+    return math.inf if t > _EXPM1_MAX else math.expm1(t)
+
+
+@njit(cache=True, error_model="numpy")
+def perspective(code, param, x, y, d, log_floor):
+    """Scalar perspective for built-in ``code``; ``d`` = x - y known accurately.
+
+    ``log_floor`` is the log of a lower bound of x and y that survives their underflow to 0
+    (``-inf`` for a true zero), exactly as in the readable version.
+    """
+    if x == 0.0 and y == 0.0:
+        return 0.0
+    if code == CODE_TV:
+        return 0.5 * abs(d)
+    if code == CODE_EGAMMA:
+        v = d - (param - 1.0) * y
+        return v if v > 0.0 else 0.0
+    if code == CODE_KL:
+        if x == 0.0:
+            return 0.0
+        if y == 0.0:
+            return x * (math.log(x) - log_floor)
+        return x * log_ratio(x, y, d)
+    if code == CODE_REVERSE_KL:
+        if y == 0.0:
+            return 0.0
+        if x == 0.0:
+            return y * (math.log(y) - log_floor)
+        return -y * log_ratio(x, y, d)
+    if code == CODE_CHI2:
+        if y == 0.0:
+            return math.inf
+        return d * d / y
+    if code == CODE_HELLINGER:
+        s = math.sqrt(x) + math.sqrt(y)
+        return d * d / (s * s)
+    if code == CODE_JS:
+        # 2x/s = 1 + d/s and 2y/s = 1 - d/s: log1p while x, y are comparable, plain logs otherwise
+        s = x + y
+        close = abs(d) < 0.5 * s
+        a = 0.0
+        if x > 0.0:
+            a = x * (math.log1p(d / s) if close else math.log(2.0 * x / s))
+        b = 0.0
+        if y > 0.0:
+            b = y * (math.log1p(-d / s) if close else math.log(2.0 * y / s))
+        return 0.5 * (a + b)
+    if code == CODE_POWER_UP:
+        if y == 0.0:
+            return math.inf
+        if x == 0.0:
+            return -y
+        return y * _expm1(param * log_ratio(x, y, d))
+    if code == CODE_POWER_DOWN:
+        if y == 0.0:
+            return 0.0
+        if x == 0.0:
+            return y
+        return -y * _expm1(param * log_ratio(x, y, d))
+    return math.nan
+
+
+# ---------------------------------------------------------------------------------------------
+# Prefix sums and interval sums
+# ---------------------------------------------------------------------------------------------
+# rows of the table built by prefix_table
+_PH, _PL, _QH, _QL, _SPH, _SPL, _SQH, _SQL, _PX, _QX = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
+
+
+@njit(cache=True, error_model="numpy")
+def _compensated_into(x, hi, lo, reverse):
+    # Neumaier summation, operation for operation as spr.compensated_prefix; ``reverse`` sums
+    # from the end (suffix sums S[i] = sum_{j >= i} x[j], as spr._suffix)
+    n = x.shape[0]
+    s = 0.0
+    comp = 0.0
+    if reverse:
+        hi[n] = 0.0
+        lo[n] = 0.0
+    else:
+        hi[0] = 0.0
+        lo[0] = 0.0
+    for j in range(n):
+        i = n - 1 - j if reverse else j
+        v = x[i]
+        t = s + v
+        if abs(s) >= abs(v):
+            comp += (s - t) + v
+        else:
+            comp += (v - t) + s
+        s = t
+        if reverse:
+            hi[i] = s
+            lo[i] = comp
+        else:
+            hi[i + 1] = s
+            lo[i + 1] = comp
+
+
+@njit(cache=True, error_model="numpy")
+def prefix_table(p, q):
+    """(10, k+1) table of what the interval sums need, as ``spr._Prefix`` keeps it.
+
+    Rows: compensated prefix sums (hi, lo) of p and q, compensated suffix sums (hi, lo) of p
+    and q, and p, q themselves (for the endpoint floor; entry k unused).
+    """
+    k = p.shape[0]
+    pre = np.zeros((10, k + 1))
+    _compensated_into(p, pre[_PH], pre[_PL], False)
+    _compensated_into(q, pre[_QH], pre[_QL], False)
+    _compensated_into(p, pre[_SPH], pre[_SPL], True)
+    _compensated_into(q, pre[_SQH], pre[_SQL], True)
+    for i in range(k):
+        pre[_PX, i] = p[i]
+        pre[_QX, i] = q[i]
+    return pre
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _interval(pre, rh, rl, rsh, rsl, rx, a, b):
+    # sum over [a, b) from the side with the smaller partial sums, never below its largest
+    # endpoint term (spr._Prefix._interval)
+    if pre[rh, b] <= pre[rsh, a]:
+        total = (pre[rh, b] - pre[rh, a]) + (pre[rl, b] - pre[rl, a])
+    else:
+        total = (pre[rsh, a] - pre[rsh, b]) + (pre[rsl, a] - pre[rsl, b])
+    floor = max(pre[rx, a], pre[rx, b - 1])
+    return total if total >= floor else floor
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def block_sums(pre, a, b):
+    """(dP, dQ) over the reduced symbols a..b-1."""
+    dp = _interval(pre, _PH, _PL, _SPH, _SPL, _PX, a, b)
+    dq = _interval(pre, _QH, _QL, _SQH, _SQL, _QX, a, b)
+    return dp, dq
+
+
+@njit(cache=True, error_model="numpy")
+def score(pre, a, b, code, param, c, A, lf):
+    """Rescaled interval score mu'[a:b) = g(c + A dP, c + A dQ, A (dP - dQ)) (eq. 31 over e^eps)."""
+    dp, dq = block_sums(pre, a, b)
+    return perspective(code, param, c + A * dp, c + A * dq, A * (dp - dq), lf)
+
+
+@njit(cache=True, error_model="numpy")
+def partition_ratio(pre, bounds, nb, code, param, c, A, lf):
+    """Raw value of the partition with boundaries ``bounds[0] = 0 < ... < bounds[nb] = k``.
+
+    The scores are summed left to right (as the readable program's F[s, k]) and divided by
+    ``1 + (s - 1) c``.
+    """
+    total = score(pre, bounds[0], bounds[1], code, param, c, A, lf)
+    for j in range(1, nb):
+        total = total + score(pre, bounds[j], bounds[j + 1], code, param, c, A, lf)
+    return total / (1.0 + (nb - 1) * c)
+
+
+@njit(cache=True, error_model="numpy")
+def sums_tables(pre, pos):
+    """(dP, dQ) of every block [pos[t], pos[i]), t < i, packed at ``i (i - 1) / 2 + t``.
+
+    They do not depend on eps: a sweep computes them once per instance.
+    """
+    m = pos.shape[0] - 1
+    n = m * (m + 1) // 2
+    sp = np.empty(n)
+    sq = np.empty(n)
+    j = 0
+    for i in range(1, m + 1):
+        b = pos[i]
+        for t in range(i):
+            dp, dq = block_sums(pre, pos[t], b)
+            sp[j] = dp
+            sq[j] = dq
+            j += 1
+    return sp, sq
+
+
+# ---------------------------------------------------------------------------------------------
+# Cheap upper bounds of the scores (exact pruning of split points, docs/fast.md)
+# ---------------------------------------------------------------------------------------------
+#: relative slack added to every bound (the bound and the score are each computed to a few ulp)
+BOUND_SLACK_REL = 1e-12
+#: slack relative to the block mass for the difference-of-logs forms, whose absolute rounding
+#: error is at most ~ulp (|log x| + |log y|) x <= 1490 ulp x ~ 3.3e-13 x
+BOUND_SLACK_FAR = 1e-11
+#: slack relative to |d| for JS near x = y, where a + b cancels down to ~d^2/s
+BOUND_SLACK_JS = 1e-13
+#: states of a cached score: not computed yet, an upper bound, the exact score, and an upper
+#: bound carried over from a larger eps (:func:`carry_bounds`)
+_EMPTY, _BOUND, _EXACT, _CARRIED = 0, 1, 2, 3
+_LN2 = math.log(2.0)
+_SQRT2 = math.sqrt(2.0)
+#: _log_ub_far is used for normal numbers well inside this range
+_Z_MIN = 1e-300
+_Z_MAX = 1e300
+
+
+# pure-Python fallbacks of the two bit casts below
+if numba.config.DISABLE_JIT:  # type: ignore[attr-defined]  # numba.config sets its options at run time
+
+    def _float_bits(x):
+        return struct.unpack("<q", struct.pack("<d", x))[0]
+
+    def _bits_float(b):
+        return struct.unpack("<d", struct.pack("<q", b))[0]
+
+else:
+
+    @intrinsic
+    def _float_bits(typingctx, x):
+        """The IEEE-754 bits of a float64 as an int64 (no conversion)."""
+
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], ir.IntType(64))
+
+        return types.int64(types.float64), codegen
+
+    @intrinsic
+    def _bits_float(typingctx, b):
+        """The float64 whose IEEE-754 bits are the int64 ``b``."""
+
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], ir.DoubleType())
+
+        return types.float64(types.int64), codegen
+
+
+_MANTISSA = 0x000FFFFFFFFFFFFF
+_EXP_ZERO = 0x3FF0000000000000
+
+
+@njit(cache=True, error_model="numpy")
+def _log_ub_far(z):
+    r"""Upper bound of log z for a normal z > 0, tight to ~4e-4, without calling log.
+
+    Write :math:`z = m 2^e` (exponent and mantissa read from the bits, exact) with
+    :math:`m \in (1/\sqrt2, \sqrt2]`; then :math:`\log z = e\log 2 + \log m` and
+    :math:`\log m \le (m-1)(m+5)/(4m+2)` for every m > 0 (the difference has derivative
+    :math:`4(m-1)^3 / (m(4m+2)^2)`, so its minimum is 0 at m = 1).  In floating point the
+    result may be a few ulp of e log 2 below log z; :func:`score_bound` adds a larger slack.
+    """
+    bits = _float_bits(z)
+    e = (bits >> 52) - 1023
+    m = _bits_float((bits & _MANTISSA) | _EXP_ZERO)
+    if m > _SQRT2:
+        m = 0.5 * m
+        e += 1
+    return e * _LN2 + (m - 1.0) * (m + 5.0) / (4.0 * m + 2.0)
+
+
+@njit(cache=True, error_model="numpy")
+def _kl_ub(x, y, d):
+    """Upper bound of the computed KL score x log(x/y) (NaN: no cheap bound, score it exactly)."""
+    if x > 0.0 and y > 0.0:
+        if abs(d) < 0.5 * y:  # the log1p(d / y) branch of perspective
+            v = x * d * (6.0 * y + d) / (y * (6.0 * y + 4.0 * d))
+            return v + BOUND_SLACK_REL * abs(v)
+        z = x / y
+        if _Z_MIN < z < _Z_MAX:  # the log(x) - log(y) branch
+            v = x * _log_ub_far(z)
+            return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_FAR * x
+    return math.nan
+
+
+@njit(cache=True, error_model="numpy")
+def _rkl_ub(x, y, d):
+    """Upper bound of the computed reverse-KL score -y log(x/y) (NaN: none)."""
+    if x > 0.0 and y > 0.0:
+        if abs(d) < 0.5 * y:
+            # -log1p(u) = log1p(v) with v = -d / (y + d)
+            v = -y * d * (6.0 * y + 5.0 * d) / ((y + d) * (6.0 * y + 2.0 * d))
+            return v + BOUND_SLACK_REL * abs(v)
+        z = y / x
+        if _Z_MIN < z < _Z_MAX:
+            v = y * _log_ub_far(z)
+            return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_FAR * y
+    return math.nan
+
+
+@njit(cache=True, error_model="numpy")
+def _js_ub(x, y, d):
+    """Upper bound of the computed JS score (NaN: none)."""
+    if x > 0.0 and y > 0.0:
+        s = x + y
+        if abs(d) < 0.5 * s:
+            a = x * d * (6.0 * s + d) / (s * (6.0 * s + 4.0 * d))
+            b = -y * d * (6.0 * s - d) / (s * (6.0 * s - 4.0 * d))
+            v = 0.5 * (a + b)
+            return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_JS * abs(d)
+        z1 = 2.0 * x / s
+        z2 = 2.0 * y / s
+        if _Z_MIN < z1 < _Z_MAX and _Z_MIN < z2 < _Z_MAX:
+            v = 0.5 * (x * _log_ub_far(z1) + y * _log_ub_far(z2))
+            return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_FAR * s
+    return math.nan
+
+
+@njit(cache=True, error_model="numpy")
+def score_bound(code, param, x, y, d, lf):
+    r"""``(v, exact)``: the score itself when it is cheap (``exact``), else a bound it cannot exceed.
+
+    KL, reverse KL and JS bound every logarithm of :func:`perspective` on the same argument
+    and branch: near x = y (the ``log1p(u)`` forms) by the Pade-type inequality
+    :math:`\log(1+u) \le u(6+u)/(6+4u)` written in d so it stays accurate for tiny u, away
+    from it by :func:`_log_ub_far`.  A slack larger than the rounding errors of both
+    evaluations is added, so the *computed* score never exceeds ``v``.  Everything else
+    (cheap divergences, power divergences, zero masses, extreme ratios) is evaluated exactly.
+    """
+    v = math.nan
+    if code == CODE_KL:
+        v = _kl_ub(x, y, d)
+    elif code == CODE_REVERSE_KL:
+        v = _rkl_ub(x, y, d)
+    elif code == CODE_JS:
+        v = _js_ub(x, y, d)
+    if v == v:
+        return v, False
+    return perspective(code, param, x, y, d, lf), True
+
+
+@njit(cache=True, error_model="numpy")
+def bounds_into(sp, sq, n, code, param, c, A, lf, out, st):
+    """``out[j], st[j]`` = :func:`score_bound` of the blocks with sums ``sp[j], sq[j]``, j < n.
+
+    One loop per divergence, so the hot loop holds only that divergence's bound.
+    """
+    if code == CODE_KL:
+        for j in range(n):
+            x = c + A * sp[j]
+            y = c + A * sq[j]
+            d = A * (sp[j] - sq[j])
+            v = _kl_ub(x, y, d)
+            if v == v:
+                out[j] = v
+                st[j] = _BOUND
+            else:
+                out[j] = perspective(code, param, x, y, d, lf)
+                st[j] = _EXACT
+    elif code == CODE_REVERSE_KL:
+        for j in range(n):
+            x = c + A * sp[j]
+            y = c + A * sq[j]
+            d = A * (sp[j] - sq[j])
+            v = _rkl_ub(x, y, d)
+            if v == v:
+                out[j] = v
+                st[j] = _BOUND
+            else:
+                out[j] = perspective(code, param, x, y, d, lf)
+                st[j] = _EXACT
+    elif code == CODE_JS:
+        for j in range(n):
+            x = c + A * sp[j]
+            y = c + A * sq[j]
+            d = A * (sp[j] - sq[j])
+            v = _js_ub(x, y, d)
+            if v == v:
+                out[j] = v
+                st[j] = _BOUND
+            else:
+                out[j] = perspective(code, param, x, y, d, lf)
+                st[j] = _EXACT
+    else:
+        for j in range(n):
+            out[j] = perspective(code, param, c + A * sp[j], c + A * sq[j], A * (sp[j] - sq[j]), lf)
+            st[j] = _EXACT
+
+
+# ---------------------------------------------------------------------------------------------
+# Unconstrained optimum: Dinkelbach's iteration over 1-D penalised partition programs
+# ---------------------------------------------------------------------------------------------
+#: slack of a carried bound: relative, and relative to the block masses x + y at both eps
+#: (an error budget of the computed scores, >= 10x the worst rounding error of KL/JS forms)
+CARRY_SLACK_REL = 1e-12
+CARRY_SLACK_MASS = 1e-11
+
+
+@njit(cache=True, error_model="numpy")
+def carry_bounds(val, state, sp, sq, c0, A0, c1, A1):
+    r"""Turn the cached scores at eps0 into upper bounds at eps1 <= eps0 (both finite, c > 0).
+
+    By 1-homogeneity :math:`\mu'_\varepsilon = A\, g(\theta + dP, \theta + dQ)` with
+    :math:`\theta = c/A = 1/(e^\varepsilon - 1)`, and :math:`\theta \mapsto g(\theta+a,\theta+b)`
+    is nonincreasing for every convex f with f(1) = 0 (``docs/fast.md``), so
+    :math:`\mu'_{\varepsilon_1} \le (A_1/A_0)\,\mu'_{\varepsilon_0}`.  Every cached value v
+    (a bound or the computed score at eps0) becomes :math:`(A_1/A_0)(v + E_0) + E_1` with
+    error budgets :math:`E = 10^{-12}|v| + 10^{-11}(x+y)`, so it bounds the computed score
+    at eps1.
+    """
+    if state.shape[0] == 0 or state[0] == _EMPTY:
+        return  # an empty cache stays empty (it is complete or empty, never partial)
+    rho = A1 / A0
+    for j in range(state.shape[0]):
+        v = val[j]
+        m = sp[j] + sq[j]
+        w = rho * (v + CARRY_SLACK_REL * abs(v) + CARRY_SLACK_MASS * (2.0 * c0 + A0 * m))
+        val[j] = w + CARRY_SLACK_REL * abs(w) + CARRY_SLACK_MASS * (2.0 * c1 + A1 * m)
+        state[j] = _CARRIED
+
+
+@njit(cache=True, error_model="numpy")
+def fill_cache(sp, sq, val, state, code, param, c, A, lf):
+    """Fresh bounds (or exact scores, for cheap divergences) of every block of an empty cache."""
+    bounds_into(sp, sq, sp.shape[0], code, param, c, A, lf, val, state)
+
+
+#: split points are pruned in groups of GROUP, and GROUP groups form a super group, when there
+#: is no score cache (large k): a whole group is skipped when a bound over it cannot reach the
+#: incumbent (docs/fast.md, "group bounds")
+GROUP = 32
+SUPER = GROUP * GROUP
+
+
+@njit(cache=True, error_model="numpy")
+def _box_prunes(pre, pos, ta, tb, b, hmax, best, code, param, c, A, lf, pen):
+    r"""True when no split point t in ``pos[ta..tb]`` can reach ``best`` for the end point ``b``.
+
+    The block sums of [pos_t, b) lie in the box [dP(tb), dP(ta)] x [dQ(tb), dQ(ta)] (they
+    shrink as t grows) and the score g is convex in them, so it is at most its largest
+    corner value; each corner is bounded by :func:`score_bound`.  With ``hmax`` >= every
+    H[t] of the range, ``hmax + max corner - pen`` (plus the rounding budget of the scores,
+    1e-12 relative + 1e-11 per unit of block mass) bounds every candidate's computed value.
+    """
+    pa, qa = block_sums(pre, pos[ta], b)
+    pb, qb = block_sums(pre, pos[tb], b)
+    v1, _ = score_bound(code, param, c + A * pa, c + A * qa, A * (pa - qa), lf)
+    v2, _ = score_bound(code, param, c + A * pa, c + A * qb, A * (pa - qb), lf)
+    v3, _ = score_bound(code, param, c + A * pb, c + A * qa, A * (pb - qa), lf)
+    v4, _ = score_bound(code, param, c + A * pb, c + A * qb, A * (pb - qb), lf)
+    vmax = max(max(v1, v2), max(v3, v4))
+    if not vmax < math.inf:  # an infinite (or NaN) corner: no bound
+        return False
+    mass = 2.0 * c + A * (pa + qa)
+    gub = vmax + BOUND_SLACK_REL * (abs(vmax) + mass) + BOUND_SLACK_FAR * mass
+    return hmax + (gub - pen) < best
+
+
+@njit(cache=True, error_model="numpy")
+def _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH):
+    """``(best, count, split)`` of end point ``i`` without a score cache (O(m) memory).
+
+    The hint ``h`` is scored first (the incumbent); super groups, then groups, of split points
+    are skipped by :func:`_box_prunes`; the rest are pruned one by one by :func:`score_bound`.
+    Ties as :func:`penalized_pass`.
+    """
+    b = pos[i]
+    dp, dq = block_sums(pre, pos[h], b)
+    w = perspective(code, param, c + A * dp, c + A * dq, A * (dp - dq), lf)
+    best = H[h] + (w - pen)
+    bc = cnt[h] + 1
+    bt = h
+    for sg in range(i // SUPER + 1):
+        s0 = sg * SUPER
+        s1 = min(s0 + SUPER, i)
+        if s1 - s0 == SUPER and _box_prunes(
+            pre, pos, s0, s1 - 1, b, SH[sg], best, code, param, c, A, lf, pen
+        ):
+            continue
+        for g in range(s0 // GROUP, (s1 + GROUP - 1) // GROUP):
+            t0 = g * GROUP
+            t1 = min(t0 + GROUP, s1)
+            if t1 - t0 == GROUP and _box_prunes(
+                pre, pos, t0, t1 - 1, b, GH[g], best, code, param, c, A, lf, pen
+            ):
+                continue
+            for t in range(t0, t1):
+                if t == h:
+                    continue
+                dp, dq = block_sums(pre, pos[t], b)
+                x = c + A * dp
+                y = c + A * dq
+                d = A * (dp - dq)
+                w, exact = score_bound(code, param, x, y, d, lf)
+                u = H[t] + (w - pen)
+                if u < best:
+                    continue
+                if not exact:
+                    w = perspective(code, param, x, y, d, lf)
+                    u = H[t] + (w - pen)
+                    if u < best:
+                        continue
+                n = cnt[t] + 1
+                if u > best or (u == best and (n < bc or (n == bc and t < bt))):
+                    best = u
+                    bc = n
+                    bt = t
+    return best, bc, bt
+
+
+@njit(cache=True, error_model="numpy")
+def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, cnt, par, hinted, GH, SH):
+    r"""One Dinkelbach step: :math:`H[i] = \max_{t<i} H[t] + (\mu'[pos_t:pos_i) - pen)`.
+
+    Only the cut points listed in ``pos`` (increasing, ``pos[0] = 0``, ``pos[-1] = k``) are
+    allowed.  Ties: the largest value, then the fewest blocks, then the smallest split point,
+    the order of :func:`ldpopt.spr.solve._dp_readable`.  Fills ``H``, ``cnt`` (block count) and
+    ``par`` (start of the last block, as a position index).
+
+    Split points are pruned exactly.  Every candidate has an upper bound of its value (a
+    cached score or bound, or :func:`score_bound`); one candidate is scored exactly and becomes
+    the incumbent - the hint ``par[i]`` (the previous pass's or previous eps's choice) when
+    ``hinted``, else the candidate with the best bound; then only candidates whose bound
+    reaches the incumbent are scored exactly.  A pruned candidate's computed value is strictly
+    below the incumbent (rounding is monotone), so it can neither be the maximiser nor tie
+    with it: the result equals the unpruned program's.
+
+    With a cache (``val``/``state`` complete for this eps - bounds, exact scores or carried
+    bounds - and the block sums ``sp``/``sq``, packed lower triangles of the position space)
+    bounds and exact scores persist across passes.  Without one (empty arrays) nothing of
+    size m^2 exists: :func:`_uncached_row` bounds whole groups of split points at once, with
+    the maxima of H per group and super group kept in ``GH``/``SH`` (O(m) memory).
+    """
+    m = pos.shape[0] - 1
+    use_table = val.shape[0] > 0
+    H[0] = 0.0
+    cnt[0] = 0
+    par[0] = 0
+    for i in range(1, m + 1):
+        if not use_table:
+            h = par[i] if hinted else par[i - 1]
+            if h < 0 or h >= i:
+                h = i - 1
+            best, bc, bt = _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH)
+            H[i] = best
+            cnt[i] = bc
+            par[i] = bt
+            if (i + 1) % GROUP == 0:  # group i // GROUP of split points is complete
+                g = i // GROUP
+                mx = H[i]
+                for t in range(i - GROUP + 1, i):
+                    mx = max(mx, H[t])
+                GH[g] = mx
+                if (g + 1) % GROUP == 0:
+                    sg = g // GROUP
+                    mx = GH[g]
+                    for j in range(g - GROUP + 1, g):
+                        mx = max(mx, GH[j])
+                    SH[sg] = mx
+            continue
+        base = i * (i - 1) // 2
+        src = val[base : base + i]
+        sts = state[base : base + i]
+        dps = sp[base : base + i]
+        dqs = sq[base : base + i]
+        # the incumbent: the hint, or the candidate with the best bound
+        h = par[i] if hinted else -1
+        if h < 0 or h >= i:
+            umax = -math.inf
+            h = 0
+            for t in range(i):
+                u = H[t] + (src[t] - pen)
+                if u > umax:
+                    umax = u
+                    h = t
+        if sts[h] != _EXACT:
+            src[h] = perspective(code, param, c + A * dps[h], c + A * dqs[h], A * (dps[h] - dqs[h]), lf)
+            sts[h] = _EXACT
+        best = H[h] + (src[h] - pen)
+        bc = cnt[h] + 1
+        bt = h
+        # only candidates whose bound reaches the incumbent are scored exactly
+        for t in range(i):
+            u = H[t] + (src[t] - pen)
+            if u < best or t == h:
+                continue  # a bound strictly below the incumbent: provably not the maximiser
+            st = sts[t]
+            if st != _EXACT:
+                x = c + A * dps[t]
+                y = c + A * dqs[t]
+                d = A * (dps[t] - dqs[t])
+                if st == _CARRIED:
+                    # a bound carried from a larger eps: tighten it first
+                    w, exact = score_bound(code, param, x, y, d, lf)
+                    src[t] = w
+                    sts[t] = _EXACT if exact else _BOUND
+                    u = H[t] + (w - pen)
+                    if u < best:
+                        continue
+                    st = sts[t]
+                if st != _EXACT:
+                    w = perspective(code, param, x, y, d, lf)
+                    src[t] = w
+                    sts[t] = _EXACT
+                    u = H[t] + (w - pen)
+                    if u < best:
+                        continue
+            n = cnt[t] + 1
+            if u > best or (u == best and (n < bc or (n == bc and t < bt))):
+                best = u
+                bc = n
+                bt = t
+        H[i] = best
+        cnt[i] = bc
+        par[i] = bt
+
+
+@njit(cache=True, error_model="numpy")
+def _traceback(pos, par, cnt, out):
+    """Boundaries (symbol indices) of the partition ending at position m; returns the block count."""
+    m = pos.shape[0] - 1
+    nb = cnt[m]
+    i = m
+    j = nb
+    out[j] = pos[m]
+    while j > 0:
+        i = par[i]
+        j -= 1
+        out[j] = pos[i]
+    return nb
+
+
+@njit(cache=True, error_model="numpy")
+def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, code, param, c, A, lf, bounds, nb):
+    r"""Maximise :math:`\sum_t \mu'(B_t) / (1 + (s-1)c)` over partitions with cuts in ``pos``.
+
+    ``bounds[:nb + 1]`` is a feasible start partition on entry and the optimum on exit.
+    ``sp, sq, val, state`` is the cache of :func:`penalized_pass` (all empty: none; else
+    either all entries empty - it is then filled - or all valid for this eps: exact scores,
+    bounds or carried bounds).  ``hint`` (length m + 1, or empty) holds each end point's split
+    point of a previous solve (e.g. the neighbouring eps): tried first, and overwritten with
+    this solve's.  Returns ``(ratio, nb)``.
+
+    Dinkelbach: with :math:`\lambda` the ratio of the current partition, one penalised pass
+    maximises :math:`N(\pi) - \lambda D(\pi) = \sum_t(\mu'(B_t) - \lambda c) - \lambda(1-c)`;
+    if the maximiser's ratio is larger it becomes the current partition, otherwise no
+    partition beats :math:`\lambda` and the current one is optimal (``docs/fast.md``).
+    An infinite ratio is returned as soon as it appears (the caller settles it).
+    """
+    m = pos.shape[0] - 1
+    H = np.empty(m + 1)
+    cnt = np.empty(m + 1, dtype=np.int64)
+    par = np.empty(m + 1, dtype=np.int64)
+    cand = np.empty(m + 1, dtype=np.int64)
+    nr = 0 if val.shape[0] > 0 else m // GROUP + 1
+    GH = np.empty(nr)
+    SH = np.empty(nr // GROUP + 1)
+    hinted = hint.shape[0] == m + 1
+    if hinted:
+        for i in range(m + 1):
+            par[i] = hint[i]
+    if state.shape[0] > 0 and state[0] == _EMPTY:
+        # a cache is either empty (fresh) or complete for this eps (filled or carried)
+        fill_cache(sp, sq, val, state, code, param, c, A, lf)
+    if c == 0.0:
+        # every partition has denominator 1: one unpenalised pass is the optimum
+        penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, 0.0, H, cnt, par, hinted, GH, SH)
+        nb = _traceback(pos, par, cnt, bounds)
+        lam = partition_ratio(pre, bounds, nb, code, param, c, A, lf)
+    else:
+        lam = partition_ratio(pre, bounds, nb, code, param, c, A, lf)
+        passes = 0
+        while passes < MAX_DINKELBACH_STEPS and not math.isinf(lam):
+            penalized_pass(
+                pre, pos, sp, sq, val, state, code, param, c, A, lf, lam * c, H, cnt, par, hinted, GH, SH
+            )
+            passes += 1
+            hinted = True  # the previous pass's split points
+            nb2 = _traceback(pos, par, cnt, cand)
+            r = partition_ratio(pre, cand, nb2, code, param, c, A, lf)
+            if r >= lam:
+                # r == lam: the pass's maximiser (fewest blocks, smallest cuts) replaces an equal one
+                improved = r > lam
+                lam = r
+                nb = nb2
+                for j in range(nb + 1):
+                    bounds[j] = cand[j]
+                if not improved:
+                    break
+            else:
+                break
+        if passes == 0:
+            return lam, nb
+    if hint.shape[0] == m + 1:
+        for i in range(m + 1):
+            hint[i] = par[i]
+    return lam, nb
+
+
+@njit(cache=True, error_model="numpy")
+def _new_cache(pre, pos):
+    """Empty score cache for the cut points ``pos`` (no cache above ``SCORE_CACHE_MAX_K``)."""
+    m = pos.shape[0] - 1
+    if m <= SCORE_CACHE_MAX_K:
+        sp, sq = sums_tables(pre, pos)
+        n = sp.shape[0]
+    else:
+        sp = np.empty(0)
+        sq = np.empty(0)
+        n = 0
+    return sp, sq, np.empty(n), np.zeros(n, dtype=np.uint8)
+
+
+@njit(cache=True, error_model="numpy")
+def best_two_blocks(pre, k, code, param, c, A, lf, bounds):
+    """Best partition into at most two blocks, O(k): a cheap, usually good, Dinkelbach start."""
+    z = np.int64(0)  # not a literal: one compiled specialisation of score
+    best = score(pre, z, k, code, param, c, A, lf)
+    bt = 0
+    for t in range(1, k):
+        v = (score(pre, z, t, code, param, c, A, lf) + score(pre, t, k, code, param, c, A, lf)) / (1.0 + c)
+        if v > best:
+            best = v
+            bt = t
+    bounds[0] = 0
+    if bt == 0:
+        bounds[1] = k
+        return 1
+    bounds[1] = bt
+    bounds[2] = k
+    return 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Output budget: the O(l k^2) program of Prop. 3.3 (mirror of spr._dp_readable)
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True, error_model="numpy")
+def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
+    r"""Best partition into at most ``l`` blocks: ``F[s, i] = max_t F[s-1, t] + mu'[t:i)``.
+
+    Same recursion, masks, accumulation order and tie-breaking (smallest split point,
+    smallest block count) as :func:`ldpopt.spr.solve._dp_readable`; O(l k) memory for ``F`` and the
+    parent table, O(k) for the scores of the current end point, whose logarithms are only
+    evaluated for split points that a cheap bound cannot exclude (same exact pruning as
+    :func:`penalized_pass`).  Row ``l`` is only needed at ``i = k``, so for ``l = 2`` the
+    program is O(k).  Returns ``(ratio, nb)``.
+    """
+    F = np.full((l + 1, k + 1), -math.inf)
+    par = np.zeros((l + 1, k + 1), dtype=np.int64)
+    W = np.empty(k)  # bound or exact score of [t, i)
+    EX = np.empty(k, dtype=np.uint8)
+    DPr = np.empty(k)
+    DQr = np.empty(k)
+    for i in range(1, k + 1):
+        smax = min(l, i) if i == k else min(l - 1, i)
+        if smax < 2:
+            F[1, i] = score(pre, np.int64(0), i, code, param, c, A, lf)
+            continue
+        for t in range(i):
+            dp, dq = block_sums(pre, t, i)
+            DPr[t] = dp
+            DQr[t] = dq
+        bounds_into(DPr, DQr, i, code, param, c, A, lf, W, EX)
+        if EX[0] != _EXACT:
+            W[0] = perspective(code, param, c + A * DPr[0], c + A * DQr[0], A * (DPr[0] - DQr[0]), lf)
+            EX[0] = _EXACT
+        F[1, i] = W[0]
+        for s in range(2, smax + 1):
+            prev = F[s - 1]
+            # incumbent: the split point of the previous end point in this row (exactly scored);
+            # then only candidates whose bound reaches it are scored (exact pruning, as in
+            # penalized_pass); ties go to the smallest split point, as numpy's argmax
+            h = par[s, i - 1] if i - 1 >= s else s - 1
+            if h < s - 1 or h >= i:
+                h = s - 1
+            if EX[h] != _EXACT:
+                W[h] = perspective(code, param, c + A * DPr[h], c + A * DQr[h], A * (DPr[h] - DQr[h]), lf)
+                EX[h] = _EXACT
+            best = prev[h] + W[h]
+            bt = h
+            for t in range(s - 1, i):
+                v = prev[t] + W[t]
+                if v < best or t == h:
+                    continue
+                if EX[t] != _EXACT:
+                    W[t] = perspective(code, param, c + A * DPr[t], c + A * DQr[t], A * (DPr[t] - DQr[t]), lf)
+                    EX[t] = _EXACT
+                    v = prev[t] + W[t]
+                    if v < best:
+                        continue
+                if v > best or t < bt:
+                    best = v
+                    bt = t
+            F[s, i] = best
+            par[s, i] = bt
+    s_star = 1
+    best_ratio = -math.inf
+    for s in range(1, l + 1):
+        r = F[s, k] / (1.0 + (s - 1) * c)
+        if r > best_ratio:
+            best_ratio = r
+            s_star = s
+    i = k
+    bounds[s_star] = k
+    for s in range(s_star, 1, -1):
+        i = par[s, i]
+        bounds[s - 1] = i
+    bounds[0] = 0
+    return best_ratio, s_star
+
+
+# ---------------------------------------------------------------------------------------------
+# One solve: unconstrained first, the budget program only when it is needed
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True, error_model="numpy")
+def _coarse_start(pre, k, code, param, c, A, lf, bounds):
+    """Start for large k: the optimum over cuts on a coarse grid, refined around its cuts.
+
+    Any partition is a valid Dinkelbach start; a good one saves full O(k^2) passes.
+    Returns the block count written to ``bounds``.
+    """
+    g = min(COARSE_GROUPS, k)
+    pos = np.empty(g + 1, dtype=np.int64)
+    for j in range(g + 1):
+        pos[j] = (j * k) // g
+    bounds[0] = 0
+    bounds[1] = k
+    nb = np.int64(1)
+    for rnd in range(2):
+        sp, sq, val, state = _new_cache(pre, pos)
+        nb = dinkelbach_ws(
+            pre, pos, sp, sq, val, state, np.empty(0, dtype=np.int64), code, param, c, A, lf, bounds, nb
+        )[1]
+        if rnd == 1:
+            break
+        # refine: allow every cut within two groups of a coarse cut
+        w = 2 * ((k + g - 1) // g)
+        mark = np.zeros(k + 1, dtype=np.bool_)
+        mark[0] = True
+        mark[k] = True
+        for j in range(1, nb):
+            for t in range(max(0, bounds[j] - w), min(k, bounds[j] + w) + 1):
+                mark[t] = True
+        m = 0
+        for t in range(k + 1):
+            m += mark[t]
+        if m - 1 > SCORE_CACHE_MAX_K:
+            break
+        pos = np.empty(m, dtype=np.int64)
+        m = 0
+        for t in range(k + 1):
+            if mark[t]:
+                pos[m] = t
+                m += 1
+    return nb
+
+
+@njit(cache=True, error_model="numpy")
+def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, val, state, hint):
+    """Optimal raw value and partition of one reduced instance with budget ``l`` (1 <= l <= k).
+
+    ``bounds`` (length k + 1) receives the block boundaries; on entry ``bounds[:nwarm + 1]``
+    is a start partition when ``nwarm > 0`` (e.g. the optimum at a neighbouring eps).
+    ``sp, sq, val, state`` is the score cache over all cut points (see
+    :func:`penalized_pass`; empty arrays: none) and ``hint`` the split points of a previous
+    solve (see :func:`dinkelbach_ws`; empty: none).  Returns ``(raw, nb, method)``, method
+    0 = Dinkelbach, 1 = budget program, 2 = one block (k = 1 or l = 1).
+    """
+    if k == 1 or l == 1:
+        bounds[0] = 0
+        bounds[1] = k
+        return score(pre, np.int64(0), k, code, param, c, A, lf) / 1.0, np.int64(1), np.int64(2)
+    if c == 0.0:
+        nb = np.int64(1)
+        bounds[0] = 0
+        bounds[1] = k
+    else:
+        if nwarm > 0:
+            nb = nwarm
+        else:
+            nb = best_two_blocks(pre, k, code, param, c, A, lf, bounds)
+        if k > COARSEN_MIN_K:
+            alt = np.empty(k + 1, dtype=np.int64)
+            nb_alt = _coarse_start(pre, k, code, param, c, A, lf, alt)
+            if partition_ratio(pre, alt, nb_alt, code, param, c, A, lf) > partition_ratio(
+                pre, bounds, nb, code, param, c, A, lf
+            ):
+                nb = nb_alt
+                for j in range(nb + 1):
+                    bounds[j] = alt[j]
+    pos = np.arange(k + 1)
+    raw, nb = dinkelbach_ws(pre, pos, sp, sq, val, state, hint, code, param, c, A, lf, bounds, nb)
+    if math.isinf(raw) and c > 0.0:
+        # an overflowing score: the readable program's answer is the first budget with an
+        # infinite row, and an infinite block needs at most 3 blocks (before, it, after)
+        raw, nb = budget_dp(pre, k, min(l, 3), code, param, c, A, lf, bounds)
+        return raw, nb, 1
+    if c < TIE_C and nb > 1 and nb * k * k <= TIE_WORK:
+        # the per-block penalty lambda c is below rounding: partitions with different block
+        # counts tie in floating point; settle the tie as the readable program does (its
+        # smallest maximising s), which the budget program with l = nb reproduces
+        raw, nb = budget_dp(pre, k, min(nb, l), code, param, c, A, lf, bounds)
+        return raw, nb, 0
+    if nb <= l:
+        return raw, nb, 0
+    raw, nb = budget_dp(pre, k, l, code, param, c, A, lf, bounds)
+    return raw, nb, 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Small problems: exact score tables (ldpopt.spr._fast's table path, docs/fast.md section 6)
+# ---------------------------------------------------------------------------------------------
+# These three kernels call nothing that is compiled on its own (block_sums is inlined at the
+# IR level), so a fresh process compiles them in about a second: the pruned solvers above
+# link a dozen dispatchers into each other and take 10-15 s to compile.  The scores
+# themselves are evaluated by numpy (divergences._perspective_array), exactly as
+# spr._dp_readable evaluates them.  Keep them free of calls to other @njit functions (and of
+# numpy allocations, which compile helpers too): tests/test_kernels.py checks which kernels a
+# small solve touches, benchmarks/bench_fast.py measures the first call.
+@njit(cache=True, error_model="numpy")
+def table_args(pre, c, A, i0, i1, x, y, d):
+    """Perspective arguments of the blocks [t, i), t < i, for the end points i0 <= i < i1.
+
+    ``x = c + A dP``, ``y = c + A dQ``, ``d = A (dP - dQ)`` with the block sums of
+    :func:`block_sums` (those of ``spr._Prefix.sums``), in packed order: block [t, i) at
+    ``i (i - 1) / 2 + t - i0 (i0 - 1) / 2``; ``pre`` as :func:`prefix_table`.
+    """
+    j = 0
+    for i in range(i0, i1):
+        for t in range(i):
+            dp, dq = block_sums(pre, t, i)
+            x[j] = c + A * dp
+            y[j] = c + A * dq
+            d[j] = A * (dp - dq)
+            j += 1
+
+
+@njit(cache=True, error_model="numpy")
+def table_pass(S, k, pen, H, cnt, par):
+    r"""One Dinkelbach step over the exact score table ``S`` (packed as :func:`table_args`).
+
+    :math:`H[i] = \max_{t<i} H[t] + (\mu'[t:i) - pen)` with the ties of :func:`penalized_pass`
+    (largest value, then fewest blocks, then smallest split point), so it returns what
+    :func:`penalized_pass` returns for the same scores; ``cnt`` receives the block counts
+    and ``par`` the split points.
+    """
+    H[0] = 0.0
+    cnt[0] = 0
+    par[0] = 0
+    for i in range(1, k + 1):
+        base = i * (i - 1) // 2
+        best = H[0] + (S[base] - pen)
+        bc = cnt[0] + 1
+        bt = 0
+        for t in range(1, i):  # increasing t: an equal (value, count) keeps the smaller t
+            u = H[t] + (S[base + t] - pen)
+            if u < best:
+                continue
+            n = cnt[t] + 1
+            if u > best or (u == best and n < bc):
+                best = u
+                bc = n
+                bt = t
+        H[i] = best
+        cnt[i] = bc
+        par[i] = bt
+
+
+@njit(cache=True, error_model="numpy")
+def table_budget_dp(S, k, l, c, F, par, bounds):
+    r"""Best partition into at most ``l`` blocks over the score table ``S``; returns ``(ratio, nb)``.
+
+    The recursion :math:`F[s, i] = \max_{t \ge s-1} F[s-1, t] + \mu'[t:i)` of
+    :func:`ldpopt.spr.solve._dp_readable` with its tie-breaking: every maximum is numpy's
+    ``argmax`` (the first maximum, or the first NaN), over the split points and over the
+    block counts.  ``F`` (filled with -inf) and ``par`` are (l + 1, k + 1) scratch arrays,
+    allocated by the caller (numpy's allocators would add half a second of compilation);
+    row ``l`` is only computed at ``i = k``.
+    """
+    for i in range(1, k + 1):
+        base = i * (i - 1) // 2
+        F[1, i] = S[base]
+        smax = min(l, i) if i == k else min(l - 1, i)
+        for s in range(2, smax + 1):
+            prev = F[s - 1]
+            best = prev[s - 1] + S[base + s - 1]
+            bt = s - 1
+            if best == best:
+                for t in range(s, i):
+                    v = prev[t] + S[base + t]
+                    if v > best:
+                        best = v
+                        bt = t
+                    elif v != v:
+                        best = v
+                        bt = t
+                        break
+            F[s, i] = best
+            par[s, i] = bt
+    s_star = 1
+    best_ratio = F[1, k]
+    if best_ratio == best_ratio:
+        for s in range(2, l + 1):
+            r = F[s, k] / (1.0 + (s - 1) * c)
+            if r > best_ratio or r != r:
+                best_ratio = r
+                s_star = s
+                if r != r:
+                    break
+    i = k
+    bounds[s_star] = k
+    for s in range(s_star, 1, -1):
+        i = par[s, i]
+        bounds[s - 1] = i
+    bounds[0] = 0
+    return best_ratio, s_star
+
+
+# ---------------------------------------------------------------------------------------------
+# Sweeps: many (instance, eps) cells
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True, error_model="numpy", nogil=True)
+def solve_item(
+    pres,
+    pre_off,
+    ks,
+    ls,
+    t,
+    e0,
+    e1,
+    order,
+    code,
+    param,
+    cs,
+    As,
+    lfs,
+    raw_out,
+    nb_out,
+    meth_out,
+    bounds_out,
+    bounds_off,
+):
+    """Instance ``t`` at the eps indices ``order[e0:e1]`` (by decreasing eps), sequentially.
+
+    The block sums are computed once (they do not depend on eps), every solve is warm-started
+    from the previous eps's optimum and, for KL, reverse KL and JS, the cached scores and
+    bounds are carried down to the next eps as bounds (:func:`carry_bounds`).  ``pres``
+    holds every instance's (10, k+1) prefix table flattened, instance ``t`` at
+    ``pre_off[t]``.  Results go to ``raw_out[t, e]``, ``nb_out[t, e]``, ``meth_out[t, e]``
+    and, when ``bounds_out`` is not empty, the block boundaries to
+    ``bounds_out[bounds_off[t, e]:]``.  Releases the GIL, so items run in parallel threads.
+    """
+    k = ks[t]
+    o = pre_off[t]
+    pre = np.empty((10, k + 1))
+    for r in range(10):
+        for i in range(k + 1):
+            pre[r, i] = pres[o + r * (k + 1) + i]
+    sp, sq, val, state = _new_cache(pre, np.arange(k + 1))
+    carry_ok = code == CODE_KL or code == CODE_REVERSE_KL or code == CODE_JS
+    bounds = np.zeros(k + 1, dtype=np.int64)
+    hint = np.full(k + 1, -1, dtype=np.int64)  # no split-point hints yet
+    nwarm = np.int64(0)  # not a literal: one compiled specialisation of solve_ws
+    c_prev = 0.0
+    A_prev = 0.0
+    for idx in range(e0, e1):
+        e = order[idx]
+        c = cs[e]
+        A = As[e]
+        if carry_ok and c_prev > 0.0 and c > 0.0 and A <= A_prev:
+            carry_bounds(val, state, sp, sq, c_prev, A_prev, c, A)
+        else:
+            state[:] = _EMPTY
+        raw, nb, m = solve_ws(
+            pre, k, ls[t], code, param, c, A, lfs[e], bounds, nwarm, sp, sq, val, state, hint
+        )
+        c_prev = c
+        A_prev = A
+        raw_out[t, e] = raw
+        nb_out[t, e] = nb
+        meth_out[t, e] = m
+        nwarm = nb
+        if bounds_out.shape[0] > 0:
+            b0 = bounds_off[t, e]
+            for j in range(nb + 1):
+                bounds_out[b0 + j] = bounds[j]

@@ -1,0 +1,438 @@
+r"""Batched exact solves: many pairs :math:`(P_0, P_1)` times a grid of privacy levels.
+
+:func:`sweep` computes the optimal utility
+
+.. math:: \max_{Q\ \varepsilon\text{-LDP},\ \le l \text{ outputs}} D_f(Q^\top P_0 \,\|\, Q^\top P_1)
+
+(SPR paper, eq. 3/4, solved through Corollary 3.2 and Prop. 3.3) for every pair and every
+eps of a grid, e.g. the Figure-1 workload (T = 100 pairs, 100 eps values).  It returns the
+same numbers as looping :func:`ldpopt.optimal_mechanism`, but
+
+* validates, sorts and reduces each pair and builds its prefix and block sums once for all eps;
+* solves each pair's eps values in decreasing order in compiled code, every solve warm-started
+  from its neighbour and with score bounds carried down the grid (``docs/fast.md``), the pairs
+  on all cores (the kernel releases the GIL; ``NUMBA_NUM_THREADS`` threads);
+* shows a rich progress bar when the sweep runs for more than a couple of seconds.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int, is_real
+from ldpopt.divergences import FDivergence, get_divergence
+from ldpopt.errors import LdpoptWarning
+from ldpopt.spr.solve import _NEAR_TIE_RTOL, LRReduction, _dp_readable, _reduce
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+__all__ = ["SweepResult", "sweep"]
+
+#: the progress bar appears once a sweep has run this long (seconds) with ``progress=None``
+PROGRESS_DELAY = 2.0
+#: an item (one instance, consecutive eps solved with warm starts) spans at most this / k^2 eps
+ITEM_WORK = 20_000_000
+
+_warned_user_divergence = False
+
+
+@dataclass(frozen=True, eq=False)  # arrays: no element-wise __eq__
+class SweepResult:
+    """Optimal values of a grid of (pair, eps) problems.
+
+    Attributes
+    ----------
+    values : ndarray, shape (T, E)
+        ``values[t, e]`` is the optimal utility for pair t at ``eps_grid[e]`` (the reported
+        value: the Renyi divergence itself for ``renyi``), as
+        ``optimal_mechanism(p0s[t], p1s[t], eps_grid[e], divergence, max_outputs).value``.
+    num_outputs : ndarray of int, shape (T, E)
+        Number of outputs (blocks) of the optimal mechanism found.
+    partitions : list of list of tuple, or None
+        ``partitions[t][e]`` is the optimal partition (blocks of original symbol indices, in
+        likelihood-ratio order, as ``OptimalMechanismResult.partition``); ``None`` unless
+        ``return_partitions=True``.
+    eps_grid : ndarray, shape (E,)
+    divergence : str
+        Name of the utility divergence.
+    max_outputs : int or None
+        The output budget asked for.
+    input_divergence : ndarray, shape (T,)
+        :math:`D_f(P_0\\|P_1)` of every pair (the non-private value).
+    method : str
+        ``"fast"`` (compiled kernels) or ``"dp"`` (readable program, user divergences).
+    """
+
+    values: np.ndarray
+    num_outputs: np.ndarray
+    partitions: list | None
+    eps_grid: np.ndarray
+    divergence: str
+    max_outputs: int | None = None
+    input_divergence: np.ndarray | None = None
+    method: str = "fast"
+
+    @property
+    def normalized_values(self) -> np.ndarray:
+        """``values / input_divergence`` per pair (nan where that is 0 or infinite)."""
+        d = np.asarray(self.input_divergence, dtype=float)[:, None]
+        ok = np.isfinite(d) & (d != 0) & np.isfinite(self.values)
+        with np.errstate(all="ignore"):
+            return np.where(ok, self.values / np.where(ok, d, 1.0), np.nan)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(number of pairs, number of eps values)."""
+        return self.values.shape
+
+
+def _as_pairs(p0s: Any, p1s: Any) -> tuple[list, list]:
+    out = []
+    for name, ps in (("p0s", p0s), ("p1s", p1s)):
+        if isinstance(ps, (str, bytes, dict)) or not hasattr(ps, "__len__"):
+            raise TypeError(
+                f"{name} must be a 2-D array or a sequence of distributions, got {type(ps).__name__}"
+            )
+        if isinstance(ps, np.ndarray) and ps.ndim != 2:
+            raise ValueError(
+                f"{name} must be 2-D (one distribution per row), got an array of shape {ps.shape}"
+            )
+        items = list(ps)
+        if len(items) == 0:
+            raise ValueError(f"{name} must contain at least one distribution")
+        if all(is_real(x) for x in items):
+            raise ValueError(f"{name} must be a sequence of distributions (for one pair use [p0] and [p1])")
+        out.append(items)
+    if len(out[0]) != len(out[1]):
+        raise ValueError(
+            f"p0s and p1s must hold the same number of distributions, got {len(out[0])} and {len(out[1])}"
+        )
+    return out[0], out[1]
+
+
+def _as_eps_grid(eps_grid: Any) -> np.ndarray:
+    if isinstance(eps_grid, (str, bytes)) or is_real(eps_grid) or not hasattr(eps_grid, "__len__"):
+        raise TypeError(f"eps_grid must be a 1-D sequence of privacy levels, got {eps_grid!r}")
+    if isinstance(eps_grid, np.ndarray) and eps_grid.ndim != 1:
+        raise ValueError(f"eps_grid must be 1-D, got an array of shape {eps_grid.shape}")
+    items = eps_grid.tolist() if isinstance(eps_grid, np.ndarray) else list(eps_grid)
+    if len(items) == 0:
+        raise ValueError("eps_grid must contain at least one privacy level")
+    return np.array([check_eps(e, name=f"eps_grid[{j}]") for j, e in enumerate(items)], dtype=float)
+
+
+def _reduce_pair(u: np.ndarray, v: np.ndarray) -> LRReduction:
+    """``spr._reduce`` with a vectorised fast path for the common case of no (near-)tied ratios.
+
+    When no two adjacent sorted log-ratios are within the near-tie tolerance, every class is a
+    single symbol and the reduction is just the sort (what ``_reduce`` computes then, without
+    its per-symbol Python loop); otherwise ``_reduce`` itself runs.
+    """
+    keep = (u > 0) | (v > 0)
+    idx = np.flatnonzero(keep)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        key = np.log(u[idx]) - np.log(v[idx])
+        order = idx[np.argsort(key, kind="stable")]
+        skey = np.sort(key, kind="stable")
+        a, b = skey[:-1], skey[1:]
+        finite = np.isfinite(a) & np.isfinite(b)
+        scale = np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
+        near = (a == b) | (finite & (np.abs(b - a) <= _NEAR_TIE_RTOL * np.where(finite, scale, 1.0)))
+    if idx.size == 0 or np.any(near):
+        return _reduce(u, v)
+    return LRReduction(
+        p=u[order].astype(float),
+        q=v[order].astype(float),
+        classes=tuple((int(i),) for i in order),
+        dropped=tuple(int(i) for i in np.flatnonzero(~keep)),
+        k_original=int(u.shape[0]),
+    )
+
+
+def sweep(
+    p0s: Any,
+    p1s: Any,
+    eps_grid: Sequence[float] | np.ndarray,
+    divergence: str | FDivergence = "kl",
+    max_outputs: int | None = None,
+    return_partitions: bool = False,
+    progress: bool | None = None,
+    *,
+    normalize: bool = False,
+) -> SweepResult:
+    r"""Optimal eps-LDP utilities for many pairs and a grid of privacy levels.
+
+    For every pair :math:`(P_0^{(t)}, P_1^{(t)})` and every :math:`\varepsilon_e` of the grid,
+    the exact optimum of :math:`D_f(Q^\top P_0\|Q^\top P_1)` over eps-LDP channels Q with at
+    most ``max_outputs`` outputs (SPR paper eq. 3/4; Corollary 3.2, Prop. 3.3):
+    ``values[t, e] == optimal_mechanism(p0s[t], p1s[t], eps_grid[e], divergence,
+    max_outputs).value``.
+
+    Parameters
+    ----------
+    p0s, p1s : 2-D array_like or sequence of distributions
+        T pairs; pair t is ``(p0s[t], p1s[t])`` (arrays, dicts or Series, as
+        :func:`ldpopt.optimal_mechanism` takes them; alphabets may differ between pairs).
+    eps_grid : 1-D sequence of float
+        Privacy levels, each > 0 (``math.inf`` allowed).
+    divergence : str or FDivergence
+        Any built-in name or factory (``"kl"``, ``"tv"``, ``"egamma:1.5"``, ``"renyi:2"``...);
+        a user's Python :class:`~ldpopt.FDivergence` runs on the readable solver (with a
+        one-time :class:`~ldpopt.errors.LdpoptWarning`).
+    max_outputs : int, optional
+        Output budget l for every cell (``None``: no budget).
+    return_partitions : bool
+        Also return every optimal partition (costs Python objects per cell).
+    progress : bool or None
+        ``None``: show a progress bar once the sweep has run for 2 s; ``True``: from the start;
+        ``False``: never.
+    normalize : bool
+        Rescale each distribution to sum to 1 instead of rejecting it.
+
+    Returns
+    -------
+    SweepResult
+    """
+    div = get_divergence(divergence)
+    l_user = check_positive_int(max_outputs, "max_outputs", allow_none=True)
+    if not isinstance(return_partitions, (bool, np.bool_)):
+        raise TypeError(f"return_partitions must be True or False, got {return_partitions!r}")
+    if progress is not None and not isinstance(progress, (bool, np.bool_)):
+        raise TypeError(f"progress must be True, False or None, got {progress!r}")
+    a_list, b_list = _as_pairs(p0s, p1s)
+    grid = _as_eps_grid(eps_grid)
+    pairs = [
+        check_labelled_pair(a, b, names=(f"p0s[{t}]", f"p1s[{t}]"), normalize=normalize)[:2]
+        for t, (a, b) in enumerate(zip(a_list, b_list, strict=False))
+    ]
+    reds = [_reduce_pair(u, v) for u, v in pairs]
+    input_div = np.array([div(u, v) for u, v in pairs], dtype=float)
+    T, E = len(reds), grid.shape[0]
+    ls = np.array([r.k if l_user is None else min(l_user, r.k) for r in reds], dtype=np.int64)
+
+    if div.is_builtin:
+        raw, nb, bounds = _sweep_fast(reds, ls, grid, div, bool(return_partitions), progress)
+        method = "fast"
+    else:
+        _warn_user_divergence(div)
+        raw, nb, bounds = _sweep_readable(reds, ls, grid, div, bool(return_partitions), progress)
+        method = "dp"
+
+    if div.value_transform is None:
+        values = raw.copy()
+    else:
+        values = np.array([div.transform(float(x)) for x in raw.reshape(-1)], dtype=float).reshape(T, E)
+    partitions = None
+    if return_partitions:
+        partitions = [[reds[t].lift_blocks(bounds[t][e]) for e in range(E)] for t in range(T)]
+    for arr in (values, nb, grid, input_div):
+        arr.setflags(write=False)
+    return SweepResult(
+        values=values,
+        num_outputs=nb,
+        partitions=partitions,
+        eps_grid=grid,
+        divergence=div.name,
+        max_outputs=l_user,
+        input_divergence=input_div,
+        method=method,
+    )
+
+
+def _warn_user_divergence(div: FDivergence) -> None:
+    global _warned_user_divergence
+    if not _warned_user_divergence:
+        _warned_user_divergence = True
+        warnings.warn(
+            f"divergence {div.name!r} is a Python FDivergence without a compiled kernel; sweep falls back "
+            "to the readable O(l k^2) program (same optimum, much slower). Use a built-in name or factory "
+            "(kl, reverse_kl, tv, chi2, hellinger, js, egamma, renyi) for speed.",
+            LdpoptWarning,
+            stacklevel=3,
+        )
+
+
+class _Progress:
+    """A rich progress bar that only appears after PROGRESS_DELAY seconds (or at once / never)."""
+
+    def __init__(self, total: int, mode: bool | None, label: str):
+        self.total = total
+        self.mode = mode
+        self.label = label
+        self.start = time.perf_counter()
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
+        self.done = 0
+
+    def update(self, n: int) -> None:
+        self.done += n
+        if self.bar is None and self.mode is not False and self.done < self.total:
+            if self.mode or time.perf_counter() - self.start > PROGRESS_DELAY:
+                from rich.progress import (
+                    BarColumn,
+                    MofNCompleteColumn,
+                    Progress,
+                    TextColumn,
+                    TimeElapsedColumn,
+                    TimeRemainingColumn,
+                )
+
+                self.bar = Progress(
+                    TextColumn("[bold]{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeElapsedColumn(),
+                    TimeRemainingColumn(),
+                    transient=True,
+                )
+                self.bar.start()
+                self.task = self.bar.add_task(self.label, total=self.total, completed=self.done)
+        elif self.bar is not None:
+            assert self.task is not None  # added together with the bar
+            self.bar.update(self.task, completed=self.done)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            assert self.task is not None  # added together with the bar
+            self.bar.update(self.task, completed=self.done)
+            self.bar.stop()
+
+
+def _work_items(ks: np.ndarray, E: int, threads: int) -> list[tuple[int, int, int]]:
+    """Split the (pair, eps) grid into items (t, e0, e1): pair t at the eps ranks e0..e1-1.
+
+    An item is solved sequentially with warm starts and carried bounds, so items should be
+    long; but one covers at most ITEM_WORK / k^2 eps values (progress stays live for large
+    alphabets) and pairs are split further until there are >= 2 items per thread.
+    """
+    T = ks.shape[0]
+    chunks = max(1, min(E, -(-2 * threads // T)))
+    items = []
+    for t in range(T):
+        k = int(ks[t])
+        span = max(1, min(-(-E // chunks), ITEM_WORK // max(1, k * k)))
+        for e0 in range(0, E, span):
+            items.append((t, e0, min(E, e0 + span)))
+    return items
+
+
+def _threads() -> int:
+    import os
+
+    import numba
+
+    # read the environment too: a worker process may set NUMBA_NUM_THREADS after numba was imported
+    env = os.environ.get("NUMBA_NUM_THREADS", "")
+    n = int(env) if env.isdigit() else int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]  # numba.config sets its options at run time
+    return max(1, n)
+
+
+def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ldpopt.spr import _fast
+    from ldpopt.spr import _kernels as K
+
+    T, E = len(reds), grid.shape[0]
+    ks = np.array([r.k for r in reds], dtype=np.int64)
+    pre_off = np.zeros(T + 1, dtype=np.int64)
+    pre_off[1:] = np.cumsum(10 * (ks + 1))
+    pres = np.empty(int(pre_off[-1]))
+    for t, r in enumerate(reds):
+        table = K.prefix_table(np.ascontiguousarray(r.p, dtype=float), np.ascontiguousarray(r.q, dtype=float))
+        pres[pre_off[t] : pre_off[t + 1]] = table.reshape(-1)
+    scal = [_fast.rescale(float(e)) for e in grid]
+    cs = np.array([s[0] for s in scal])
+    As = np.array([s[1] for s in scal])
+    lfs = np.array([s[2] for s in scal])
+    order = np.argsort(-grid, kind="stable").astype(np.int64)  # decreasing eps: bounds carry down
+    raw = np.empty((T, E))
+    nb = np.empty((T, E), dtype=np.int64)
+    meth = np.empty((T, E), dtype=np.int64)
+    if keep_bounds:
+        sizes = np.repeat(ks + 1, E)
+        bounds_off = np.zeros(T * E, dtype=np.int64)
+        bounds_off[1:] = np.cumsum(sizes)[:-1]
+        bounds = np.empty(int(sizes.sum()), dtype=np.int64)
+        bounds_off = bounds_off.reshape(T, E)
+    else:
+        bounds_off = np.zeros((T, E), dtype=np.int64)
+        bounds = np.empty(0, dtype=np.int64)
+    code, param = int(div.code), float(div.param)
+    threads = _threads()
+    items = _work_items(ks, E, threads)
+
+    def run(item):
+        t, e0, e1 = item
+        # the kernel releases the GIL: items of different threads run on different cores
+        K.solve_item(
+            pres,
+            pre_off,
+            ks,
+            ls,
+            t,
+            e0,
+            e1,
+            order,
+            code,
+            param,
+            cs,
+            As,
+            lfs,
+            raw,
+            nb,
+            meth,
+            bounds,
+            bounds_off,
+        )
+        return e1 - e0
+
+    bar = _Progress(T * E, progress, f"sweep {T} x {E} ({div.name})")
+    try:
+        if threads == 1 or len(items) == 1:
+            for item in items:
+                bar.update(run(item))
+        else:
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                for count in pool.map(run, items):
+                    bar.update(count)
+    finally:
+        bar.close()
+    bounds_list = None
+    if keep_bounds:
+        bounds_list = []
+        for t in range(T):
+            row = []
+            for e in range(E):
+                b0 = bounds_off[t, e]
+                b = bounds[b0 : b0 + nb[t, e] + 1]
+                row.append([(int(b[i]), int(b[i + 1])) for i in range(int(nb[t, e]))])
+            bounds_list.append(row)
+    return raw, nb, bounds_list
+
+
+def _sweep_readable(reds, ls, grid, div, keep_bounds, progress):
+    T, E = len(reds), grid.shape[0]
+    raw = np.empty((T, E))
+    nb = np.empty((T, E), dtype=np.int64)
+    cuts_all: list[list[Any]] | None = [[None] * E for _ in range(T)] if keep_bounds else None
+    bar = _Progress(T * E, progress, f"sweep {T} x {E} ({div.name}, readable)")
+    try:
+        for t, r in enumerate(reds):
+            for e, eps in enumerate(grid):
+                value, cuts = _dp_readable(r.p, r.q, float(eps), div, int(ls[t]))
+                raw[t, e] = value
+                nb[t, e] = len(cuts)
+                if cuts_all is not None:  # keep_bounds
+                    cuts_all[t][e] = cuts
+                bar.update(1)
+    finally:
+        bar.close()
+    return raw, nb, cuts_all

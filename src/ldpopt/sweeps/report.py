@@ -1,0 +1,241 @@
+r"""Summaries and plots of a sweep: mean curves with percentile-bootstrap bands.
+
+For every divergence, budget, mechanism and eps the summary gives the mean over instances of
+the normalised utility :math:`D_f(M_0\|M_1)/D_f(P_0\|P_1)` (instances whose input divergence is
+0 or infinite are skipped and counted) with a percentile-bootstrap band: the instances are
+resampled with replacement ``resamples`` times, the SAME resample indices for every mechanism,
+budget and eps of a divergence, so the paired structure of the sweep is kept in the bands (as
+in the SPR paper's Appendix E / Figure 6).  The same is done for the number of outputs of the
+optimal mechanism.  Plotting uses matplotlib's Agg canvas directly (no display, no global
+backend switch).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["summarize", "plot_summary", "write_report", "SUMMARY_COLUMNS"]
+
+SUMMARY_COLUMNS = (
+    "divergence",
+    "budget",
+    "mechanism",
+    "eps",
+    "n",
+    "skipped",
+    "mean_value",
+    "mean_normalized",
+    "lo",
+    "hi",
+    "mean_num_outputs",
+    "outputs_lo",
+    "outputs_hi",
+)
+#: resampled values held in memory at once while bootstrapping (B x T x columns)
+_BOOT_BATCH = 20_000_000
+_MECH_ORDER = {"optimal": 0, "kov_lp": 1, "binary": 2, "rr": 3}
+_MECH_LABEL = {"optimal": "optimal (SPR)", "kov_lp": "KOV LP", "binary": "binary", "rr": "k-ary RR"}
+
+
+def _boot_band(M: np.ndarray, idx: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile band of the column means (NaN entries skipped) over the bootstrap resamples ``idx``."""
+    B, T = idx.shape
+    C = M.shape[1]
+    lo = np.full(C, np.nan)
+    hi = np.full(C, np.nan)
+    step = max(1, _BOOT_BATCH // max(1, B * T))
+    q = (100 * (1 - level) / 2, 100 * (1 + level) / 2)
+    for a in range(0, C, step):
+        block = M[:, a : a + step]
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN resamples
+            means = np.nanmean(block[idx], axis=1)  # (B, c)
+            lo[a : a + step], hi[a : a + step] = np.nanpercentile(means, q, axis=0)
+    return lo, hi
+
+
+def summarize(df, resamples: int = 1000, seed: int = 0, level: float = 0.95):
+    """Mean curves and bootstrap bands of a sweep's rows (a DataFrame from :func:`ldpopt.run_sweep`).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Sweep rows (columns as in ``docs/sweeps.md``).
+    resamples : int
+        Bootstrap resamples of the instances (0: no bands).
+    seed : int
+        Seed of the resample indices (``numpy.random.default_rng``).
+    level : float
+        Coverage of the percentile band, in (0, 1).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (divergence, budget, mechanism, eps), columns :data:`SUMMARY_COLUMNS`.
+    """
+    import pandas as pd
+
+    from ldpopt._validation import check_positive_int, is_real
+
+    if resamples != 0:
+        resamples = check_positive_int(resamples, "resamples")
+    if not (is_real(level) and 0 < level < 1):
+        raise ValueError(f"level must be a float in (0, 1), got level={level!r}")
+    rows = []
+    for div, sub in df.groupby("divergence", sort=False):
+        instances = np.sort(sub["instance_index"].unique())
+        T = instances.shape[0]
+        rng = np.random.default_rng(seed)
+        idx = rng.integers(0, T, size=(resamples, T)) if resamples else None
+        keys = sub[["budget", "mechanism", "eps"]].drop_duplicates()
+        keys = keys.assign(_m=keys["mechanism"].map(lambda m: _MECH_ORDER.get(m, 9)))
+        keys = keys.sort_values(["_m", "budget", "eps"]).drop(columns="_m")
+        pos = {i: j for j, i in enumerate(instances)}
+        col = {tuple(k): j for j, k in enumerate(keys.itertuples(index=False, name=None))}
+        C = len(col)
+        norm = np.full((T, C), np.nan)
+        val = np.full((T, C), np.nan)
+        outs = np.full((T, C), np.nan)
+        r = sub["instance_index"].map(pos).to_numpy()
+        c = np.array(
+            [col[k] for k in zip(sub["budget"], sub["mechanism"], sub["eps"], strict=False)], dtype=np.int64
+        )
+        norm[r, c] = sub["normalized_utility"].to_numpy(float)
+        val[r, c] = sub["value"].to_numpy(float)
+        outs[r, c] = sub["num_outputs"].to_numpy(float)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # columns without finite entries
+            n = np.sum(np.isfinite(norm), axis=0)
+            mean_norm = np.nanmean(norm, axis=0)
+            mean_val = np.nanmean(np.where(np.isfinite(val), val, np.nan), axis=0)
+            mean_out = np.nanmean(outs, axis=0)
+        if idx is not None:
+            lo, hi = _boot_band(norm, idx, level)
+            olo, ohi = _boot_band(outs, idx, level)
+        else:
+            lo = hi = olo = ohi = np.full(C, np.nan)
+        for (budget, mech, eps), j in col.items():
+            rows.append(
+                (
+                    div,
+                    int(budget),
+                    mech,
+                    float(eps),
+                    int(n[j]),
+                    int(T - n[j]),
+                    mean_val[j],
+                    mean_norm[j],
+                    lo[j],
+                    hi[j],
+                    mean_out[j],
+                    olo[j],
+                    ohi[j],
+                )
+            )
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+
+
+def _label(mech: str, budget: int, budgets: list) -> str:
+    base = _MECH_LABEL.get(mech, mech)
+    if mech == "optimal" and (budget != 0 or len(budgets) > 1):
+        return f"{base}, l = {budget}" if budget else f"{base}, no budget"
+    return base
+
+
+def plot_summary(summary, out_dir: str | Path, formats=("png", "svg")) -> list[Path]:
+    """Plot utility-vs-eps curves and the optimal number of outputs vs eps (one panel per divergence).
+
+    Writes ``utility_vs_eps.<fmt>`` and ``outputs_vs_eps.<fmt>`` into ``out_dir``; returns the paths.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    divs = list(dict.fromkeys(summary["divergence"]))
+    ncol = min(3, len(divs))
+    nrow = math.ceil(len(divs) / ncol)
+    written = []
+    for what in ("utility", "outputs"):
+        fig = Figure(figsize=(5.0 * ncol, 3.8 * nrow), layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
+        for ax, div in zip(axes, divs, strict=False):
+            sub = summary[summary["divergence"] == div]
+            budgets = sorted(sub.loc[sub["mechanism"] == "optimal", "budget"].unique())
+            normalized = bool(np.isfinite(sub["mean_normalized"]).any())
+            if what == "outputs":
+                sub = sub[sub["mechanism"] == "optimal"]
+            for (mech, budget), g in sub.groupby(["mechanism", "budget"], sort=False):
+                g = g.sort_values("eps")
+                if what == "utility":
+                    y = g["mean_normalized"] if normalized else g["mean_value"]
+                    lo, hi = g["lo"], g["hi"]
+                else:
+                    y, lo, hi = g["mean_num_outputs"], g["outputs_lo"], g["outputs_hi"]
+                style = "--" if mech == "kov_lp" else "-"
+                best = mech == "optimal" and budget == 0
+                (line,) = ax.plot(
+                    g["eps"],
+                    y,
+                    style,
+                    label=_label(mech, int(budget), budgets),
+                    lw=2.2 if best else 1.5,
+                    zorder=3 if mech == "kov_lp" else 2,
+                )
+                if normalized or what == "outputs":
+                    ok = np.isfinite(lo) & np.isfinite(hi)
+                    if ok.any():
+                        ax.fill_between(
+                            g["eps"][ok], lo[ok], hi[ok], color=line.get_color(), alpha=0.18, lw=0
+                        )
+            ax.set_xlabel(r"$\varepsilon$")
+            if what == "utility":
+                ax.set_ylabel(r"$D_f(M_0\|M_1)/D_f(P_0\|P_1)$" if normalized else r"$D_f(M_0\|M_1)$")
+                ax.set_title(f"{div}: mean utility ({'normalised' if normalized else 'raw'})")
+            else:
+                from matplotlib.ticker import MaxNLocator
+
+                ax.set_ylabel("optimal number of outputs")
+                ax.set_title(f"{div}: outputs of the optimal mechanism")
+                ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+                top = float(np.nanmax(sub["mean_num_outputs"])) if len(sub) else 2.0
+                ax.set_ylim(0.8, max(2.2, top * 1.08))
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+        for ax in axes[len(divs) :]:
+            ax.set_visible(False)
+        for fmt in formats:
+            path = out_dir / f"{what}_vs_eps.{fmt}"
+            fig.savefig(path, dpi=150)
+            written.append(path)
+    return written
+
+
+def write_report(
+    directory: str | os.PathLike,
+    out_dir: str | os.PathLike | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+    formats=("png", "svg"),
+) -> tuple:
+    """Summarise a sweep directory: ``summary.csv`` and the plots in ``out_dir`` (default ``DIR/report``).
+
+    Returns (summary DataFrame, list of written paths).
+    """
+    from ldpopt.sweeps.runner import load_results
+
+    df = load_results(directory)
+    if df.empty:
+        raise ValueError(f"sweep directory {str(directory)!r} holds no finished rows yet")
+    out_dir = Path(directory) / "report" if out_dir is None else Path(out_dir)
+    summary = summarize(df, resamples=resamples, seed=seed)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv = out_dir / "summary.csv"
+    summary.to_csv(csv, index=False)
+    return summary, [csv, *plot_summary(summary, out_dir, formats)]

@@ -1,0 +1,107 @@
+"""`ldpopt design` and `ldpopt demo` through typer's test runner."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib.metadata import version
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import ldpopt
+from ldpopt.cli import app
+from ldpopt.cli.design import DEMO_EVENTS
+
+runner = CliRunner()
+
+
+def test_design_prints_and_writes_json(tmp_path):
+    out = tmp_path / "res.json"
+    r = runner.invoke(
+        app, ["design", "--p0", "0.1,0.2,0.7", "--p1", "0.3,0.3,0.4", "--eps", "1", "--json", str(out)]
+    )
+    assert r.exit_code == 0, r.output
+    assert "Partition" in r.output and "binary" in r.output and "k-ary RR" in r.output
+    data = json.loads(out.read_text())
+    ref = ldpopt.optimal_mechanism([0.1, 0.2, 0.7], [0.3, 0.3, 0.4], 1.0)
+    assert data["value"] == pytest.approx(ref.value)
+    assert data["partition"] == [list(b) for b in ref.partition]
+    assert np.allclose(data["matrix"], ref.mechanism.matrix)
+    assert set(data["baselines"]) == {"optimal (SPR)", "binary", "k-ary RR"}
+    assert data["normalized_value"] == pytest.approx(ref.value / ref.input_divergence)
+
+
+def test_design_budget_and_divergence():
+    r = runner.invoke(
+        app,
+        [
+            "design",
+            "--p0",
+            "0.1,0.2,0.3,0.4",
+            "--p1",
+            "0.4,0.3,0.2,0.1",
+            "--eps",
+            "3",
+            "--divergence",
+            "tv",
+            "--max-outputs",
+            "2",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    assert "2 output(s)" in r.output
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--p0", "0.1,0.2,0.7", "--p1", "0.3,0.3,0.5", "--eps", "1"], "sum to 1"),
+        (["--p0", "0.1,x,0.7", "--p1", "0.3,0.3,0.4", "--eps", "1"], "--p0"),
+        (["--p0", "0.1,0.2,0.7", "--p1", "0.3,0.3,0.4", "--eps", "-1"], "eps"),
+        (["--p0", "0.1,0.2,0.7", "--p1", "0.3,0.3,0.4", "--eps", "1", "--divergence", "foo"], "divergence"),
+        (["--p0", "0.1,0.2,0.7", "--p1", "0.3,0.7", "--eps", "1"], "same length"),
+        (["--p0", "0.1,0.2,0.7", "--p1", "0.3,0.3,0.4", "--eps", "1", "--max-outputs", "0"], "max_outputs"),
+    ],
+)
+def test_design_errors_are_one_line(args, needle):
+    r = runner.invoke(app, ["design", *args])
+    assert r.exit_code != 0
+    assert needle in r.output
+    assert "Traceback" not in r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+def test_demo_runs_and_compares():
+    r = runner.invoke(app, ["demo"])
+    assert r.exit_code == 0, r.output
+    assert "gift_card_purchase" in r.output and "k-ary RR" in r.output
+    assert 8 <= len(DEMO_EVENTS) <= 12
+    p0 = np.array([v[0] for v in DEMO_EVENTS.values()])
+    p1 = np.array([v[1] for v in DEMO_EVENTS.values()])
+    assert abs(p0.sum() - 1) < 1e-12 and abs(p1.sum() - 1) < 1e-12
+
+
+def test_design_with_labels_and_normalize():
+    r = runner.invoke(
+        app, ["design", "--p0", "a=1,b=2,c=7", "--p1", "c=4,b=3,a=3", "--eps", "1", "--normalize"]
+    )
+    assert r.exit_code == 0, r.output
+    ref = ldpopt.optimal_mechanism([0.1, 0.2, 0.7], [0.3, 0.3, 0.4], 1.0)
+    assert f"{ref.value:.6g}" in r.output
+    assert "a, b" in r.output  # the low-ratio block, shown by label
+
+
+def test_version_from_package_metadata():
+    """``ldpopt --version`` and ``python -m ldpopt --version`` print the installed version."""
+    expected = version("ldpopt")
+    assert ldpopt.__version__ == expected
+    r = subprocess.run(
+        [sys.executable, "-m", "ldpopt", "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"ldpopt {expected}"
+    h = subprocess.run([sys.executable, "-m", "ldpopt", "-h"], capture_output=True, text=True, timeout=60)
+    assert h.returncode == 0 and "Usage" in h.stdout

@@ -1,0 +1,227 @@
+"""``ldpopt sweep`` / ``ldpopt sweep-report``: exit codes, messages, outputs; the report's statistics."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from ldpopt.sweeps import runner
+from ldpopt.sweeps.report import summarize
+from ldpopt.cli import app
+
+CONFIG = """
+[instances]
+generator = "dirichlet"
+k = 6
+trials = 5
+alpha = 1.0
+seed = 3
+[grid]
+eps = {start = 0.5, stop = 3.0, step = 0.5}
+divergences = ["kl", "egamma:1.5"]
+max_outputs = [0, 2]
+baselines = ["binary", "rr"]
+[run]
+instances_per_chunk = 2
+"""
+
+
+@pytest.fixture
+def cli():
+    return CliRunner()
+
+
+@pytest.fixture
+def config(tmp_path):
+    path = tmp_path / "small.toml"
+    path.write_text(CONFIG)
+    return path
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A finished sweep directory (run once for the report tests)."""
+    d = tmp_path_factory.mktemp("finished")
+    (d / "small.toml").write_text(CONFIG)
+    runner.run_sweep(d / "small.toml", d / "out", scheduler="inline", quiet=True)
+    return d / "out"
+
+
+def test_help_lists_the_commands(cli):
+    res = cli.invoke(app, ["--help"])
+    assert res.exit_code == 0 and "sweep" in res.output and "sweep-report" in res.output
+    res = cli.invoke(app, ["sweep", "--help"])
+    assert res.exit_code == 0
+    for opt in ("--out", "--scheduler", "--resume", "--quiet", "--workers", "dask-local", "tcp://HOST:PORT"):
+        assert opt in res.output, opt
+
+
+def test_sweep_runs_and_resumes(cli, config, tmp_path):
+    out = tmp_path / "out"
+    res = cli.invoke(app, ["sweep", str(config), "--out", str(out), "--scheduler", "inline"])
+    assert res.exit_code == 0, res.output
+    assert "sweep complete" in res.output and "3/3 done (3 this run, 0 failed)" in res.output
+    assert "cells/s" in res.stderr  # the progress bar
+    df = runner.load_results(out)
+    assert len(df) == 5 * 6 * 2 * (2 + 2)
+    res = cli.invoke(app, ["sweep", str(config), "--out", str(out), "--scheduler", "inline", "--resume"])
+    assert res.exit_code == 0 and "3/3 done (0 this run, 0 failed)" in res.output
+    pd.testing.assert_frame_equal(runner.load_results(out), df)
+
+
+def test_quiet_logs_and_default_out(cli, config, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = cli.invoke(app, ["sweep", str(config), "--scheduler", "inline", "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "cells/s" not in res.stderr
+    assert "INFO ldpopt.sweep: chunk 0 done" in res.stderr and "sweep complete" in res.stderr
+    assert (tmp_path / "ldpopt-out" / "sweep-small" / "manifest.json").is_file()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--scheduler", "threads"], "unknown scheduler='threads'"),
+        (["--scheduler", "tcp://127.0.0.1:notaport"], "tcp://HOST:PORT"),
+    ],
+)
+def test_bad_scheduler_is_a_one_line_error(cli, config, tmp_path, args, message):
+    res = cli.invoke(app, ["sweep", str(config), "--out", str(tmp_path / "o"), *args])
+    assert res.exit_code == 2
+    assert message in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "o" / "manifest.json").exists()
+
+
+def test_bad_config_is_a_one_line_error(cli, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(CONFIG.replace("seed = 3", "sede = 3"))
+    res = cli.invoke(app, ["sweep", str(bad), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2
+    assert "unknown key 'sede' in [instances]" in res.stderr and "Traceback" not in res.stderr
+    bad.write_text(CONFIG.replace('divergences = ["kl", "egamma:1.5"]', "divergences = []"))
+    res = cli.invoke(app, ["sweep", str(bad), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "[grid] divergences must not be empty" in res.stderr
+    res = cli.invoke(app, ["sweep", str(tmp_path / "missing.toml")])
+    assert res.exit_code == 2 and "does not exist" in res.stderr
+
+
+def test_failed_chunk_exit_code_and_message(cli, config, tmp_path, monkeypatch):
+    monkeypatch.setenv(runner.FAULT_ENV, "raise:2")
+    out = tmp_path / "o"
+    res = cli.invoke(app, ["sweep", str(config), "--out", str(out), "--scheduler", "inline"])
+    assert res.exit_code == 1
+    assert "chunk 2 failed" in res.output and "injected failure in chunk 2" in res.output
+    assert "rerun the same command" in res.output
+    monkeypatch.delenv(runner.FAULT_ENV)
+    res = cli.invoke(app, ["sweep", str(config), "--out", str(out), "--scheduler", "inline"])
+    assert res.exit_code == 0 and "3/3 done (1 this run, 0 failed)" in res.output
+
+
+def test_report_writes_summary_and_figures(cli, finished, tmp_path):
+    rep = tmp_path / "rep"
+    res = cli.invoke(app, ["sweep-report", str(finished), "--out", str(rep), "--resamples", "200"])
+    assert res.exit_code == 0, res.output
+    for name in (
+        "summary.csv",
+        "utility_vs_eps.png",
+        "utility_vs_eps.svg",
+        "outputs_vs_eps.png",
+        "outputs_vs_eps.svg",
+    ):
+        assert (rep / name).stat().st_size > 0, name
+    assert (rep / "utility_vs_eps.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert b"<svg" in (rep / "outputs_vs_eps.svg").read_bytes()[:2000]
+    summary = pd.read_csv(rep / "summary.csv")
+    # means are plain means over the instances (checked with a pandas groupby)
+    df = runner.load_results(finished)
+    direct = df.groupby(["divergence", "budget", "mechanism", "eps"])["normalized_utility"].mean()
+    got = summary.set_index(["divergence", "budget", "mechanism", "eps"])["mean_normalized"]
+    assert len(got) == len(direct) == 2 * 6 * 4
+    np.testing.assert_allclose(got.reindex(direct.index).to_numpy(), direct.to_numpy(), rtol=1e-12)
+    assert (
+        (summary.lo <= summary.mean_normalized + 1e-12) & (summary.mean_normalized <= summary.hi + 1e-12)
+    ).all()
+    opt = summary[summary.mechanism == "optimal"]
+    assert (opt.mean_num_outputs >= 1).all() and (opt[opt.budget == 2].mean_num_outputs <= 2).all()
+    # the Python API gives the same summary (same seed, same resample indices)
+    api = runner.summarize_sweep(finished, resamples=200)
+    np.testing.assert_allclose(
+        api[["mean_normalized", "lo", "hi"]].to_numpy(),
+        summary[["mean_normalized", "lo", "hi"]].to_numpy(),
+        rtol=1e-12,
+    )
+
+
+def test_report_default_dir_and_errors(cli, finished, tmp_path):
+    res = cli.invoke(app, ["sweep-report", str(finished), "--resamples", "0", "--format", "png"])
+    assert res.exit_code == 0, res.output
+    assert (finished / "report" / "utility_vs_eps.png").is_file()
+    assert not (finished / "report" / "utility_vs_eps.svg").exists()
+    res = cli.invoke(app, ["sweep-report", str(tmp_path)])
+    assert res.exit_code == 2 and "is not a sweep directory" in res.stderr
+    res = cli.invoke(app, ["sweep-report", str(finished), "--format", "gif"])
+    assert res.exit_code == 2 and "--format must list png, svg or pdf" in res.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# The bootstrap of the report against a plain loop
+# ---------------------------------------------------------------------------------------------
+def _synthetic(T=7, seed=1):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for t in range(T):
+        base = rng.uniform(0.1, 1.0)
+        for eps in (0.5, 1.0):
+            for mech, scale in (("optimal", 1.0), ("binary", 0.7), ("rr", 0.7)):
+                v = base * scale * eps
+                rows.append(
+                    dict(
+                        instance=str(t),
+                        instance_index=t,
+                        k=4,
+                        eps=eps,
+                        divergence="kl",
+                        budget=0,
+                        mechanism=mech,
+                        value=v,
+                        normalized_utility=v / 2.0,
+                        num_outputs=2 + t % 2,
+                        partition=None,
+                        solve_time=0.0,
+                    )
+                )
+    return pd.DataFrame(rows)
+
+
+def test_bootstrap_bands_match_a_plain_loop_with_shared_indices():
+    df = _synthetic()
+    s = summarize(df, resamples=300, seed=4).set_index(["mechanism", "eps"])
+    rng = np.random.default_rng(4)
+    idx = rng.integers(0, 7, size=(300, 7))
+    for (mech, eps), row in s.iterrows():
+        x = (
+            df[(df.mechanism == mech) & (df.eps == eps)]
+            .sort_values("instance_index")
+            .normalized_utility.to_numpy()
+        )
+        means = np.array([x[i].mean() for i in idx])
+        lo, hi = np.percentile(means, [2.5, 97.5])
+        assert math.isclose(row.lo, lo, rel_tol=1e-12) and math.isclose(row.hi, hi, rel_tol=1e-12)
+        assert math.isclose(row.mean_normalized, x.mean(), rel_tol=1e-12) and row.n == 7
+    # identical per-instance values give identical bands: the resample indices are shared
+    assert s.loc[("binary", 0.5), "lo"] == s.loc[("rr", 0.5), "lo"]
+
+
+def test_summary_skips_undefined_normalisations():
+    df = _synthetic()
+    df.loc[df.instance_index == 0, "normalized_utility"] = np.nan  # D_f(P0||P1) = 0 for instance 0
+    s = summarize(df, resamples=0)
+    assert (s.n == 6).all() and (s.skipped == 1).all() and s.lo.isna().all()
+    with pytest.raises(ValueError, match="level must be a float in"):
+        summarize(df, level=95)
+    with pytest.raises(ValueError, match="resamples must be >= 1|resamples must be a positive integer"):
+        summarize(df, resamples=-3)

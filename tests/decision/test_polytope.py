@@ -1,0 +1,163 @@
+"""The maximal-channel polytope: S, Q_ex(c), maximality, canonical form, Blackwell order, vertices."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ldpopt
+from ldpopt.decision import polytope
+from reference import polytope_vertices_bruteforce
+
+
+def _rr_weights(m, eps):
+    # Q_ex of randomized response: singletons with c = 1 / (e^eps + m - 1)
+    return {(x,): 1.0 / (math.exp(eps) + m - 1) for x in range(m)}
+
+
+def test_s_matrix_entries_and_order():
+    S = polytope.s_matrix(3, 1.0)
+    assert S.shape == (6, 3)
+    e = math.e
+    # bitmask order: {0}, {1}, {0,1}, {2}, {0,2}, {1,2}
+    assert np.allclose(S[0], [e, 1, 1]) and np.allclose(S[2], [e, e, 1]) and np.allclose(S[5], [1, e, e])
+    assert polytope.subset_rows(4).sum() == sum(bin(h).count("1") for h in range(1, 15))
+
+
+def test_subset_rows_refuses_large_m_and_points_to_other_methods():
+    with pytest.raises(ValueError, match="colgen"):
+        polytope.subset_rows(polytope.ENUM_MAX_M + 1)
+
+
+def test_q_ex_is_column_stochastic_ldp_and_maximal():
+    m, eps = 4, 0.7
+    mech = polytope.q_ex(_rr_weights(m, eps), eps, m)
+    assert np.allclose(mech.matrix, ldpopt.randomized_response(m, eps).matrix)
+    assert ldpopt.is_maximal(mech)
+    with pytest.raises(ValueError, match="polytope"):
+        polytope.q_ex({(0,): 0.5, (1,): 0.5}, eps, 3)
+
+
+def test_binary_inputs_have_a_single_maximal_channel():
+    # Corollary 3.13: for |X| = 2 the polytope is one point and Q_ex is binary RR
+    rows, verts = polytope.polytope_vertices(2, 1.3)
+    assert verts.shape == (1, 2)
+    assert np.allclose(verts[0], 1 / (math.exp(1.3) + 1))
+
+
+@pytest.mark.parametrize("m", [3, 4])
+def test_vertices_match_bruteforce_bases(m):
+    eps = 0.9
+    rows, verts = polytope.polytope_vertices(m, eps)
+    ref = polytope_vertices_bruteforce(m, eps)
+    assert verts.shape == ref.shape
+    # rows of both are in bitmask order vs itertools order: compare as sets of {subset: weight}
+    subs = [frozenset(np.flatnonzero(r)) for r in rows]
+    import itertools
+
+    ref_subs = [frozenset(c) for r in range(1, m) for c in itertools.combinations(range(m), r)]
+    pos = [ref_subs.index(s) for s in subs]
+    mine = {tuple(np.round(v, 9)) for v in verts}
+    theirs = {tuple(np.round(v[pos], 9)) for v in ref}
+    assert mine == theirs
+    # every vertex is a point of the polytope
+    S = polytope.s_matrix(m, eps)
+    assert np.allclose(verts @ S, 1.0)
+
+
+def test_vertex_enumeration_refuses_m6():
+    with pytest.raises(ValueError, match="m <= 5"):
+        polytope.polytope_vertices(6, 1.0)
+
+
+def test_is_maximal_examples():
+    eps = 1.0
+    assert ldpopt.is_maximal(ldpopt.randomized_response(5, eps))
+    assert ldpopt.is_maximal(ldpopt.binary_mechanism([0.5, 0.3, 0.2], [0.2, 0.3, 0.5], eps))
+    # RR at eps = 1 claimed as eps = 2: its columns have ratio e, not e^2
+    weak = ldpopt.Mechanism(ldpopt.randomized_response(3, 1.0).matrix, 2.0)
+    assert not ldpopt.is_maximal(weak)
+    # a column with three levels is not an extreme direction
+    three = np.array([[0.5, 0.5], [0.4, 0.6], [0.3, 0.7]])
+    assert not ldpopt.is_maximal(ldpopt.Mechanism(three, math.log(0.7 / 0.3) + 0.2))
+    # the constant channel is not maximal
+    assert not ldpopt.is_maximal(ldpopt.Mechanism(np.full((3, 2), 0.5), 1.0))
+    # eps = inf: maximal iff outputs reveal the input
+    assert ldpopt.is_maximal(ldpopt.Mechanism(np.eye(3), math.inf))
+    assert not ldpopt.is_maximal(ldpopt.Mechanism(np.array([[1, 0], [1, 0], [0, 1.0]]), math.inf))
+    with pytest.raises(ValueError, match="eps is required"):
+        ldpopt.is_maximal(np.eye(2))
+
+
+def test_extreme_subset_reads_the_high_set():
+    c = math.exp(-0.5)
+    assert polytope.extreme_subset([1, c, 1, c], 0.5) == frozenset({0, 2})
+    assert polytope.extreme_subset([c, c, c], 0.5) is None
+    assert polytope.extreme_subset([1, 1, 1], 0.5) is None
+
+
+def test_canonical_form_merges_splits_and_drops_zero_outputs():
+    rr = ldpopt.randomized_response(3, 1.0)
+    M = rr.matrix
+    # split output 0 into 0.3/0.7 copies, add a zero output, shuffle
+    split = np.column_stack([0.3 * M[:, 0], M[:, 2], np.zeros(3), 0.7 * M[:, 0], M[:, 1]])
+    q = ldpopt.Mechanism(split, 1.0)
+    a = ldpopt.canonical_form(q)
+    b = ldpopt.canonical_form(rr)
+    assert a.num_outputs == 3
+    assert np.allclose(a.matrix, b.matrix)
+
+
+@settings(max_examples=25)
+@given(st.integers(2, 4), st.integers(2, 4), st.floats(0.2, 3.0), st.integers(0, 10**6))
+def test_blackwell_garbling_properties(m, n, eps, seed):
+    rng = np.random.default_rng(seed)
+    # a random eps-LDP channel: columns with entries in [1, e^eps], then normalised rows
+    raw = rng.uniform(1.0, math.exp(eps), size=(m, n))
+    base = raw / raw.sum(axis=1, keepdims=True)
+    level = float(np.max(np.log(base.max(axis=0) / base.min(axis=0)))) * (1 + 1e-9) + 1e-12
+    q = ldpopt.Mechanism(base, level)
+    K = rng.dirichlet(np.ones(3), size=n)
+    g = base @ K
+    assert ldpopt.blackwell_dominates(base, g)
+    assert ldpopt.blackwell_dominates(q, ldpopt.canonical_form(q))
+    assert ldpopt.blackwell_dominates(ldpopt.canonical_form(q), q)
+    ref = polytope.maximal_refinement(q)
+    assert ldpopt.is_maximal(ref)
+    assert ldpopt.blackwell_dominates(ref, base)
+    # garblings really reproduce the target
+    Kf = polytope.garbling(base, g)
+    assert np.allclose(base @ Kf, g, atol=1e-8)
+
+
+def test_blackwell_order_of_randomized_responses():
+    lo, hi = ldpopt.randomized_response(4, 0.5), ldpopt.randomized_response(4, 1.5)
+    assert ldpopt.blackwell_dominates(hi, lo)
+    assert not ldpopt.blackwell_dominates(lo, hi)
+    # everything dominates the constant channel, the identity dominates everything
+    const = np.full((4, 1), 1.0)
+    assert ldpopt.blackwell_dominates(lo, const)
+    assert ldpopt.blackwell_dominates(np.eye(4), hi)
+    with pytest.raises(ValueError, match="same inputs"):
+        ldpopt.blackwell_dominates(np.eye(3), np.eye(4))
+
+
+def test_maximal_channels_are_not_strictly_dominated():
+    # Theorem 3.10: two distinct points of S give Blackwell-incomparable channels
+    rows, verts = polytope.polytope_vertices(3, 1.0)
+    mechs = [
+        polytope.q_ex({tuple(np.flatnonzero(rows[j])): v[j] for j in np.flatnonzero(v > 0)}, 1.0, 3)
+        for v in verts
+    ]
+    for i, a in enumerate(mechs):
+        for j, b in enumerate(mechs):
+            if i != j:
+                assert not ldpopt.blackwell_dominates(a, b)
+    # but a non-maximal channel is dominated by its maximal refinement
+    q = ldpopt.Mechanism(np.array([[0.5, 0.5], [0.4, 0.6], [0.3, 0.7]]), 1.0)
+    r = polytope.maximal_refinement(q)
+    assert ldpopt.blackwell_dominates(r, q) and not ldpopt.blackwell_dominates(q, r)

@@ -1,0 +1,253 @@
+"""ldpopt.sweep: many pairs x an eps grid, against looping optimal_mechanism(method="dp").
+
+The reference is the readable O(l k^2) program run cell by cell; ``sweep`` shares the sort,
+the prefix sums and the block sums across eps, warm-starts every eps from its neighbour and
+carries score bounds down the grid, so agreement here checks all of that.  Tests marked
+``nojit`` also run with NUMBA_DISABLE_JIT=1.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ldpopt
+from ldpopt.spr import grid as batch
+from ldpopt.errors import LdpoptWarning
+from ldpopt.divergences import get_divergence
+from ldpopt.spr.solve import _reduce, spr_value
+from reference import reduced_cuts
+
+REL = 1e-12
+
+
+def close(a: float, b: float, rel: float = REL) -> bool:
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return a == b or abs(a - b) <= rel * max(abs(a), abs(b))
+
+
+def assert_matches_loop(res, p0s, p1s, grid, divergence, l, check_partitions=True):
+    """Every cell equals optimal_mechanism(..., method="dp"); partitions equal unless tied."""
+    div = get_divergence(divergence)
+    assert res.values.shape == (len(p0s), len(grid)) == res.num_outputs.shape
+    for t, (a, b) in enumerate(zip(p0s, p1s, strict=False)):
+        for e, eps in enumerate(grid):
+            ref = ldpopt.optimal_mechanism(a, b, eps, divergence, l, method="dp")
+            assert close(res.values[t, e], ref.value), (t, eps, divergence, res.values[t, e], ref.value)
+            if l is not None:
+                assert res.num_outputs[t, e] <= l
+            if not check_partitions:
+                continue
+            part = res.partitions[t][e]
+            assert len(part) == res.num_outputs[t, e]
+            if part != ref.partition:  # only a tie may differ: the readable code scores ours
+                u = np.array(list(a.values()) if isinstance(a, dict) else a, float)
+                v = np.array(list(b.values()) if isinstance(b, dict) else b, float)
+                red = _reduce(u, v)
+                other = div.transform(spr_value(red.p, red.q, eps, div, reduced_cuts(red, part)))
+                assert close(other, ref.value), (t, eps, part, ref.partition)
+            else:
+                assert res.num_outputs[t, e] == ref.num_outputs
+
+
+def random_pairs(rng, T, ks, conc=1.0):
+    p0s, p1s = [], []
+    for t in range(T):
+        k = int(ks[t % len(ks)])
+        p0s.append(rng.dirichlet(np.full(k, conc)))
+        p1s.append(rng.dirichlet(np.full(k, conc)))
+    return p0s, p1s
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. sweep == loop of optimal_mechanism(method="dp")
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.nojit
+@pytest.mark.parametrize(
+    "divergence,l",
+    [
+        ("kl", None),
+        ("js", 2),
+        ("tv", None),
+        ("renyi:2", None),
+        ("egamma:1.5", 3),
+        ("reverse_kl", None),
+        ("chi2", 2),
+    ],
+)
+def test_sweep_equals_loop_small(divergence, l):
+    rng = np.random.default_rng(20)
+    p0s, p1s = random_pairs(rng, 4, [1, 3, 6, 8], conc=0.4)
+    p0s[2][1] = 0.0  # a zero: an infinite likelihood ratio
+    p0s[2] /= p0s[2].sum()
+    grid = [2.0, 1e-6, 0.3, math.inf, 5.0, 2.0, 60.0, 800.0]  # unsorted, a duplicate, inf, e^-eps = 0
+    res = ldpopt.sweep(p0s, p1s, grid, divergence, l, return_partitions=True, progress=False)
+    assert res.method == "fast"
+    assert_matches_loop(res, p0s, p1s, grid, divergence, l)
+
+
+@pytest.mark.parametrize("divergence", ["kl", "js", "hellinger", "renyi:0.5"])
+def test_sweep_equals_loop_figure1_like(divergence):
+    """Dirichlet(1) pairs on a fine eps grid: warm starts and carried bounds are exercised."""
+    rng = np.random.default_rng(21)
+    p0s, p1s = random_pairs(rng, 6, [30, 45])
+    grid = np.round(np.arange(1, 41) * 0.25, 10)
+    res = ldpopt.sweep(np.array(p0s[::2]), np.array(p1s[::2]), grid, divergence, progress=False)
+    assert_matches_loop(res, p0s[::2], p1s[::2], grid, divergence, None, check_partitions=False)
+    res = ldpopt.sweep(p0s, p1s, grid[::3], divergence, return_partitions=True, progress=False)
+    assert_matches_loop(res, p0s, p1s, grid[::3], divergence, None)
+
+
+def test_sweep_with_budget_and_large_alphabet():
+    """k above the score-cache threshold (items split over eps), budget below the free optimum."""
+    rng = np.random.default_rng(22)
+    k = 1100
+    p0s, p1s = random_pairs(rng, 1, [k])
+    grid = [6.0, 0.5, 2.0]
+    res = ldpopt.sweep(p0s, p1s, grid, "kl", max_outputs=3, return_partitions=True, progress=False)
+    assert_matches_loop(res, p0s, p1s, grid, "kl", 3)
+
+
+@pytest.mark.nojit
+def test_sweep_accepts_labelled_pairs_and_normalize():
+    p0s = [{"a": 0.5, "b": 0.3, "c": 0.2}, {"x": 2.0, "y": 1.0}]
+    p1s = [{"c": 0.5, "b": 0.3, "a": 0.2}, {"y": 1.0, "x": 1.0}]
+    res = ldpopt.sweep(p0s, p1s, [1.0, 3.0], return_partitions=True, progress=False, normalize=True)
+    for t in range(2):
+        for e, eps in enumerate([1.0, 3.0]):
+            ref = ldpopt.optimal_mechanism(p0s[t], p1s[t], eps, normalize=True, method="dp")
+            assert close(res.values[t, e], ref.value)
+            assert res.partitions[t][e] == ref.partition
+    assert np.allclose(
+        res.input_divergence,
+        [
+            ldpopt.f_divergence([0.5, 0.3, 0.2], [0.2, 0.3, 0.5]),
+            ldpopt.f_divergence([2 / 3, 1 / 3], [0.5, 0.5]),
+        ],
+    )
+
+
+@pytest.mark.nojit
+def test_user_divergence_falls_back_with_one_warning(monkeypatch):
+    monkeypatch.setattr(batch, "_warned_user_divergence", False)
+    user = ldpopt.FDivergence(lambda t: (np.sqrt(t) - 1.0) ** 2, name="my-hellinger")
+    rng = np.random.default_rng(23)
+    p0s, p1s = random_pairs(rng, 2, [5])
+    with pytest.warns(LdpoptWarning, match="my-hellinger"):
+        res = ldpopt.sweep(p0s, p1s, [0.5, 2.0], user, return_partitions=True, progress=False)
+    assert res.method == "dp"
+    assert_matches_loop(res, p0s, p1s, [0.5, 2.0], user, None)
+    builtin = ldpopt.sweep(p0s, p1s, [0.5, 2.0], "hellinger", progress=False)
+    assert np.allclose(res.values, builtin.values, rtol=1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ldpopt.sweep(p0s, p1s, [1.0], user, progress=False)  # one-time: no second warning
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Result object, laziness, progress
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.nojit
+def test_result_is_frozen_and_read_only():
+    res = ldpopt.sweep([[0.6, 0.4]], [[0.3, 0.7]], [1.0, 2.0], progress=False)
+    assert isinstance(res, ldpopt.SweepResult)
+    assert ldpopt.sweep is batch.sweep
+    assert res.shape == (1, 2) and res.partitions is None and res.divergence == "kl"
+    with pytest.raises(AttributeError):
+        res.values = None
+    with pytest.raises(ValueError):
+        res.values[0, 0] = 1.0
+    assert np.allclose(res.normalized_values, res.values / res.input_divergence[:, None])
+    assert list(res.eps_grid) == [1.0, 2.0] and res.num_outputs.dtype.kind == "i"
+
+
+def test_progress_bar_modes(capsys):
+    rng = np.random.default_rng(24)
+    p0s, p1s = random_pairs(rng, 3, [6])
+    a = ldpopt.sweep(p0s, p1s, [0.5, 1.0], progress=True)
+    b = ldpopt.sweep(p0s, p1s, [0.5, 1.0], progress=False)
+    assert np.array_equal(a.values, b.values)
+    capsys.readouterr()
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Validation: every bad input names its argument
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.nojit
+@pytest.mark.parametrize(
+    "kwargs,exc,match",
+    [
+        (dict(p0s=np.array([0.5, 0.5])), ValueError, "p0s must be 2-D"),
+        (dict(p0s=[0.5, 0.5]), ValueError, "p0s must be a sequence of distributions"),
+        (dict(p0s="abc"), TypeError, "p0s"),
+        (dict(p0s=[]), ValueError, "p0s must contain"),
+        (dict(p1s=[[0.5, 0.5], [0.5, 0.5]]), ValueError, "same number"),
+        (dict(p1s=[[0.5, 0.6]]), ValueError, "p1s\\[0\\] must sum to 1"),
+        (dict(p1s=[[0.5, 0.25, 0.25]]), ValueError, "same length"),
+        (dict(p0s=[[-0.5, 1.5]]), ValueError, "p0s\\[0\\] must be non-negative"),
+        (dict(eps_grid=[1.0, -2.0]), ValueError, "eps_grid\\[1\\]"),
+        (dict(eps_grid=[1.0, float("nan")]), ValueError, "eps_grid\\[1\\]"),
+        (dict(eps_grid=[]), ValueError, "eps_grid must contain"),
+        (dict(eps_grid=1.0), TypeError, "eps_grid"),
+        (dict(eps_grid=np.ones((2, 2))), ValueError, "eps_grid must be 1-D"),
+        (dict(eps_grid=["a"]), TypeError, "eps_grid\\[0\\]"),
+        (dict(divergence="nope"), ValueError, "divergence"),
+        (dict(divergence=3), TypeError, "divergence"),
+        (dict(max_outputs=0), ValueError, "max_outputs"),
+        (dict(max_outputs=1.5), ValueError, "max_outputs"),
+        (dict(return_partitions="yes"), TypeError, "return_partitions"),
+        (dict(progress="yes"), TypeError, "progress"),
+    ],
+)
+def test_validation(kwargs, exc, match):
+    args = dict(p0s=[[0.5, 0.5]], p1s=[[0.2, 0.8]], eps_grid=[1.0])
+    args.update(kwargs)
+    with pytest.raises(exc, match=match):
+        ldpopt.sweep(**args)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Properties
+# ---------------------------------------------------------------------------------------------
+@settings(max_examples=25)
+@given(
+    st.integers(1, 4),
+    st.integers(2, 9),
+    st.integers(0, 10_000),
+    st.sampled_from(["kl", "js", "tv", "chi2", "renyi:2"]),
+)
+def test_property_values_nondecreasing_in_eps(T, k, seed, divergence):
+    """More privacy budget never hurts: the optimum is nondecreasing in eps (an independent fact)."""
+    rng = np.random.default_rng(seed)
+    p0s, p1s = random_pairs(rng, T, [k], conc=0.5)
+    grid = np.sort(rng.uniform(0.01, 12.0, size=6))
+    res = ldpopt.sweep(p0s, p1s, grid, divergence, progress=False)
+    assert np.all(np.diff(res.values, axis=1) >= -1e-12 * np.abs(res.values[:, 1:]))
+    # data processing: no mechanism beats the non-private divergence
+    assert np.all(res.values <= res.input_divergence[:, None] * (1 + 1e-9) + 1e-12)
+
+
+@pytest.mark.nojit
+def test_reduction_fast_path_equals_spr_reduce():
+    rng = np.random.default_rng(25)
+    for _ in range(300):
+        k = int(rng.integers(1, 20))
+        u, v = rng.dirichlet(np.full(k, 0.3)), rng.dirichlet(np.full(k, 0.3))
+        r = rng.random()
+        if r < 0.2:
+            u[rng.integers(k)] = 0.0
+        elif r < 0.4 and k > 2:
+            v[1] = u[1] * v[0] / u[0]
+        elif r < 0.5:
+            u, v = np.round(u, 2), np.round(v, 2)
+        if u.sum() == 0 or v.sum() == 0:
+            continue
+        a, b = batch._reduce_pair(u, v), _reduce(u, v)
+        assert a.classes == b.classes and a.dropped == b.dropped and a.k_original == b.k_original
+        assert np.array_equal(a.p, b.p) and np.array_equal(a.q, b.q)

@@ -1,0 +1,436 @@
+"""The SPR solver against independent optima: KOV LP, vertex enumeration, brute force, closed forms."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ldpopt
+from ldpopt.spr.solve import _dp_readable, _reduce, likelihood_ratio_reduction
+from reference import (
+    brute_force_optimum,
+    kl_spr_value_decimal,
+    ldp_channel_vertices,
+    naive_divergence,
+    vertex_enumeration_optimum,
+)
+
+BUILTINS = ["kl", "reverse_kl", "tv", "chi2", "hellinger", "js"]
+REL = 1e-9
+
+
+def close(a: float, b: float, rel: float = REL, abs_: float = 1e-12) -> bool:
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= max(abs_, rel * max(abs(a), abs(b)))
+
+
+def random_pair(rng, k, conc=1.0):
+    return rng.dirichlet(np.full(k, conc)), rng.dirichlet(np.full(k, conc))
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. DP equals the KOV LP (>= 200 instances, every built-in divergence)
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("divergence", BUILTINS)
+def test_dp_equals_kov_lp(divergence):
+    rng = np.random.default_rng(20261130 + BUILTINS.index(divergence))
+    worst = 0.0
+    for _ in range(200):
+        k = int(rng.integers(1, 9))
+        p, q = random_pair(rng, k, conc=float(rng.choice([0.3, 1.0, 3.0])))
+        eps = float(rng.uniform(0.05, 8.0))
+        dp = ldpopt.optimal_mechanism(p, q, eps, divergence, method="dp")
+        lp = ldpopt.kov_lp(p, q, eps, divergence)
+        assert lp.status == 0
+        assert close(dp.value, lp.value), (k, eps, dp.value, lp.value)
+        worst = max(worst, abs(dp.value - lp.value))
+    assert worst < 1e-9
+
+
+@pytest.mark.parametrize("divergence", ["egamma:1.0", "egamma:2.5", "renyi:2", "renyi:0.5", "renyi:3.5"])
+def test_dp_equals_kov_lp_factories(divergence):
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        k = int(rng.integers(2, 8))
+        p, q = random_pair(rng, k)
+        eps = float(rng.uniform(0.05, 6.0))
+        dp = ldpopt.optimal_mechanism(p, q, eps, divergence, method="dp")
+        lp = ldpopt.kov_lp(p, q, eps, divergence)
+        assert close(dp.value, lp.value), (k, eps, dp.value, lp.value)
+
+
+def test_user_divergence_matches_builtin_and_lp():
+    # a user's generator for the squared Hellinger distance without the built-in code
+    user = ldpopt.FDivergence(lambda t: (np.sqrt(t) - 1.0) ** 2, name="my-hellinger")
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        p, q = random_pair(rng, 6)
+        eps = float(rng.uniform(0.1, 5))
+        a = ldpopt.optimal_mechanism(p, q, eps, user)
+        b = ldpopt.optimal_mechanism(p, q, eps, "hellinger", method="dp")
+        c = ldpopt.kov_lp(p, q, eps, user)
+        assert close(a.value, b.value) and close(a.value, c.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Output budget: vertex enumeration of the l-output channel polytope, brute force
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("k,l", [(3, 2), (4, 2), (4, 3), (5, 2), (5, 3)])
+def test_budget_equals_vertex_enumeration(k, l):
+    rng = np.random.default_rng(100 * k + l)
+    for eps in (0.3, 1.0, 2.5):
+        verts = ldp_channel_vertices(k, l, eps)
+        for divergence in ("kl", "tv", "chi2", "hellinger"):
+            div = ldpopt.get_divergence(divergence)
+            for _ in range(3):
+                p, q = random_pair(rng, k, conc=0.7)
+                ours = ldpopt.optimal_mechanism(p, q, eps, divergence, max_outputs=l, method="dp")
+                ref = vertex_enumeration_optimum(p, q, eps, div, l, vertices=verts)
+                assert close(ours.value, ref, rel=1e-8), (k, l, eps, divergence, ours.value, ref)
+                assert ours.num_outputs <= l
+
+
+def test_budget_equals_brute_force_over_all_set_partitions():
+    rng = np.random.default_rng(11)
+    for _ in range(40):
+        k = int(rng.integers(2, 8))
+        p, q = random_pair(rng, k)
+        eps = float(rng.choice([0.2, 1.0, 3.0, math.inf]))
+        l = int(rng.integers(1, k + 1))
+        for divergence in ("kl", "js"):
+            div = ldpopt.get_divergence(divergence)
+            ours = ldpopt.optimal_mechanism(p, q, eps, divergence, max_outputs=l, method="dp")
+            ref = brute_force_optimum(p, q, eps, div, max_blocks=l)
+            assert close(ours.value, ref), (k, l, eps, ours.value, ref)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. The returned mechanism is what it claims to be
+# ---------------------------------------------------------------------------------------------
+def test_mechanism_is_consistent_with_value():
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        k = int(rng.integers(1, 15))
+        p, q = random_pair(rng, k, conc=0.5)
+        if rng.random() < 0.3:  # zeros and infinite likelihood ratios
+            p[rng.integers(k)] = 0.0
+            q[rng.integers(k)] = 0.0
+            if p.sum() == 0 or q.sum() == 0:
+                continue
+            p, q = p / p.sum(), q / q.sum()
+        eps = float(rng.choice([0.01, 0.5, 2.0, 9.0]))
+        l = None if rng.random() < 0.5 else int(rng.integers(1, k + 1))
+        for divergence in ("kl", "tv", "hellinger", "renyi:2"):
+            res = ldpopt.optimal_mechanism(p, q, eps, divergence, max_outputs=l, method="dp")
+            M = res.mechanism.matrix
+            assert M.shape == (k, res.num_outputs)
+            assert np.allclose(M.sum(axis=1), 1.0, atol=1e-12)
+            assert res.mechanism.is_ldp(eps)
+            assert res.mechanism.privacy_level() <= eps * (1 + 1e-9)
+            assert close(res.mechanism.utility(p, q, divergence), res.value, rel=1e-9)
+            if l is not None:
+                assert res.num_outputs <= l
+            covered = sorted(i for b in res.partition for i in b)
+            assert covered == list(range(k))
+            # the mechanism is the SPR mechanism of the partition (eq. 11)
+            again = ldpopt.spr_mechanism(res.partition, k, eps)
+            np.testing.assert_allclose(again.matrix, M)
+
+
+def test_paper_figure3_instance_two_blocks():
+    # at eps = 2 with l = 2 the optimum is one of the paper's candidate partitions; check against
+    # the brute force over every 2-output channel vertex
+    p = np.array([0.04, 0.09, 0.22, 0.47, 0.18])
+    q = np.array([0.25, 0.49, 0.13, 0.10, 0.03])
+    res = ldpopt.optimal_mechanism(p, q, 2.0, "kl", max_outputs=2)
+    ref = vertex_enumeration_optimum(p, q, 2.0, ldpopt.get_divergence("kl"), 2)
+    assert close(res.value, ref, rel=1e-10)
+    # contiguous in the LR order: symbols sorted by p/q are 1, 0, 2, 3, 4
+    assert res.partition in (((0, 1), (2, 3, 4)), ((0, 1, 2), (3, 4)), ((1,), (0, 2, 3, 4)))
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Closed forms: E_gamma (Thm 3.6) and l_r (Prop. 3.8)
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("gamma", [1.0, 1.3, 2.0, 5.0])
+def test_egamma_dp_equals_closed_form(gamma):
+    rng = np.random.default_rng(int(gamma * 10))
+    for _ in range(30):
+        k = int(rng.integers(2, 12))
+        p, q = random_pair(rng, k)
+        eps = float(rng.uniform(0.05, 8))
+        dp = ldpopt.optimal_mechanism(p, q, eps, ldpopt.egamma(gamma), method="dp")
+        cf = ldpopt.egamma_mechanism(p, q, eps, gamma)
+        # eq. (17) written out independently
+        e_in = naive_divergence(p, q, "egamma", gamma)
+        bound = max(0.0, (math.exp(eps) - 1) / (math.exp(eps) + 1) * e_in + (1 - gamma) / (math.exp(eps) + 1))
+        assert close(dp.value, bound, rel=1e-9, abs_=1e-12)
+        assert close(cf.value, bound, rel=1e-9, abs_=1e-12)
+        assert close(cf.mechanism.utility(p, q, ldpopt.egamma(gamma)), bound, rel=1e-9, abs_=1e-12)
+        assert cf.mechanism.num_outputs == 2 and cf.mechanism.is_ldp(eps)
+
+
+@pytest.mark.parametrize("r", [1.0, 1.5, 2.0, 3.0, math.inf])
+def test_lr_distance_bound_holds_and_is_attained(r):
+    rng = np.random.default_rng(42)
+    for _ in range(20):
+        k = int(rng.integers(2, 7))
+        p, q = random_pair(rng, k)
+        eps = float(rng.uniform(0.1, 4))
+        res = ldpopt.lr_distance_mechanism(p, q, eps, r)
+        tv = 0.5 * np.abs(p - q).sum()
+        bound = (1.0 if math.isinf(r) else 2 ** (1 / r)) * math.tanh(eps / 2) * tv
+        assert close(res.value, bound)
+        m0, m1 = res.mechanism.output_distributions(p, q)
+        assert close(float(np.linalg.norm(m0 - m1, ord=r)), bound, rel=1e-9)
+        # no eps-LDP channel beats it: every vertex of the 3-output polytope obeys (19)
+        for Q in ldp_channel_vertices(k, 3, eps) if k <= 4 else []:
+            Q = np.clip(Q, 0, None)
+            Q /= Q.sum(axis=1, keepdims=True)
+            assert np.linalg.norm(Q.T @ (p - q), ord=r) <= bound * (1 + 1e-9) + 1e-12
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. eps = inf: the optimal deterministic likelihood-ratio quantizer
+# ---------------------------------------------------------------------------------------------
+def test_eps_inf_is_best_deterministic_quantizer():
+    rng = np.random.default_rng(8)
+    for _ in range(30):
+        k = int(rng.integers(2, 8))
+        p, q = random_pair(rng, k)
+        l = int(rng.integers(1, k + 1))
+        for divergence in ("kl", "tv", "hellinger"):
+            div = ldpopt.get_divergence(divergence)
+            res = ldpopt.optimal_mechanism(p, q, math.inf, divergence, max_outputs=l, method="dp")
+            assert set(np.unique(res.mechanism.matrix)) <= {0.0, 1.0}
+            assert close(res.value, brute_force_optimum(p, q, math.inf, div, max_blocks=l))
+    p = np.array([0.2, 0.3, 0.5])
+    q = np.array([0.5, 0.5, 0.0])
+    assert ldpopt.optimal_mechanism(p, q, math.inf, "kl").value == math.inf
+    assert close(ldpopt.optimal_mechanism(p, q, math.inf, "tv").value, 0.5)
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. Numerics: tiny and huge eps, tiny probabilities and zeros, large alphabets
+# ---------------------------------------------------------------------------------------------
+def test_tiny_eps_matches_high_precision():
+    rng = np.random.default_rng(13)
+    for eps in (1e-8, 1e-6, 1e-3):
+        for _ in range(5):
+            k = int(rng.integers(2, 7))
+            p, q = random_pair(rng, k)
+            res = ldpopt.optimal_mechanism(p, q, eps, "kl", method="dp")
+            ref_own = kl_spr_value_decimal(p, q, eps, res.partition)
+            assert res.value > 0 and close(res.value, ref_own, rel=1e-7)
+            # optimal among all partitions, evaluated in high precision
+            from reference import set_partitions
+
+            best = max(kl_spr_value_decimal(p, q, eps, part) for part in set_partitions(range(k)))
+            assert close(res.value, best, rel=1e-7)
+
+
+def test_huge_eps_is_finite_and_tends_to_no_privacy():
+    rng = np.random.default_rng(14)
+    p, q = random_pair(rng, 6)
+    for eps in (50.0, 700.0, 1e3):
+        res = ldpopt.optimal_mechanism(p, q, eps, "kl", method="dp")
+        assert math.isfinite(res.value)
+        assert res.mechanism.is_ldp(eps)
+        assert close(res.value, naive_divergence(p, q, "kl"), rel=1e-9)
+    assert close(
+        ldpopt.optimal_mechanism(p, q, 1e3, "kl").value, ldpopt.optimal_mechanism(p, q, math.inf).value
+    )
+
+
+def test_large_alphabet_with_tiny_masses_and_zeros():
+    rng = np.random.default_rng(15)
+    k = 10_000
+    p = rng.dirichlet(np.full(k, 0.3))
+    q = rng.dirichlet(np.full(k, 0.3))
+    p[:50] = 1e-300
+    q[50:100] = 1e-300
+    p[100:120] = 0.0
+    q[120:140] = 0.0
+    p[140:150] = 0.0
+    q[140:150] = 0.0
+    p /= p.sum()
+    q /= q.sum()
+    for eps in (1e-8, 1.0, 1e3):
+        res = ldpopt.optimal_mechanism(p, q, eps, "kl", max_outputs=3)
+        assert math.isfinite(res.value) and res.value > 0
+        assert res.mechanism.matrix.shape == (k, res.num_outputs)
+        assert res.mechanism.is_ldp(eps)
+        # the value of the returned partition, recomputed with 60 significant digits
+        assert close(kl_spr_value_decimal(p, q, eps, res.partition), res.value, rel=1e-7)
+        if eps < 700:  # beyond, e^-eps underflows in the float64 matrix itself
+            assert close(res.mechanism.utility(p, q, "kl"), res.value, rel=1e-7)
+    # binary (l = 2) optimum is at least the binary mechanism's utility
+    b = ldpopt.binary_mechanism(p, q, 1.0).utility(p, q, "kl")
+    assert ldpopt.optimal_mechanism(p, q, 1.0, "kl", max_outputs=2, method="dp").value >= b * (1 - 1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. Likelihood-ratio reduction
+# ---------------------------------------------------------------------------------------------
+def test_reduction_sorts_merges_and_drops():
+    p = np.array([0.1, 0.0, 0.2, 0.3, 0.0, 0.4])
+    q = np.array([0.2, 0.0, 0.4, 0.1, 0.3, 0.0])
+    red = likelihood_ratio_reduction(p, q)
+    # classes: ratio 0 -> {4}; ratio 0.5 -> {0, 2} (tie merged); ratio 3 -> {3}; inf -> {5}; dropped {1}
+    assert red.classes == ((4,), (0, 2), (3,), (5,))
+    assert red.dropped == (1,)
+    np.testing.assert_allclose(red.p, [0.0, 0.3, 0.3, 0.4])
+    np.testing.assert_allclose(red.q, [0.3, 0.6, 0.1, 0.0])
+
+
+def test_reduction_merges_exact_ties_only():
+    # 0.1/0.3 and 0.2/0.6 are equal as rationals of the float inputs? not necessarily: check exactly
+    from fractions import Fraction
+
+    p = np.array([0.1, 0.2, 0.35, 0.35])
+    q = np.array([0.3, 0.6, 0.05, 0.05])
+    red = _reduce(p, q)
+    tied = Fraction(0.1) / Fraction(0.3) == Fraction(0.2) / Fraction(0.6)
+    assert ((0, 1) in red.classes) == tied
+    assert (2, 3) in red.classes
+    # nearly tied but different ratios stay apart and are ordered exactly
+    p2 = np.array([0.5, 0.5 * (1 + 2**-50)]) / (1 + 0.5 * (1 + 2**-50) - 0.5 + 0.5)
+    q2 = np.array([0.5, 0.5])
+    red2 = _reduce(p2, q2)
+    assert red2.k == 2 and red2.classes == ((0,), (1,))
+
+
+def test_identical_distributions_value_zero():
+    p = np.array([0.25, 0.25, 0.5])
+    res = ldpopt.optimal_mechanism(p, p, 1.0, "kl")
+    assert res.value == 0.0 and res.num_outputs == 1
+    assert res.mechanism.is_ldp(1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. Property-based invariances
+# ---------------------------------------------------------------------------------------------
+@st.composite
+def instances(draw, max_k=7):
+    k = draw(st.integers(2, max_k))
+    w0 = draw(st.lists(st.floats(0.0, 1.0), min_size=k, max_size=k))
+    w1 = draw(st.lists(st.floats(0.0, 1.0), min_size=k, max_size=k))
+    p, q = np.array(w0), np.array(w1)
+    if p.sum() == 0:
+        p[0] = 1.0
+    if q.sum() == 0:
+        q[-1] = 1.0
+    return p / p.sum(), q / q.sum()
+
+
+eps_st = st.floats(0.01, 20.0)
+div_st = st.sampled_from(BUILTINS + ["egamma:1.5", "renyi:2"])
+
+
+@given(instances(), eps_st, div_st, st.randoms(use_true_random=False))
+def test_permutation_invariance(inst, eps, divergence, rnd):
+    p, q = inst
+    perm = list(range(len(p)))
+    rnd.shuffle(perm)
+    a = ldpopt.optimal_mechanism(p, q, eps, divergence, method="dp")
+    b = ldpopt.optimal_mechanism(p[perm], q[perm], eps, divergence, method="dp")
+    assert close(a.value, b.value, rel=1e-9)
+
+
+@given(instances(), st.floats(0.01, 10.0), st.floats(1.0, 3.0), div_st)
+def test_monotone_in_eps(inst, eps, factor, divergence):
+    p, q = inst
+    lo = ldpopt.optimal_mechanism(p, q, eps, divergence, method="dp").value
+    hi = ldpopt.optimal_mechanism(p, q, eps * factor, divergence, method="dp").value
+    assert hi >= lo - 1e-12 * max(1.0, abs(lo))
+
+
+@given(instances(), eps_st, div_st)
+def test_monotone_in_budget_and_bounded_by_data_processing(inst, eps, divergence):
+    p, q = inst
+    div = ldpopt.get_divergence(divergence)
+    values = [
+        ldpopt.optimal_mechanism(p, q, eps, divergence, max_outputs=l, method="dp").value
+        for l in range(1, len(p) + 1)
+    ]
+    for a, b in zip(values, values[1:], strict=False):
+        assert b >= a - 1e-12 * max(1.0, abs(a))
+    top = div(p, q)
+    assert values[-1] <= top + 1e-12 * max(1.0, abs(top)) or math.isinf(top)
+    assert values[0] == pytest.approx(0.0, abs=1e-15) or divergence.startswith("renyi")
+
+
+@given(instances(), eps_st, st.sampled_from(["tv", "hellinger", "js", "egamma:1.0"]))
+def test_symmetric_divergences_swap(inst, eps, divergence):
+    p, q = inst
+    a = ldpopt.optimal_mechanism(p, q, eps, divergence, method="dp").value
+    b = ldpopt.optimal_mechanism(q, p, eps, divergence, method="dp").value
+    assert close(a, b, rel=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# 9. Bad input
+# ---------------------------------------------------------------------------------------------
+GOOD_P = [0.2, 0.3, 0.5]
+GOOD_Q = [0.3, 0.3, 0.4]
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(p0=[0.5, 0.5], p1=GOOD_Q), "same length"),
+        (dict(p0=[[0.5, 0.5]], p1=[[0.5, 0.5]]), "1-D"),
+        (dict(p0=[0.5, float("nan"), 0.5], p1=GOOD_Q), "finite"),
+        (dict(p0=[0.5, float("inf"), 0.5], p1=GOOD_Q), "finite"),
+        (dict(p0=[0.7, -0.2, 0.5], p1=GOOD_Q), "non-negative"),
+        (dict(p0=[0.2, 0.3, 0.6], p1=GOOD_Q), "sum to 1"),
+        (dict(eps=0.0), "eps"),
+        (dict(eps=-1.0), "eps"),
+        (dict(eps=float("nan")), "eps"),
+        (dict(max_outputs=0), "max_outputs"),
+        (dict(max_outputs=1.5), "max_outputs"),
+        (dict(max_outputs="two"), "max_outputs"),
+        (dict(divergence="kullback"), "divergence"),
+        (dict(p0=[], p1=[]), "empty"),
+    ],
+)
+def test_bad_input_raises_value_error(kwargs, match):
+    args = dict(p0=GOOD_P, p1=GOOD_Q, eps=1.0, divergence="kl", max_outputs=None)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        ldpopt.optimal_mechanism(args["p0"], args["p1"], args["eps"], args["divergence"], args["max_outputs"])
+
+
+def test_normalize_rescales():
+    a = ldpopt.optimal_mechanism([2, 3, 5], [3, 3, 4], 1.0, normalize=True)
+    b = ldpopt.optimal_mechanism(GOOD_P, GOOD_Q, 1.0)
+    assert close(a.value, b.value)
+
+
+def test_eps_wrong_type_and_method():
+    with pytest.raises(TypeError, match="eps"):
+        ldpopt.optimal_mechanism(GOOD_P, GOOD_Q, "1")
+    with pytest.raises(ValueError, match="method"):
+        ldpopt.optimal_mechanism(GOOD_P, GOOD_Q, 1.0, method="magic")
+
+
+def test_readable_dp_tie_breaking_prefers_fewer_blocks():
+    # p = q: every partition has value 0; the solver must return the single block
+    p = np.array([0.5, 0.5])
+    raw, cuts = _dp_readable(p, np.array([0.4, 0.6]), 1.0, ldpopt.get_divergence("tv"), 2)
+    assert cuts[0][0] == 0 and cuts[-1][1] == 2 and raw > 0
+
+
+def test_labels_survive():
+    p0 = {"a": 0.1, "b": 0.4, "c": 0.5}
+    p1 = {"c": 0.2, "a": 0.5, "b": 0.3}  # different order: aligned by label
+    res = ldpopt.optimal_mechanism(p0, p1, 2.0)
+    ref = ldpopt.optimal_mechanism([0.1, 0.4, 0.5], [0.5, 0.3, 0.2], 2.0)
+    assert close(res.value, ref.value)
+    assert res.mechanism.labels == ("a", "b", "c")
+    assert {x for b in res.labelled_partition for x in b} == {"a", "b", "c"}

@@ -1,0 +1,433 @@
+"""run_sweep: correct rows, bit-identical schedulers, crash safety, failing chunks, resume rules."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+import ldpopt
+from ldpopt.sweeps import runner
+from ldpopt.sweeps.config import dirichlet_pair, parse_config
+from ldpopt.sweeps.store import COLUMNS, chunk_files
+from ldpopt.errors import LdpoptWarning
+
+REL = 1e-9
+
+#: small grid used for the scheduler comparisons: 6 instances in 3 chunks
+GRID = {
+    "instances": {"generator": "dirichlet", "k": 7, "trials": 6, "alpha": 0.7, "seed": 11},
+    "grid": {
+        "eps": [0.25, 1.0, 2.5, 6.0],
+        "divergences": ["kl", "tv", "renyi:2", "egamma:1.5"],
+        "max_outputs": [0, 2],
+        "baselines": ["binary", "rr"],
+    },
+    "run": {"instances_per_chunk": 2},
+}
+
+
+def close(a, b, rel=REL, abs_=1e-12):
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= max(abs_, rel * max(abs(a), abs(b)))
+
+
+def without_time(df):
+    return df.drop(columns="solve_time").reset_index(drop=True)
+
+
+def assert_identical(a, b):
+    pd.testing.assert_frame_equal(without_time(a), without_time(b), check_exact=True)
+    # bit-level equality of the floats (assert_frame_equal treats -0.0 == 0.0)
+    for col in ("value", "normalized_utility", "eps"):
+        assert a[col].to_numpy().tobytes() == b[col].to_numpy().tobytes(), col
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ref")
+    return runner.run_sweep(GRID, out, scheduler="inline", quiet=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rows are right (independent checks)
+# ---------------------------------------------------------------------------------------------
+def test_rows_against_independent_evaluations(tmp_path):
+    cfg = {
+        "instances": {"generator": "dirichlet", "k": 5, "trials": 4, "alpha": 0.5, "seed": 2},
+        "grid": {
+            "eps": [0.3, 1.0, 3.0],
+            "divergences": ["kl", "hellinger", "renyi:0.5"],
+            "max_outputs": [0, 2],
+            "baselines": ["binary", "rr", "kov_lp"],
+        },
+        "run": {"instances_per_chunk": 3},
+    }
+    df = ldpopt.run_sweep(cfg, tmp_path, scheduler="inline", quiet=True)
+    assert tuple(df.columns) == COLUMNS
+    assert len(df) == 4 * 3 * 3 * (2 + 3)
+    assert not df.duplicated(["instance_index", "eps", "divergence", "budget", "mechanism"]).any()
+    spec = parse_config(cfg).instances.spec
+    checked = 0
+    for r in df.itertuples(index=False):
+        u, v = dirichlet_pair(spec, r.instance_index)
+        div = r.divergence
+        assert r.instance == str(r.instance_index) and r.k == 5
+        if r.mechanism == "optimal":
+            blocks = runner.parse_partition(r.partition)
+            assert r.num_outputs == len(blocks) and (r.budget == 0 or r.num_outputs <= r.budget)
+            # the stored partition, evaluated as a channel matrix, attains the stored value
+            mech = ldpopt.spr_mechanism(blocks, 5, r.eps)
+            assert close(mech.utility(u, v, div), r.value), r
+            checked += 1
+        elif r.mechanism == "binary":
+            assert close(ldpopt.binary_mechanism(u, v, r.eps).utility(u, v, div), r.value)
+            assert r.num_outputs == 2 and r.budget == 0
+        elif r.mechanism == "rr":
+            assert close(ldpopt.randomized_response(5, r.eps).utility(u, v, div), r.value)
+            assert r.num_outputs == 5 and pd.isna(r.partition)
+        assert close(r.normalized_utility, r.value / ldpopt.f_divergence(u, v, div))
+    assert checked == 4 * 3 * 3 * 2
+    # the optimum equals the independent KOV LP, and dominates every baseline
+    key = ["instance_index", "eps", "divergence"]
+    opt = df[(df.mechanism == "optimal") & (df.budget == 0)].set_index(key)["value"]
+    opt2 = df[(df.mechanism == "optimal") & (df.budget == 2)].set_index(key)["value"]
+    for mech in ("kov_lp", "binary", "rr"):
+        base = df[df.mechanism == mech].set_index(key)["value"].reindex(opt.index)
+        if mech == "kov_lp":
+            assert all(close(a, b) for a, b in zip(opt, base, strict=False))
+        else:
+            assert (opt >= base - 1e-12 * opt.abs()).all(), mech
+    binary = df[df.mechanism == "binary"].set_index(key)["value"].reindex(opt.index)
+    assert (opt2.reindex(opt.index) >= binary - 1e-12).all()  # binary is a 2-block SPR mechanism
+    assert (opt2.reindex(opt.index) <= opt + 1e-12).all()
+
+
+def test_file_instances_with_different_alphabets(tmp_path):
+    pairs = tmp_path / "pairs.json"
+    pairs.write_text(
+        json.dumps(
+            [
+                {"id": "fraud", "p0": {"a": 0.1, "b": 0.6, "c": 0.3}, "p1": {"a": 0.5, "b": 0.2, "c": 0.3}},
+                {"id": "pair2", "p0": [0.25, 0.25, 0.25, 0.25, 0.0], "p1": [0.1, 0.2, 0.3, 0.0, 0.4]},
+                {"id": "same", "p0": [0.5, 0.5], "p1": [0.5, 0.5]},
+            ]
+        )
+    )
+    cfg = {
+        "instances": {"file": str(pairs)},
+        "grid": {"eps": [0.5, 2.0], "divergences": ["tv", "chi2"], "baselines": ["rr"]},
+    }
+    df = ldpopt.run_sweep(cfg, tmp_path / "out", scheduler="inline", quiet=True)
+    assert list(dict.fromkeys(df.instance)) == ["fraud", "pair2", "same"]
+    assert dict(zip(df.instance, df.k, strict=False)) == {"fraud": 3, "pair2": 5, "same": 2}
+    inst = parse_config(cfg).instances
+    for r in df[df.mechanism == "optimal"].itertuples():
+        u, v = inst.get(r.instance_index, r.instance_index + 1)[0]
+        mech = ldpopt.spr_mechanism(runner.parse_partition(r.partition), r.k, r.eps)
+        assert close(mech.utility(u, v, r.divergence), r.value)
+    same = df[df.instance == "same"]
+    assert (same.value == 0).all() and same.normalized_utility.isna().all()  # D_f(P0||P1) = 0
+    # chi2 of pair2 is infinite (p1 = 0 where p0 > 0): normalised utility undefined
+    assert df[(df.instance == "pair2") & (df.divergence == "chi2")].normalized_utility.isna().all()
+
+
+def test_partition_strings_round_trip():
+    blocks = ((0, 3), (1,), (2, 4, 10))
+    assert runner.partition_string(blocks) == "0,3|1|2,4,10"
+    assert runner.parse_partition("0,3|1|2,4,10") == blocks
+    assert runner.parse_partition("0,1,2|") == ((0, 1, 2), ())
+    with pytest.raises(TypeError, match="partition must be a string"):
+        runner.parse_partition(None)
+
+
+def test_chunk_plan_depends_on_the_config_only():
+    fig1b = parse_config(
+        {
+            "instances": {"generator": "dirichlet", "k": 100, "trials": 100, "seed": 0},
+            "grid": {
+                "eps": {"start": 0.1, "stop": 10.1, "step": 0.1},
+                "divergences": ["kl"],
+                "baselines": ["binary", "rr"],
+            },
+        }
+    )
+    ipc = runner.plan_chunks(fig1b)
+    assert 1 <= ipc <= 100 and ipc == runner.plan_chunks(fig1b)
+    big = parse_config(
+        {
+            "instances": {"generator": "dirichlet", "k": 400, "trials": 100000},
+            "grid": {"eps": {"start": 0.1, "stop": 10.0, "step": 0.1}, "divergences": ["kl"]},
+        }
+    )
+    cost = runner._instance_cost(big, 400) * runner.plan_chunks(big)
+    assert runner.MIN_CHUNK_S / 2 <= cost <= runner.TARGET_CHUNK_S * 1.01
+    assert runner.plan_chunks(parse_config({**GRID})) == 2  # [run] instances_per_chunk
+
+
+@pytest.mark.parametrize("trials", [1, 7, 100, 101, 999, 5000])
+def test_chunk_plan_has_even_chunks_and_honours_the_cost_model(trials):
+    cfg = parse_config(
+        {
+            "instances": {"generator": "dirichlet", "k": 100, "trials": trials, "seed": 0},
+            "grid": {
+                "eps": {"start": 0.1, "stop": 10.1, "step": 0.1},
+                "divergences": ["kl"],
+                "baselines": ["binary", "rr"],
+            },
+        }
+    )
+    ipc = runner.plan_chunks(cfg)
+    n = math.ceil(trials / ipc)
+    last = trials - (n - 1) * ipc
+    assert n == 1 or last > ipc - n  # evenly sized: sizes differ by fewer than n instances
+    cost = runner._instance_cost(cfg, 100) * ipc
+    assert cost <= runner.TARGET_CHUNK_S * 1.01
+    assert n == 1 or cost >= runner.MIN_CHUNK_S / 2  # never split below the minimum chunk work
+
+
+# ---------------------------------------------------------------------------------------------
+# Schedulers: bit-identical results; dead workers are retried
+# ---------------------------------------------------------------------------------------------
+def test_processes_identical_and_dead_worker_retried(tmp_path, reference, monkeypatch):
+    marker = tmp_path / "died"
+    monkeypatch.setenv(runner.FAULT_ENV, f"die_once:0:{marker}")
+    df = runner.run_sweep(GRID, tmp_path / "out", scheduler="processes", workers=2, quiet=True)
+    assert marker.exists()  # the worker running chunk 0 really died once
+    assert_identical(df, reference)
+    manifest = runner.read_manifest(tmp_path / "out")
+    assert manifest["status"] == "complete" and manifest["chunk_errors"] == {}
+    assert manifest["worker_retries"].get("0") == 1
+    assert manifest["runs"][-1]["scheduler"] == "processes" and manifest["runs"][-1]["workers"] == 2
+
+
+def test_dask_local_cluster_identical_and_dead_worker_retried(tmp_path, reference, monkeypatch):
+    pytest.importorskip("distributed")
+    marker = tmp_path / "died"
+    monkeypatch.setenv(runner.FAULT_ENV, f"die_once:1:{marker}")
+    df = runner.run_sweep(GRID, tmp_path / "out", scheduler="dask-local", workers=2, quiet=True)
+    assert marker.exists()
+    assert_identical(df, reference)
+    assert runner.read_manifest(tmp_path / "out")["status"] == "complete"
+
+
+def test_tcp_scheduler_identical(tmp_path, reference):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=1,
+        threads_per_worker=2,
+        processes=False,
+        protocol="tcp",
+        host="127.0.0.1",
+        dashboard_address=None,
+    ) as cluster:
+        address = cluster.scheduler_address
+        assert address.startswith("tcp://127.0.0.1:")
+        df = runner.run_sweep(GRID, tmp_path, scheduler=address, quiet=True)
+    assert_identical(df, reference)
+    assert runner.read_manifest(tmp_path)["runs"][-1]["scheduler"] == address
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_scheduler_errors_come_before_any_work(tmp_path, monkeypatch):
+    with pytest.raises(runner.SchedulerError, match="unknown scheduler='threads'"):
+        runner.run_sweep(GRID, tmp_path / "a", scheduler="threads")
+    with monkeypatch.context() as m:  # `python - < script.py`: spawned workers could not re-import it
+        m.setattr(sys.modules["__main__"], "__file__", "<stdin>", raising=False)
+        with pytest.raises(runner.SchedulerError, match="re-import the main script"):
+            runner.run_sweep(GRID, tmp_path / "a", scheduler="processes")
+    with monkeypatch.context() as m:  # Dask is an optional extra
+        m.setitem(sys.modules, "distributed", None)
+        with pytest.raises(runner.SchedulerError, match=r"needs Dask: pip install 'ldpopt\[dask\]'"):
+            runner.run_sweep(GRID, tmp_path / "a", scheduler="dask-local")
+    with pytest.raises(runner.SchedulerError, match="tcp://HOST:PORT"):
+        runner.run_sweep(GRID, tmp_path / "b", scheduler="tcp://127.0.0.1")
+    pytest.importorskip("distributed")
+    t0 = time.monotonic()
+    with pytest.raises(
+        runner.SchedulerError, match=r"cannot reach the Dask scheduler at tcp://127.0.0.1:\d+"
+    ):
+        runner.run_sweep(
+            GRID, tmp_path / "c", scheduler=f"tcp://127.0.0.1:{_closed_port()}", connect_timeout=2
+        )
+    assert time.monotonic() - t0 < 30
+    assert not (tmp_path / "c" / "manifest.json").exists() and not chunk_files(tmp_path / "c")
+
+
+# ---------------------------------------------------------------------------------------------
+# Nothing lost: kill -9 and resume, failing chunks, damaged files
+# ---------------------------------------------------------------------------------------------
+KILL_CONFIG = """
+[instances]
+generator = "dirichlet"
+k = 6
+trials = 8
+seed = 5
+[grid]
+eps = {start = 0.5, stop = 3.0, step = 0.5}
+divergences = ["kl", "js"]
+max_outputs = [0, 3]
+baselines = ["binary"]
+[run]
+instances_per_chunk = 1
+"""
+
+
+def test_sigkill_midway_then_resume_gives_the_uninterrupted_dataset(tmp_path):
+    cfg = tmp_path / "kill.toml"
+    cfg.write_text(KILL_CONFIG)
+    out = tmp_path / "killed"
+    env = dict(os.environ, **{runner.FAULT_ENV: "sleep:0.4"})
+    cmd = [
+        sys.executable,
+        "-c",
+        "from ldpopt.cli import main; main()",
+        "sweep",
+        str(cfg),
+        "--out",
+        str(out),
+        "--scheduler",
+        "processes",
+        "--workers",
+        "2",
+        "--quiet",
+    ]
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 240  # generous: a cold numba cache compiles first
+        while len(chunk_files(out)) < 2:
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline, "no chunk finished within 240 s"
+            time.sleep(0.02)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the driver and its pool workers, mid-run
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    done_before = len(chunk_files(out))
+    assert 2 <= done_before < 8
+    manifest = runner.read_manifest(out)
+    assert manifest["status"] == "running"  # killed: never got to write its final state
+    resumed = runner.run_sweep(cfg, out, scheduler="inline", quiet=True)
+    manifest = runner.read_manifest(out)
+    assert manifest["status"] == "complete"
+    assert manifest["runs"][-1]["chunks_computed"] == 8 - done_before
+    fresh = runner.run_sweep(cfg, tmp_path / "fresh", scheduler="inline", quiet=True)
+    assert len(resumed) == 8 * 6 * 2 * 3
+    assert_identical(resumed, fresh)
+    assert not list(out.rglob("*.tmp"))
+
+
+def test_failing_chunk_is_reported_and_the_others_continue(tmp_path, monkeypatch, reference):
+    monkeypatch.setenv(runner.FAULT_ENV, "raise:1")
+    with pytest.warns(LdpoptWarning, match=r"1 of 3 chunks failed \(first: chunk 1: RuntimeError: injected"):
+        df = runner.run_sweep(GRID, tmp_path, scheduler="inline", quiet=True)
+    manifest = runner.read_manifest(tmp_path)
+    assert manifest["status"] == "failed"
+    assert manifest["chunks"] == {"total": 3, "done": 2, "failed": 1}
+    err = manifest["chunk_errors"]["1"]
+    assert err["error"] == "RuntimeError: injected failure in chunk 1" and "Traceback" in err["traceback"]
+    assert sorted(chunk_files(tmp_path)) == [0, 2]
+    assert set(df.instance_index) == {0, 1, 4, 5}
+    assert_identical(df, reference[reference.instance_index.isin([0, 1, 4, 5])])
+    # a rerun retries only the failed chunk and clears its error
+    monkeypatch.delenv(runner.FAULT_ENV)
+    df = runner.run_sweep(GRID, tmp_path, scheduler="inline", quiet=True)
+    manifest = runner.read_manifest(tmp_path)
+    assert manifest["status"] == "complete" and manifest["chunk_errors"] == {}
+    assert manifest["runs"][-1]["chunks_computed"] == 1
+    assert_identical(df, reference)
+
+
+def test_damaged_and_temporary_files_are_recomputed(tmp_path, reference):
+    runner.run_sweep(GRID, tmp_path, scheduler="inline", quiet=True)
+    files = chunk_files(tmp_path)
+    files[1].write_bytes(
+        files[1].read_bytes()[:100]
+    )  # truncated (cannot happen via os.replace, but disks lie)
+    stray = tmp_path / "chunks" / ".chunk-000002.parquet.abc.tmp"
+    stray.write_bytes(b"partial")
+    df = runner.run_sweep(GRID, tmp_path, scheduler="inline", quiet=True)
+    assert runner.read_manifest(tmp_path)["runs"][-1]["chunks_computed"] == 1
+    assert not stray.exists()
+    assert_identical(df, reference)
+
+
+# ---------------------------------------------------------------------------------------------
+# Resume rules, store and return values
+# ---------------------------------------------------------------------------------------------
+def test_resume_rules(tmp_path, reference):
+    out = tmp_path / "s"
+    runner.run_sweep(GRID, out, scheduler="inline", quiet=True)
+    mtimes = {c: p.stat().st_mtime_ns for c, p in chunk_files(out).items()}
+    df = runner.run_sweep(GRID, out, scheduler="inline", quiet=True)  # nothing left to do
+    assert runner.read_manifest(out)["runs"][-1]["chunks_computed"] == 0
+    assert {c: p.stat().st_mtime_ns for c, p in chunk_files(out).items()} == mtimes
+    assert_identical(df, reference)
+    other = {**GRID, "grid": {**GRID["grid"], "eps": [1.0]}}
+    with pytest.raises(runner.StoreError, match="holds a different sweep"):
+        runner.run_sweep(other, out, scheduler="inline", quiet=True)
+    assert {c: p.stat().st_mtime_ns for c, p in chunk_files(out).items()} == mtimes  # untouched
+    df = runner.run_sweep(other, out, scheduler="inline", resume=False, quiet=True)
+    assert set(df.eps) == {1.0} and len(runner.read_manifest(out)["runs"]) == 1
+    # a directory with chunk files but no manifest is not ours to mix with
+    (out / "manifest.json").unlink()
+    with pytest.raises(runner.StoreError, match="no manifest.json"):
+        runner.run_sweep(GRID, out, scheduler="inline", quiet=True)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(runner.StoreError, match="is not a directory"):
+        runner.run_sweep(GRID, blocker, scheduler="inline", quiet=True)
+
+
+def test_manifest_contents_and_dataset_readers(tmp_path, reference):
+    path = runner.run_sweep(GRID, tmp_path, scheduler="inline", quiet=True, max_rows_in_memory=10)
+    assert path == tmp_path / "chunks"  # large result: the dataset directory instead of a DataFrame
+    m = runner.read_manifest(tmp_path)
+    umask = os.umask(0)
+    os.umask(umask)
+    for f in (tmp_path / "manifest.json", *chunk_files(tmp_path).values()):
+        assert f.stat().st_mode & 0o777 == 0o666 & ~umask, f  # as a plain open() would create it
+    assert m["format"] == "ldpopt-sweep/1" and m["ldpopt_version"] == ldpopt.__version__
+    assert m["config"]["grid"]["divergences"] == GRID["grid"]["divergences"]
+    assert m["resolved"]["instances_per_chunk"] == 2 and m["resolved"]["eps"] == GRID["grid"]["eps"]
+    assert m["cells"] == {"total": 6 * 4 * 4 * 2, "done": 6 * 4 * 4 * 2}
+    assert m["rows"]["done"] == len(reference)
+    run = m["runs"][-1]
+    assert run["solve_seconds"] > 0 and run["store_seconds"] > 0
+    # plain pandas / pyarrow read the same rows
+    plain = pd.read_parquet(path).sort_values(["instance_index", "divergence", "mechanism", "budget", "eps"])
+    ref = reference.sort_values(["instance_index", "divergence", "mechanism", "budget", "eps"])
+    assert_identical(plain.reset_index(drop=True), ref.reset_index(drop=True))
+    assert_identical(runner.load_results(tmp_path), reference)
+    cols = runner.load_results(tmp_path, columns=["eps", "value"])
+    assert list(cols.columns) == ["eps", "value"]
+    with pytest.raises(ValueError, match="not sweep columns"):
+        runner.load_results(tmp_path, columns=["utility"])
+    with pytest.raises(runner.StoreError, match="not a sweep directory"):
+        runner.load_results(tmp_path / "chunks")
+
+
+def test_argument_validation(tmp_path):
+    with pytest.raises(ValueError, match="workers must be >= 1"):
+        runner.run_sweep(GRID, tmp_path, scheduler="inline", workers=0)
+    with pytest.raises(ValueError, match="connect_timeout must be a positive number"):
+        runner.run_sweep(GRID, tmp_path, scheduler="inline", connect_timeout=-1)
+    with pytest.raises(ValueError, match="max_rows_in_memory must be an integer >= 0"):
+        runner.run_sweep(GRID, tmp_path, scheduler="inline", max_rows_in_memory=1.5)
+    assert ldpopt.run_sweep is runner.run_sweep
