@@ -19,6 +19,9 @@ from reference import (
     vertex_enumeration_optimum,
 )
 
+#: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
+pytestmark = pytest.mark.numerics
+
 BUILTINS = ["kl", "reverse_kl", "tv", "chi2", "hellinger", "js"]
 REL = 1e-9
 
