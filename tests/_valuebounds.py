@@ -24,6 +24,7 @@ denominator computed by the same operations in every implementation.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -31,7 +32,7 @@ import numpy as np
 from _errmodel import EXACT_CODES, R_FN, U, ratio_bound, score_bound
 from ldpopt import _fast
 from ldpopt.divergences import get_divergence
-from ldpopt.spr import _log_floor, _Prefix, _rescale, interval_scores
+from ldpopt.spr import _log_floor, _Prefix, _reduce, _rescale, interval_scores
 
 
 def block_inputs(p, q, eps, cuts):
@@ -111,3 +112,80 @@ def eval_bound(p, q, eps, divergence, cuts) -> float:
     return (float(np.sum(b)) + max(n - 1, 0) * U * float(np.sum(np.abs(s)))) / den + U * abs(
         float(np.sum(s)) / den
     )
+
+
+#: relative error of an entry of reference.rr_on_blocks, units of u: E = exp(eps) (R_FN),
+#: E + s - 1 (1, so 4 in all), hi = E / (E + s - 1) (R_FN + 4 + 1 = 8), lo = 1 / (E + s - 1) (5)
+C_RR_ENTRY = R_FN + 5.0
+
+
+def _grad_terms(name: str, x, y):
+    """x |dg/dx| and y |dg/dy| of the perspective g of ``name`` (for relative input errors)."""
+    with np.errstate(all="ignore"):
+        if name == "kl":
+            return x * np.abs(np.log(x / y) + 1.0), x
+        if name == "js":
+            s = x + y
+            return 0.5 * x * np.abs(np.log(2 * x / s)), 0.5 * y * np.abs(np.log(2 * y / s))
+        if name == "tv":
+            return 0.5 * x, 0.5 * y
+        if name == "hellinger":
+            r = np.abs(np.sqrt(x) - np.sqrt(y))
+            return np.sqrt(x) * r, np.sqrt(y) * r
+    raise ValueError(name)
+
+
+def brute_force_bound(p, q, eps: float, divergence, blocks) -> float:
+    """|computed - exact| of ``reference.brute_force_optimum``'s value of one set partition.
+
+    Each output mass u_j = sum_i M_ij p_i (M = reference.rr_on_blocks) is a dot product of
+    k nonnegative terms with entries within C_RR_ENTRY u: relative error delta = (k + C_RR_ENTRY) u
+    (any summation order, FMA or not).  That moves the divergence by at most
+    delta sum_j (u_j |dg/dx| + v_j |dg/dy|); ``FDivergence.perspective`` computes d = u - v
+    (an absolute error u |u_j - v_j| in x) and the perspective itself (``score_bound``); ``fsum``
+    rounds once (u |D|).
+    """
+    from reference import rr_on_blocks  # local: reference imports nothing from here
+
+    div = get_divergence(divergence)
+    k = len(p)
+    m = rr_on_blocks(blocks, k, eps)
+    x, y = m.T @ np.asarray(p, float), m.T @ np.asarray(q, float)
+    delta = (k + C_RR_ENTRY) * U
+    gx, gy = _grad_terms(div.name, x, y)
+    dgx = gx / np.where(x > 0, x, 1.0)
+    total = delta * float(np.sum(gx + gy)) + U * float(np.sum(dgx * np.abs(x - y)))
+    total += float(np.sum(score_bound(div.code, div.param, x, y, x - y)))
+    return total + U * abs(div(x, y))
+
+
+def brute_force_agreement(p, q, eps, divergence, l, value, partition, bf_value, bf_partition, slack=0.0):
+    """Bound of |value - bf_value| for an SPR optimum ``(value, partition)`` (raw = reported:
+    kl, js, hellinger) and ``reference.brute_force_argmax``'s ``(bf_value, bf_partition)``.
+
+    Both are maxima.  The brute force's B(P) equals the SPR value R(P) of an LR-contiguous P
+    and the optimum over all set partitions is LR-contiguous, so
+    ``value - bf <= e(P) + beta(P)`` (the brute force also scores P) and
+    ``bf - value <= beta(P_bf) + max_P e(P) + slack`` (the solver is within e + slack of every
+    R(P); ``slack`` is Dinkelbach's, 0 for the readable program): e = :func:`eval_bound` (max over
+    the <= 2^(k-1) LR-contiguous partitions), beta = :func:`brute_force_bound`.
+    """
+    div = get_divergence(divergence)
+    red = _reduce(np.asarray(p, float), np.asarray(q, float))
+    if value >= bf_value:
+        cuts = [(min(red_index(red, block)), max(red_index(red, block)) + 1) for block in partition]
+        return eval_bound(red.p, red.q, eps, div, cuts) + brute_force_bound(p, q, eps, div, partition)
+    ll = red.k if l is None else min(l, red.k)
+    contiguous = [
+        [(a, b) for a, b in zip((0, *cs), (*cs, red.k), strict=True)]
+        for r in range(ll)
+        for cs in itertools.combinations(range(1, red.k), r)
+    ]
+    e_max = max(eval_bound(red.p, red.q, eps, div, cuts) for cuts in contiguous)
+    return brute_force_bound(p, q, eps, div, bf_partition) + e_max + slack
+
+
+def red_index(red, block):
+    """Reduced indices of the original symbols of ``block`` (dropped symbols left out)."""
+    where = {i: j for j, cls in enumerate(red.classes) for i in cls}
+    return [where[i] for i in block if i in where]
