@@ -18,3 +18,15 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """With $LDPOPT_ERR_REPORT set, write the worst observed error of each bounded assertion."""
+    path = os.environ.get("LDPOPT_ERR_REPORT")
+    if path:
+        import json
+
+        from _errmodel import WORST
+
+        with open(path, "w") as fh:
+            json.dump(WORST, fh, indent=1, sort_keys=True)

@@ -105,14 +105,21 @@ def rr_on_blocks(blocks, k: int, eps: float) -> np.ndarray:
 
 def brute_force_optimum(p, q, eps: float, div_fn, max_blocks: int | None = None) -> float:
     """max over every set partition (<= max_blocks blocks) of D(RR-on-blocks) for a divergence callable."""
+    return brute_force_argmax(p, q, eps, div_fn, max_blocks)[0]
+
+
+def brute_force_argmax(p, q, eps: float, div_fn, max_blocks: int | None = None):
+    """``(best value, its set partition)`` of :func:`brute_force_optimum` (first maximiser)."""
     k = len(p)
-    best = -math.inf
+    best, arg = -math.inf, None
     for part in set_partitions(range(k)):
         if max_blocks is not None and len(part) > max_blocks:
             continue
         m = rr_on_blocks(part, k, eps)
-        best = max(best, div_fn(m.T @ p, m.T @ q))
-    return best
+        val = div_fn(m.T @ p, m.T @ q)
+        if val > best:
+            best, arg = val, part
+    return best, arg
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import ldpopt
-from ldpopt.decision import problems as examples
 from ldpopt._validation import as_real_array, check_real, coerce_distribution, is_integer, is_real
+from ldpopt.decision import problems as examples
 from ldpopt.decision.channel import DecisionProblem
 
 P = [0.5, 0.3, 0.2]

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 import ldpopt
 from ldpopt.cli import app
-from ldpopt.deploy.testing import LikelihoodRatioTest, sample_size
 from ldpopt.deploy.files import load_mechanism
+from ldpopt.deploy.testing import LikelihoodRatioTest, sample_size
 
 runner = CliRunner()
 

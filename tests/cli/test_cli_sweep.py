@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from ldpopt.cli import app
 from ldpopt.sweeps import runner
 from ldpopt.sweeps.report import summarize
-from ldpopt.cli import app
 
 CONFIG = """
 [instances]

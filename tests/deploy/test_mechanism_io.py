@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import ldpopt
-from ldpopt.mechanism import Mechanism
 from ldpopt.deploy.files import (
     FORMAT_VERSION,
     MechanismFileError,
@@ -18,6 +17,7 @@ from ldpopt.deploy.files import (
     load_mechanism,
     save_mechanism,
 )
+from ldpopt.mechanism import Mechanism
 
 P0 = {
     "page": 0.31,

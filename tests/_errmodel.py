@@ -1,0 +1,199 @@
+r"""Rounding-error bounds for the tests that compare two floating-point evaluations.
+
+Nothing here imports the library: the bounds are written from the perspective formulas of
+``docs`` / the SPR paper, with the standard model of floating-point arithmetic.
+
+Model (u = 2**-53, the unit roundoff of float64)
+------------------------------------------------
+* ``+ - * /`` and ``sqrt`` are correctly rounded (IEEE 754): ``fl(a op b) = (a op b)(1 + e)``,
+  ``|e| <= u``, plus an absolute error below ``ETA`` when the result is subnormal.
+* ``log``, ``log1p``, ``expm1`` (numpy's SIMD loops - AVX-512 ``X86_V4``, AVX2 ``X86_V3`` -,
+  numpy's scalar loops, glibc's libm that Python's ``math`` and numba call) are within 1 ulp of
+  the correctly rounded result: numpy validates every float64 loop against
+  ``numpy/_core/tests/data/umath-validation-set-{log,log1p,expm1}.csv`` with ``ulperrortol``
+  1, and glibc documents at most 1 ulp for them on x86-64.  Hence a relative error of at most
+  1.5 ulp <= 3u: ``R_FN = 3``.
+* Two implementations that perform the *same* sequence of correctly rounded operations give the
+  same bits, whatever the code (numpy, numba, Python): the perspectives of TV, E_gamma, chi^2
+  and squared Hellinger use nothing else (no transcendental function), so two evaluations of
+  them must be equal (``EXACT_CODES``).  The differences this module bounds come only from the
+  last-ulp differences of log / log1p / expm1 between numpy's loops and libm.
+
+A perspective evaluated by one implementation is within ``score_bound(...)`` (first-order in u,
+every coefficient rounded up, which absorbs the O(u^2) terms) of the exact value of the same
+formula at the same float inputs ``(x, y, d)``; two implementations are therefore within
+``2 * score_bound``.  Inputs ``x = c + A dP``, ``y = c + A dQ``, ``d = A (dP - dQ)`` are computed
+by the same correctly rounded operations in every implementation, so they are identical and no
+input error enters (the tests check the block sums bit for bit).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: unit roundoff of float64
+U = 2.0**-53
+#: absolute error of one rounding whose result is subnormal (half of it, rounded up)
+ETA = 2.0**-1074
+#: relative error of log / log1p / expm1, in units of u: 1 ulp from the correctly rounded value
+#: (numpy's validated ``ulperrortol``, glibc's documented maximum) plus the 1/2 ulp of that rounding
+R_FN = 3.0
+#: condition number of log1p on |t| <= 1/2 (where every log1p branch is taken): t / ((1 + t) log1p(t))
+#: is at most 1 / (2 log 2) = 1.443 (at t = -1/2), rounded up
+KAPPA_LOG1P = 1.5
+#: absolute slack per score for roundings that underflow (each contributes at most ETA, times
+#: factors below 4 for the inputs of these tests; 64 ETA is still ~3e-322)
+UNDERFLOW_SLACK = 64 * ETA
+
+# divergence codes (docs: ldpopt.divergences.CODE_*); repeated here on purpose
+KL, REVERSE_KL, TV, CHI2, HELLINGER, JS, EGAMMA, POWER_UP, POWER_DOWN = range(9)
+#: codes whose perspective is a fixed sequence of correctly rounded operations: equal bits
+EXACT_CODES = frozenset({TV, CHI2, HELLINGER, EGAMMA})
+
+# Coefficients (units of u), counted from the operations of each formula.
+#: x log1p(d / y): the quotient (1 rounding, amplified by KAPPA_LOG1P), log1p (R_FN), the product (1)
+C_LOG1P_TERM = KAPPA_LOG1P * 1 + R_FN + 1
+#: log(x) - log(y): each log R_FN relative to |log|, the difference 1 relative to |L|; then the
+#: product with x adds 1 relative to |x L|
+C_FAR_LOG = R_FN
+C_FAR_DIFF = 2.0
+#: JS near x = y: a = x log1p(d / s): s = x + y and d / s (2 roundings, amplified by KAPPA_LOG1P),
+#: log1p (R_FN), the product (1); then a + b adds 1 relative to |a| + |b| (0.5 * is exact)
+C_JS_NEAR = KAPPA_LOG1P * 2 + R_FN + 1 + 1
+#: JS away from x = y: z = 2x / s carries 2 roundings, i.e. an absolute error 2u in log z ...
+C_JS_FAR_MASS = 2.0
+#: ... log itself R_FN, the product 1 and the final sum 1, relative to |x log z|
+C_JS_FAR_TERM = R_FN + 1 + 1
+
+
+def _f(a):
+    return np.asarray(a, dtype=float)
+
+
+def score_bound(code: int, param: float, x, y, d, log_floor: float = -math.inf) -> np.ndarray:
+    """Bound of |computed - exact| of the perspective g(x, y; d) of ``code`` for ONE implementation.
+
+    Vectorised over ``x, y, d``.  Zero for exact branches (boundary constants) and where the
+    value is infinite (tests compare infinities by equality).
+    """
+    x, y, d = np.broadcast_arrays(_f(x), _f(y), _f(d))
+    out = np.zeros(x.shape)
+    with np.errstate(all="ignore"):
+        if code == TV:  # 0.5 |d|: exact but for underflow
+            out = np.full(x.shape, ETA)
+        elif code == EGAMMA:  # d - g1 y (g1 = param - 1 computed once): the product, the difference
+            g1 = param - 1.0
+            out = U * (np.abs(g1 * y) + np.abs(d - g1 * y)) + 2 * ETA
+        elif code == CHI2:  # d * d / y: two roundings
+            out = np.where(y > 0, 2.0 * U * d * d / np.where(y > 0, y, 1.0) + UNDERFLOW_SLACK, 0.0)
+        elif code == HELLINGER:
+            # s = sqrt x + sqrt y: 2u relative (a sqrt, the sum); s * s: 2 * 2 + 1; d * d: 1; the
+            # quotient: 1; in all 7u relative
+            s = np.sqrt(x) + np.sqrt(y)
+            out = np.where(s > 0, 7.0 * U * d * d / np.where(s > 0, s * s, 1.0) + UNDERFLOW_SLACK, 0.0)
+        elif code == JS:
+            s = x + y
+            near = np.abs(d) < 0.5 * s
+            xs, ys, ss = np.where(x > 0, x, 1.0), np.where(y > 0, y, 1.0), np.where(s > 0, s, 1.0)
+            # |x log(2x / s)| and |y log(2y / s)|, written as each branch writes them
+            la = np.where(near, np.log1p(d / ss), np.log(2.0 * xs / ss))
+            lb = np.where(near, np.log1p(-d / ss), np.log(2.0 * ys / ss))
+            a = np.where(x > 0, np.abs(xs * la), 0.0)
+            b = np.where(y > 0, np.abs(ys * lb), 0.0)
+            mass = np.where(x > 0, x, 0.0) + np.where(y > 0, y, 0.0)
+            far = U * (C_JS_FAR_MASS * mass + C_JS_FAR_TERM * (a + b))
+            out = np.where(near, U * C_JS_NEAR * (a + b), far) + UNDERFLOW_SLACK
+            out = np.where(s > 0, out, 0.0)
+        elif code in (KL, REVERSE_KL, POWER_UP, POWER_DOWN):
+            both = (x > 0) & (y > 0)
+            xs, ys = np.where(x > 0, x, 1.0), np.where(y > 0, y, 1.0)
+            lx, ly = np.abs(np.log(xs)), np.abs(np.log(ys))
+            near = np.abs(d) < 0.5 * ys
+            # log(x / y) as each branch writes it (a magnitude: its own rounding is second order)
+            L = np.where(near, np.log1p(d / ys), np.log(xs) - np.log(ys))
+            # absolute error of the computed log ratio, and its weight in the score
+            err_l_near = U * (KAPPA_LOG1P + R_FN) * np.abs(L)
+            err_l_far = U * (C_FAR_LOG * (lx + ly) + 1.0 * np.abs(L))
+            err_l = np.where(near, err_l_near, err_l_far)
+            if code in (KL, REVERSE_KL):
+                w = xs if code == KL else ys
+                val = np.where(both, w * (err_l + U * np.abs(L)), 0.0)
+                # one mass is 0: w (log w - log_floor), w the other mass
+                lf = log_floor if math.isfinite(log_floor) else 0.0
+                one = (x > 0) & (y == 0) if code == KL else (x == 0) & (y > 0)
+                wo = xs if code == KL else ys
+                lw = np.log(wo)
+                edge = U * wo * (C_FAR_LOG * np.abs(lw) + C_FAR_DIFF * np.abs(lw - lf))
+                edge = np.where(math.isfinite(log_floor), edge, 0.0)  # +-inf otherwise
+                out = np.where(both, val, np.where(one, edge, 0.0))
+            else:
+                # y expm1(a L): a L adds 1 rounding; expm1 amplifies an absolute input error by
+                # e^{aL} and rounds (R_FN); the product with y adds 1
+                a = param
+                wv = a * L
+                em = np.expm1(wv)
+                err_w = abs(a) * err_l + U * np.abs(wv)
+                val = ys * (np.exp(wv) * err_w + U * (R_FN + 1.0) * np.abs(em))
+                out = np.where(both & np.isfinite(val), val, 0.0)
+            out = np.where(out > 0, out + UNDERFLOW_SLACK, out)
+        else:
+            raise ValueError(f"unknown divergence code {code!r}")
+    return out
+
+
+def mirror_bound(code: int, param: float, x, y, d, log_floor: float = -math.inf) -> np.ndarray:
+    """Bound of |a - b| for two implementations of the same perspective at the same inputs
+    (each within ``score_bound`` of the exact value; 0 for ``EXACT_CODES``: the same bits)."""
+    b = score_bound(code, param, x, y, d, log_floor)
+    return np.zeros(b.shape) if code in EXACT_CODES else 2.0 * b
+
+
+def mirror_excess(a: float, b: float, bound: float) -> float:
+    """|a - b| in units of ``bound`` (0 when equal, inf when unequal with a zero bound).
+
+    Infinite or NaN values must be equal (the same exceptional branch is taken by both).
+    """
+    if a == b or (math.isnan(a) and math.isnan(b)):
+        return 0.0
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return math.inf
+    diff = abs(a - b)
+    return diff / bound if bound > 0 else math.inf
+
+
+def sum_bound(bounds, terms) -> float:
+    """Bound of |S1 - S2| for two left-to-right float sums of n terms that differ by <= bounds[i].
+
+    Each sum is within (n - 1) u sum|terms| of its exact sum (recursive summation, first order).
+    """
+    n = len(terms)
+    return float(np.sum(bounds)) + 2.0 * max(n - 1, 0) * U * float(np.sum(np.abs(terms)))
+
+
+def ratio_bound(bounds, terms, den: float, value: float) -> float:
+    """Bound of |R1 - R2| for R = fl(S / den) with the same den: the sums' bound / den + 2 roundings."""
+    return sum_bound(bounds, terms) / den + 2.0 * U * abs(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Measurement: the worst observed error of each bounded assertion
+# ---------------------------------------------------------------------------------------------
+#: name -> {"units": worst |a - b| / bound, "rel": worst |a - b| / max(|a|, |b|), "n": checks};
+#: conftest.py writes it to the JSON file named by $LDPOPT_ERR_REPORT at the end of a session
+WORST: dict = {}
+
+
+def within(name: str, a: float, b: float, bound: float) -> bool:
+    """``|a - b| <= bound`` (infinities and NaNs equal); records the error under ``name``."""
+    a, b = float(a), float(b)
+    units = mirror_excess(a, b, bound)
+    rel = 0.0
+    if units and math.isfinite(units):
+        rel = abs(a - b) / max(abs(a), abs(b))
+    w = WORST.setdefault(name, {"units": 0.0, "rel": 0.0, "n": 0})
+    w["units"] = max(w["units"], units)
+    w["rel"] = max(w["rel"], rel)
+    w["n"] += 1
+    return units <= 1.0
