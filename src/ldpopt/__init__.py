@@ -11,7 +11,6 @@ from importlib.metadata import version as _version
 from typing import Any
 
 from ldpopt import _compat
-
 from ldpopt.divergences import FDivergence, egamma, f_divergence, get_divergence, renyi
 from ldpopt.errors import (
     LdpoptWarning,
