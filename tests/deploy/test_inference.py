@@ -10,7 +10,8 @@ import pytest
 from scipy.stats import binom, binomtest
 
 import ldpopt
-from ldpopt.deploy.testing import LikelihoodRatioTest, SequentialTest, sample_size
+from ldpopt.deploy.sizing import sample_size
+from ldpopt.deploy.testing import LikelihoodRatioTest, SequentialTest
 from reference import enumerate_sum_law
 
 CI_ALPHA = 1e-6

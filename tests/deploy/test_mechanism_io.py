@@ -12,7 +12,7 @@ import ldpopt
 from ldpopt.deploy.files import (
     FORMAT_VERSION,
     MechanismFileError,
-    _content_digest,
+    content_digest,
     distribution_digest,
     load_mechanism,
     save_mechanism,
@@ -61,7 +61,7 @@ def rewrite(path, mutate, fix_digest=True):
     payload = json.loads(path.read_text())
     mutate(payload)
     if fix_digest:
-        payload["content_sha256"] = _content_digest(payload)
+        payload["content_sha256"] = content_digest(payload)
     path.write_text(json.dumps(payload))
 
 

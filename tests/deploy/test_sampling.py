@@ -14,6 +14,7 @@ from scipy.optimize import linprog
 from scipy.stats import chisquare
 
 import ldpopt
+from ldpopt import _sampler
 from ldpopt.deploy import sampling as S
 from ldpopt.mechanism import Mechanism
 from reference import exact_exp_interval, exact_is_ldp
@@ -264,7 +265,7 @@ class ScriptedBits(S.BitSource):
 def test_tie_resolution_draws_more_bits():
     # boundaries 0.25 (exact in 64 bits) and 0.25 + 2^-100 (needs a second word)
     row = np.array([[0.25, 2.0**-100, 0.75]])
-    ch = S._realise_matrix(row, 1.0)
+    ch = _sampler.realise_matrix(row, 1.0)
     assert ch.kind == "general"
     first = 1 << 62  # U starts with exactly the first 64 bits of both boundaries
     cases = [((1 << 28) - 1, 1), (1 << 28, 2), ((1 << 28) + 1, 2)]
@@ -320,7 +321,7 @@ def test_uniform_below_is_unbiased_by_enumeration():
     src = ScriptedBits(pats)
     got = []
     for _ in range(5):
-        got.extend(S._uniform_below(5, 1, src).tolist())
+        got.extend(_sampler._uniform_below(5, 1, src).tolist())
     assert sorted(got) == [0, 1, 2, 3, 4]
     assert src.queue == []  # 5, 6, 7 were rejected along the way
 
@@ -396,7 +397,7 @@ def test_mixing_fallback_when_both_extremes_are_remainders():
     for scale in (1.0, 1 + 1e-15, 1 - 1e-16):
         r1 = [0.25 * e * scale] + [(1 - 0.25 * e * scale) / 3] * 3
         M = np.array([[0.25] * 4, r1])
-        ch = S._realise_matrix(M, 1.0)
+        ch = _sampler.realise_matrix(M, 1.0)
         assert ch.check.ok and oracle_is_ldp(ch.exact_matrix(), 1.0)
         assert all(sum(r) == 1 for r in ch.exact_matrix())
         assert ch.max_change < 1e-13
