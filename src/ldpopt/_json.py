@@ -24,7 +24,7 @@ class _Refused(Exception):
 
 
 def _refuse_constant(name: str) -> Any:
-    raise _Refused(f"non-standard constant {name}")
+    raise _Refused(f"non-standard constant {name}; NaN and infinities are not allowed")
 
 
 def _parse_int(text: str) -> int:
