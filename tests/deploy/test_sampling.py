@@ -401,3 +401,24 @@ def test_mixing_fallback_when_both_extremes_are_remainders():
         assert ch.check.ok and oracle_is_ldp(ch.exact_matrix(), 1.0)
         assert all(sum(r) == 1 for r in ch.exact_matrix())
         assert ch.max_change < 1e-13
+
+
+def test_deploy_entry_points_take_a_mechanism_or_a_result():
+    res = ldpopt.optimal_mechanism([0.5, 0.3, 0.2], [0.2, 0.3, 0.5], 1.0, method="dp")
+    assert S.realise(res) is S.realise(res.mechanism)
+    assert S.privatize(res, [0, 1, 2], rng=np.random.default_rng(0)).shape == (3,)
+    with pytest.raises(TypeError, match="mech must be a Mechanism"):
+        S.privatize(res.mechanism.matrix, [0, 1])
+    with pytest.raises(TypeError, match="mech must be a Mechanism"):
+        S.realise("spr")
+
+
+def test_symbols_are_matched_like_dictionary_keys():
+    mech = ldpopt.randomized_response(3, 1.0, labels=[10, 20, 30])
+    rng = np.random.default_rng(0)
+    assert mech.privatize(np.array([10.0, 20.0]), rng=rng).shape == (2,)  # 10.0 == 10
+    assert mech.privatize(np.array([np.int32(30)]), rng=rng).shape == (1,)
+    obj = np.empty(2, dtype=object)
+    obj[:] = [[1], 10]  # an unhashable entry is an unknown symbol
+    with pytest.raises(ValueError, match=r"unknown input symbol \[1\]"):
+        mech.privatize(obj, rng=rng)

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 from scipy import fft
+from scipy.optimize import brentq
 from scipy.special import ndtr, ndtri
 from scipy.stats import binom
 
@@ -427,8 +428,6 @@ def _design_lattice(
 
 def design_saddlepoint(law: LLRLaw, n: int, alpha: float, randomized: bool) -> TestDesign:
     """The level-``alpha`` threshold test for ``n`` reports from the Lugannani-Rice tails."""
-    from scipy.optimize import brentq  # the saddlepoint range only (large n)
-
     v, a, b = law.values, law.a, law.b
     lo, hi = n * float(v[0]), n * float(v[-1])
     eps_s = 1e-9 * (hi - lo)

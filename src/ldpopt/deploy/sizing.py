@@ -10,6 +10,7 @@ Chernoff and Stein numbers are always reported alongside.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any
 
@@ -191,7 +192,9 @@ def _normal_n(law: LLRLaw, alpha: float, beta: float) -> int:
     return max(1, int(math.ceil(s * s)))
 
 
-def _exact_search(test: LikelihoodRatioTest, alpha: float, beta: float, guess: int, limit: int | None):
+def _exact_search(
+    test: LikelihoodRatioTest, alpha: float, beta: float, guess: int, limit: int | None
+) -> int | None:
     """Smallest n whose exact design meets beta (None past ``limit``).
 
     Bisection on the type-II error of the *randomised* test (monotone in n: a test for n
@@ -207,22 +210,10 @@ def _exact_search(test: LikelihoodRatioTest, alpha: float, beta: float, guess: i
             d = cache[n] = design_test(law, n, alpha, True, test.exact_max_n, test._lattice_law)
         return d.type_ii <= beta
 
-    # bracket around the normal-approximation guess with small geometric steps (few FFTs)
-    n0 = max(1, guess if limit is None else min(guess, limit))
-    if rok(n0):
-        hi, lo = n0, int(n0 * 0.95)
-        while lo >= 1 and rok(lo):
-            hi, lo = lo, int(lo * 0.8)
-    else:
-        lo, hi = n0, int(math.ceil(n0 * 1.05)) + 1
-        while True:
-            if limit is not None:
-                if lo >= limit:
-                    return None
-                hi = min(hi, limit)
-            if rok(hi):
-                break
-            lo, hi = hi, int(math.ceil(hi * 1.25)) + 1
+    bracket = _bracket(rok, max(1, guess if limit is None else min(guess, limit)), limit)
+    if bracket is None:
+        return None
+    lo, hi = bracket
     while hi - lo > 1:  # rok(lo) is False (or lo == 0), rok(hi) is True
         mid = (lo + hi) // 2
         if rok(mid):
@@ -238,6 +229,25 @@ def _exact_search(test: LikelihoodRatioTest, alpha: float, beta: float, guess: i
         if (limit is not None and n > limit) or n > scan_end:
             return None
     return n
+
+
+def _bracket(ok: Callable[[int], bool], n0: int, limit: int | None) -> tuple[int, int] | None:
+    """``(lo, hi)`` with ``ok(hi)`` and not ``ok(lo)`` (or ``lo == 0``), found from ``n0`` with small
+    geometric steps (few FFTs); None when ``ok`` fails up to ``limit``."""
+    if ok(n0):
+        hi, lo = n0, int(n0 * 0.95)
+        while lo >= 1 and ok(lo):
+            hi, lo = lo, int(lo * 0.8)
+        return lo, hi
+    lo, hi = n0, int(math.ceil(n0 * 1.05)) + 1
+    while True:
+        if limit is not None:
+            if lo >= limit:
+                return None
+            hi = min(hi, limit)
+        if ok(hi):
+            return lo, hi
+        lo, hi = hi, int(math.ceil(hi * 1.25)) + 1
 
 
 def _chernoff_rates(law: LLRLaw, tau: float) -> tuple[float, float]:
