@@ -24,7 +24,8 @@ import time
 import numpy as np
 
 import ldpopt
-from ldpopt.deploy.sampling import _realise_matrix, realise
+from ldpopt._sampler import realise_matrix
+from ldpopt.deploy.sampling import realise
 
 
 def best_of(fn, repeat):
@@ -84,7 +85,7 @@ def main() -> None:
     x = rng.integers(0, 100, size=n)
     print(f"{n} reports, best of {args.repeat}")
     for name, mech in cases.items():
-        t_real, ch = best_of(lambda mech=mech: _realise_matrix(mech.matrix, mech.eps), 1)
+        t_real, ch = best_of(lambda mech=mech: realise_matrix(mech.matrix, mech.eps), 1)
         realise(mech)  # cached from here on
         t_os, y_os = best_of(lambda mech=mech: mech.privatize(x), args.repeat)
         t_pcg, y_pcg = best_of(lambda mech=mech: mech.privatize(x, rng=np.random.default_rng(1)), args.repeat)

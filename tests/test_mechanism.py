@@ -194,3 +194,61 @@ def test_partition_of_every_constructor_is_consistent():
     rr = ldpopt.randomized_response(3, 1.0)
     m = ldpopt.Mechanism(rr.matrix, 1.0, partition=[[np.int64(0)], [np.int64(1)], [2]])
     assert m.partition == ((0,), (1,), (2,)) and type(m.partition[0][0]) is int
+
+
+# ---------------------------------------------------------------------------------------------
+# "a mechanism or a matrix": one coercion
+# ---------------------------------------------------------------------------------------------
+def test_as_mechanism_takes_a_mechanism_or_a_result_holding_one():
+    from ldpopt.mechanism import as_mechanism
+
+    mech = ldpopt.randomized_response(3, 1.0)
+    assert as_mechanism(mech) is mech
+    res = ldpopt.optimal_mechanism([0.5, 0.3, 0.2], [0.2, 0.3, 0.5], 1.0, method="dp")
+    assert as_mechanism(res) is res.mechanism
+    for bad in (mech.matrix, "rr", None):
+        with pytest.raises(TypeError, match="mech must be a Mechanism"):
+            as_mechanism(bad, "mech")
+
+
+def test_as_channel_matrix_checks_plain_arrays_like_the_constructor():
+    from ldpopt.mechanism import as_channel_matrix
+
+    mech = ldpopt.randomized_response(3, 1.0)
+    assert as_channel_matrix(mech) is mech.matrix
+    m = as_channel_matrix([[0.5, 0.5], [0.25, 0.75]], "q")
+    assert m.dtype == float and not m.flags.writeable
+    for bad, match in [
+        ([[0.5, 0.6]], "q rows must sum to 1, row 0"),
+        ([[1.5, -0.5]], "q must be non-negative"),
+        ([0.5, 0.5], "q must be a non-empty 2-D array"),
+        ([[np.nan, 1.0]], "q must contain only finite numbers"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            as_channel_matrix(bad, "q")
+    with pytest.raises(TypeError, match="q"):
+        as_channel_matrix([[True, False]], "q")
+
+
+# ---------------------------------------------------------------------------------------------
+# deployment methods need neither ldpopt.deploy nor pandas
+# ---------------------------------------------------------------------------------------------
+def test_privatize_and_files_without_deploy_or_pandas(tmp_path):
+    import subprocess
+    import sys
+
+    script = f"""
+import sys
+sys.modules["pandas"] = None  # importing pandas now fails
+import numpy as np
+import ldpopt
+mech = ldpopt.randomized_response(3, 1.0, labels=["a", "b", "c"])
+y = mech.privatize(np.array(["a", "c", "b", "a"]), rng=np.random.default_rng(0))
+assert y.shape == (4,) and set(y.tolist()) <= {{"a", "b", "c"}}
+path = mech.to_json({str(tmp_path / "m.json")!r}, p0=[0.5, 0.3, 0.2], p1=[0.2, 0.3, 0.5])
+back = ldpopt.Mechanism.from_json(path)
+assert back.labels == mech.labels and np.array_equal(back.matrix, mech.matrix)
+assert not [m for m in sys.modules if m.startswith("ldpopt.deploy")], "ldpopt.deploy was imported"
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr

@@ -55,7 +55,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     # deployment
     "LikelihoodRatioTest": ("ldpopt.deploy.testing", "LikelihoodRatioTest"),
     "SequentialTest": ("ldpopt.deploy.testing", "SequentialTest"),
-    "sample_size": ("ldpopt.deploy.testing", "sample_size"),
+    "sample_size": ("ldpopt.deploy.sizing", "sample_size"),
     "audit": ("ldpopt.deploy.audit", "audit"),
     # studies on disk
     "run_sweep": ("ldpopt.sweeps.runner", "run_sweep"),

@@ -29,7 +29,7 @@ MOVED = {
     "ldpopt.examples": "ldpopt.decision.problems",
     "ldpopt.mechanism_io": "ldpopt.deploy.files",
     "ldpopt.auditing": "ldpopt.deploy.audit",
-    "ldpopt.inference": "ldpopt.deploy.testing",
+    "ldpopt.inference": "ldpopt.deploy",
     "ldpopt.runner": "ldpopt.sweeps.runner",
 }
 

@@ -15,10 +15,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ldpopt import _sampler
+from ldpopt._mechfile import read_mechanism_file, write_mechanism_file
 from ldpopt._validation import (
     _short,
     as_real_array,
@@ -32,6 +35,9 @@ from ldpopt.divergences import FDivergence, get_divergence
 
 __all__ = [
     "Mechanism",
+    "as_channel_matrix",
+    "as_mechanism",
+    "check_channel_matrix",
     "randomized_response",
     "binary_mechanism",
     "spr_mechanism",
@@ -114,17 +120,7 @@ class Mechanism:
     name: str = "mechanism"
 
     def __post_init__(self) -> None:
-        m = np.array(as_real_array(self.matrix, "matrix", "a 2-D array of real numbers"))  # an own copy
-        if m.ndim != 2 or m.shape[0] < 1 or m.shape[1] < 1:
-            raise ValueError(f"matrix must be a non-empty 2-D array, got shape {m.shape}")
-        if not np.all(np.isfinite(m)):
-            raise ValueError("matrix must contain only finite numbers")
-        if np.any(m < 0):
-            raise ValueError(f"matrix must be non-negative, found {m[m < 0][0]!r}")
-        sums = m.sum(axis=1)
-        bad = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_TOL)
-        if bad.size:
-            raise ValueError(f"matrix rows must sum to 1, row {bad[0]} sums to {sums[bad[0]]!r}")
+        m = check_channel_matrix(self.matrix, "matrix")
         eps = check_eps(self.eps)
         viol = ldp_violation(m, eps)
         if viol is not None:
@@ -137,12 +133,7 @@ class Mechanism:
         for attr, size, what in (("labels", m.shape[0], "rows"), ("output_labels", m.shape[1], "columns")):
             lab = getattr(self, attr)
             if lab is not None:
-                lab = tuple(lab)
-                if len(lab) != size:
-                    raise ValueError(f"{attr} must have one entry per matrix {what} ({size}), got {len(lab)}")
-                if len(set(lab)) != len(lab):
-                    raise ValueError(f"{attr} must be distinct, got {lab!r}")
-                object.__setattr__(self, attr, lab)
+                object.__setattr__(self, attr, _check_labels(lab, attr, size, what))
         if self.partition is not None:
             object.__setattr__(self, "partition", _check_partition(self.partition, m, eps))
 
@@ -172,7 +163,9 @@ class Mechanism:
         return ldp_violation(self.matrix, check_eps(eps), check_tolerance(rtol, "rtol")) is None
 
     # --- utility ---------------------------------------------------------------
-    def _pair(self, p0: Any, p1: Any, normalize: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def input_pair(self, p0: Any, p1: Any, normalize: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``p0``, ``p1`` checked as distributions on the mechanism's inputs, in the order of its
+        labels (dicts and Series are aligned by label)."""
         u, v, labels = check_labelled_pair(p0, p1, normalize=normalize)
         if labels is not None and self.labels is not None and labels != self.labels:
             if set(labels) != set(self.labels):
@@ -186,7 +179,7 @@ class Mechanism:
 
     def output_distributions(self, p0: Any, p1: Any) -> tuple[np.ndarray, np.ndarray]:
         r"""Induced output distributions :math:`M_\nu = Q^\top P_\nu`."""
-        u, v = self._pair(p0, p1)
+        u, v = self.input_pair(p0, p1)
         return self.matrix.T @ u, self.matrix.T @ v
 
     def utility(self, p0: Any, p1: Any, divergence: str | FDivergence = "kl") -> float:
@@ -195,35 +188,103 @@ class Mechanism:
         m0, m1 = self.output_distributions(p0, p1)
         return div(m0, m1)
 
-    # --- deployment (thin wrappers, the work is in _sampling / mechanism_io) ----------
+    # --- deployment (the work is in ldpopt._sampler and ldpopt._mechfile) ----------------
     def privatize(self, x: Any, rng: Any = None) -> np.ndarray:
         """Privatize input symbols exactly; see :func:`ldpopt.deploy.sampling.privatize`.
 
         ``rng=None`` uses the operating system's CSPRNG; a seeded ``numpy.random.Generator``
         is for reproducible experiments only, never for production.
         """
-        from ldpopt.deploy.sampling import privatize
+        return _sampler.privatize(self, x, rng=rng)
 
-        return privatize(self, x, rng=rng)
-
-    def to_json(self, path: Any, **kwargs: Any) -> Any:
+    def to_json(
+        self,
+        path: Any,
+        *,
+        p0: Any = None,
+        p1: Any = None,
+        divergence: Any = None,
+        value: float | None = None,
+        include_distributions: bool = True,
+    ) -> Path:
         """Write the versioned mechanism file; see :func:`ldpopt.deploy.files.save_mechanism`."""
-        from ldpopt.deploy.files import save_mechanism
-
-        return save_mechanism(self, path, **kwargs)
+        if (p0 is None) != (p1 is None):
+            raise ValueError("give both p0 and p1, or neither")
+        u, v = self.input_pair(p0, p1) if p0 is not None else (None, None)
+        if isinstance(divergence, FDivergence):
+            divergence = divergence.name
+        return write_mechanism_file(
+            path,
+            self,
+            p0=u,
+            p1=v,
+            divergence=divergence,
+            value=value,
+            include_distributions=include_distributions,
+        )
 
     @classmethod
     def from_json(cls, path: Any) -> Mechanism:
         """Read and re-validate a mechanism file; see :func:`ldpopt.deploy.files.load_mechanism`."""
-        from ldpopt.deploy.files import load_mechanism
-
-        return load_mechanism(path).mechanism
+        return read_mechanism_file(path, cls).mechanism
 
     def __repr__(self) -> str:
         return (
             f"Mechanism(name={self.name!r}, eps={self.eps!r}, inputs={self.num_inputs}, "
             f"outputs={self.num_outputs})"
         )
+
+
+def check_channel_matrix(value: Any, name: str = "matrix") -> np.ndarray:
+    """``value`` as a new float array checked as a channel: non-empty, 2-D (rows = inputs), finite,
+    non-negative, rows summing to 1 within :data:`ROW_SUM_TOL`; errors name ``name``."""
+    m = np.array(as_real_array(value, name, "a 2-D array of real numbers"))  # an own copy
+    if m.ndim != 2 or m.shape[0] < 1 or m.shape[1] < 1:
+        raise ValueError(f"{name} must be a non-empty 2-D array, got shape {m.shape}")
+    if not np.all(np.isfinite(m)):
+        raise ValueError(f"{name} must contain only finite numbers")
+    if np.any(m < 0):
+        raise ValueError(f"{name} must be non-negative, found {m[m < 0][0]!r}")
+    sums = m.sum(axis=1)
+    bad = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_TOL)
+    if bad.size:
+        raise ValueError(f"{name} rows must sum to 1, row {bad[0]} sums to {sums[bad[0]]!r}")
+    return m
+
+
+def as_mechanism(obj: Any, name: str = "mechanism") -> Mechanism:
+    """``obj`` itself when it is a :class:`Mechanism`, the mechanism of a design result
+    (an :class:`~ldpopt.OptimalMechanismResult`, a ``ChannelResult``: anything whose
+    ``mechanism`` attribute is a Mechanism); TypeError naming ``name`` otherwise."""
+    if isinstance(obj, Mechanism):
+        return obj
+    inner = getattr(obj, "mechanism", None)
+    if isinstance(inner, Mechanism):
+        return inner
+    raise TypeError(
+        f"{name} must be a Mechanism or an OptimalMechanismResult (a result with a mechanism), "
+        f"got {type(obj).__name__}"
+    )
+
+
+def as_channel_matrix(obj: Any, name: str = "mechanism") -> np.ndarray:
+    """The channel matrix (rows = inputs) of a :class:`Mechanism` or a design result holding one,
+    or ``obj`` itself checked by :func:`check_channel_matrix` (a read-only copy)."""
+    if isinstance(obj, Mechanism) or isinstance(getattr(obj, "mechanism", None), Mechanism):
+        return as_mechanism(obj, name).matrix
+    m = check_channel_matrix(obj, name)
+    m.setflags(write=False)
+    return m
+
+
+def _check_labels(labels: Any, attr: str, size: int, what: str) -> tuple:
+    """``labels`` as a tuple of ``size`` distinct entries (one per matrix row/column)."""
+    lab = tuple(labels)
+    if len(lab) != size:
+        raise ValueError(f"{attr} must have one entry per matrix {what} ({size}), got {len(lab)}")
+    if len(set(lab)) != len(lab):
+        raise ValueError(f"{attr} must be distinct, got {lab!r}")
+    return lab
 
 
 def _partition_blocks(partition: Any, k: int, n: int) -> tuple[tuple[int, ...], ...]:

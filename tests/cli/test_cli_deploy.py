@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 import ldpopt
 from ldpopt.cli import app
 from ldpopt.deploy.files import load_mechanism
-from ldpopt.deploy.testing import LikelihoodRatioTest, sample_size
+from ldpopt.deploy.sizing import sample_size
+from ldpopt.deploy.testing import LikelihoodRatioTest
 
 runner = CliRunner()
 
@@ -105,14 +106,14 @@ def test_test_with_explicit_hypotheses_and_mismatch_warning(files, tmp_path):
 def test_test_refuses_a_file_whose_partition_contradicts_its_matrix(files, tmp_path):
     import json
 
-    from ldpopt.deploy.files import _content_digest
+    from ldpopt.deploy.files import content_digest
 
     _, mfile, data, _ = files
     out = tmp_path / "r.csv"
     run("privatize", "--mechanism", mfile, "--input", data, "--column", "event", "--output", out, "--seed", 1)
     payload = json.loads(mfile.read_text())
     payload["partition"] = payload["partition"][::-1]  # outputs would be labelled with the wrong symbols
-    payload["content_sha256"] = _content_digest(payload)
+    payload["content_sha256"] = content_digest(payload)
     mfile.write_text(json.dumps(payload))
     expect_failure(
         run("test", "--mechanism", mfile, "--reports", out), r"partition block 0 .* contradicts matrix"

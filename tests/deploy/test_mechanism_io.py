@@ -12,7 +12,7 @@ import ldpopt
 from ldpopt.deploy.files import (
     FORMAT_VERSION,
     MechanismFileError,
-    _content_digest,
+    content_digest,
     distribution_digest,
     load_mechanism,
     save_mechanism,
@@ -61,7 +61,7 @@ def rewrite(path, mutate, fix_digest=True):
     payload = json.loads(path.read_text())
     mutate(payload)
     if fix_digest:
-        payload["content_sha256"] = _content_digest(payload)
+        payload["content_sha256"] = content_digest(payload)
     path.write_text(json.dumps(payload))
 
 
@@ -204,6 +204,10 @@ def test_malformed_fields_are_refused(designed, mutate, match):
         ("", "empty"),
         ("{not json", "not valid JSON"),
         ('{"format": NaN}', "not valid JSON"),
+        ('{"format": "ldpopt.mechanism", "eps": Infinity}', "non-standard constant Infinity"),
+        ('{"format_version": 1' + "0" * 400 + "}", "beyond the float range"),
+        ('{"matrix": [[1e400]]}', "beyond the float range"),
+        ("[" * 100_000, "nested too deeply"),
         ("[1, 2]", "top level"),
         ('{"format": "ldpopt.mechanism"}', "format_version"),
     ],

@@ -14,6 +14,7 @@ from scipy.optimize import linprog
 from scipy.stats import chisquare
 
 import ldpopt
+from ldpopt import _sampler
 from ldpopt.deploy import sampling as S
 from ldpopt.mechanism import Mechanism
 from reference import exact_exp_interval, exact_is_ldp
@@ -264,7 +265,7 @@ class ScriptedBits(S.BitSource):
 def test_tie_resolution_draws_more_bits():
     # boundaries 0.25 (exact in 64 bits) and 0.25 + 2^-100 (needs a second word)
     row = np.array([[0.25, 2.0**-100, 0.75]])
-    ch = S._realise_matrix(row, 1.0)
+    ch = _sampler.realise_matrix(row, 1.0)
     assert ch.kind == "general"
     first = 1 << 62  # U starts with exactly the first 64 bits of both boundaries
     cases = [((1 << 28) - 1, 1), (1 << 28, 2), ((1 << 28) + 1, 2)]
@@ -320,7 +321,7 @@ def test_uniform_below_is_unbiased_by_enumeration():
     src = ScriptedBits(pats)
     got = []
     for _ in range(5):
-        got.extend(S._uniform_below(5, 1, src).tolist())
+        got.extend(_sampler._uniform_below(5, 1, src).tolist())
     assert sorted(got) == [0, 1, 2, 3, 4]
     assert src.queue == []  # 5, 6, 7 were rejected along the way
 
@@ -396,7 +397,28 @@ def test_mixing_fallback_when_both_extremes_are_remainders():
     for scale in (1.0, 1 + 1e-15, 1 - 1e-16):
         r1 = [0.25 * e * scale] + [(1 - 0.25 * e * scale) / 3] * 3
         M = np.array([[0.25] * 4, r1])
-        ch = S._realise_matrix(M, 1.0)
+        ch = _sampler.realise_matrix(M, 1.0)
         assert ch.check.ok and oracle_is_ldp(ch.exact_matrix(), 1.0)
         assert all(sum(r) == 1 for r in ch.exact_matrix())
         assert ch.max_change < 1e-13
+
+
+def test_deploy_entry_points_take_a_mechanism_or_a_result():
+    res = ldpopt.optimal_mechanism([0.5, 0.3, 0.2], [0.2, 0.3, 0.5], 1.0, method="dp")
+    assert S.realise(res) is S.realise(res.mechanism)
+    assert S.privatize(res, [0, 1, 2], rng=np.random.default_rng(0)).shape == (3,)
+    with pytest.raises(TypeError, match="mech must be a Mechanism"):
+        S.privatize(res.mechanism.matrix, [0, 1])
+    with pytest.raises(TypeError, match="mech must be a Mechanism"):
+        S.realise("spr")
+
+
+def test_symbols_are_matched_like_dictionary_keys():
+    mech = ldpopt.randomized_response(3, 1.0, labels=[10, 20, 30])
+    rng = np.random.default_rng(0)
+    assert mech.privatize(np.array([10.0, 20.0]), rng=rng).shape == (2,)  # 10.0 == 10
+    assert mech.privatize(np.array([np.int32(30)]), rng=rng).shape == (1,)
+    obj = np.empty(2, dtype=object)
+    obj[:] = [[1], 10]  # an unhashable entry is an unknown symbol
+    with pytest.raises(ValueError, match=r"unknown input symbol \[1\]"):
+        mech.privatize(obj, rng=rng)

@@ -14,7 +14,6 @@ command.  The problem file format is documented in ``docs/decision.md``::
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from ldpopt._json import loads_strict
 from ldpopt._validation import is_real
 from ldpopt.cli._common import app, console, fail, write_json
 
@@ -29,10 +29,6 @@ _KEYS = {"likelihood", "loss", "prior", "labels", "name"}
 _LABEL_KEYS = {"inputs", "parameters", "actions"}
 #: the channel table is printed only up to this many inputs/outputs
 _MAX_TABLE = 12
-
-
-def _reject_constant(name: str):
-    fail(f"{name} is not allowed in a problem file (NaN and infinities are rejected)")
 
 
 def _matrix(doc: dict, key: str, path: Path) -> np.ndarray:
@@ -58,9 +54,9 @@ def _read_document(path: Path) -> dict:
     except (OSError, UnicodeDecodeError) as exc:
         fail(f"{path} cannot be read: {exc}")
     try:
-        doc = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        fail(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
+        doc = loads_strict(text, path)
+    except ValueError as exc:
+        fail(str(exc))
     if not isinstance(doc, dict):
         fail(f"{path}: the top level must be an object with 'likelihood' and 'loss'")
     unknown = sorted(set(doc) - _KEYS)

@@ -381,7 +381,7 @@ def _sizes_at(
     """(name, mechanism, sample size) at eps ``e`` for the optimum, binary, k-RR and ``file_row`` (the
     file's mechanism, when its eps is ``e``); the size is None when a mechanism cannot tell P0 from P1."""
     import ldpopt
-    from ldpopt.deploy.testing import SampleSizeResult, sample_size
+    from ldpopt.deploy.sizing import SampleSizeResult, sample_size
 
     opt = ldpopt.optimal_mechanism(a, b, e, "kl")
     assert opt.mechanism is not None  # the SPR solvers always return their mechanism

@@ -4,22 +4,47 @@ sample sizes on the collected reports.
 * :mod:`~ldpopt.deploy.sampling` - exact privatization from the OS CSPRNG;
 * :mod:`~ldpopt.deploy.files` - versioned, self-checking mechanism files;
 * :mod:`~ldpopt.deploy.audit` - a statistical lower bound on a sampler's true eps;
-* :mod:`~ldpopt.deploy.testing` - likelihood-ratio and sequential tests, sample sizes.
+* :mod:`~ldpopt.deploy.llr` - the law of the likelihood-ratio statistic and the level-alpha tests;
+* :mod:`~ldpopt.deploy.testing` - the likelihood-ratio test, Bayes decisions, the sequential test;
+* :mod:`~ldpopt.deploy.sizing` - sample sizes.
 
-``audit`` (named like its module) is not re-exported here, so that ``import ldpopt.deploy.audit``
-keeps meaning the module; it is ``ldpopt.audit``.
+The names below are resolved on first access (PEP 562): the statistics modules import
+``scipy.stats``, which a device that only privatizes does not need.  ``audit`` (named like its
+module) is not re-exported here, so that ``import ldpopt.deploy.audit`` keeps meaning the module;
+it is ``ldpopt.audit``.  This package also serves the old module path ``ldpopt.inference``.
 """
 
-from ldpopt.deploy.audit import AuditResult
-from ldpopt.deploy.files import MechanismFile, load_mechanism, save_mechanism
-from ldpopt.deploy.testing import LikelihoodRatioTest, SequentialTest, sample_size
+import importlib
+from typing import Any
 
-__all__ = [
-    "AuditResult",
-    "LikelihoodRatioTest",
-    "MechanismFile",
-    "SequentialTest",
-    "load_mechanism",
-    "sample_size",
-    "save_mechanism",
-]
+#: name -> module that defines it
+_LAZY = {
+    "AuditResult": "ldpopt.deploy.audit",
+    "MechanismFile": "ldpopt.deploy.files",
+    "load_mechanism": "ldpopt.deploy.files",
+    "save_mechanism": "ldpopt.deploy.files",
+    "BayesDecision": "ldpopt.deploy.testing",
+    "LikelihoodRatioTest": "ldpopt.deploy.testing",
+    "SequentialResult": "ldpopt.deploy.testing",
+    "SequentialTest": "ldpopt.deploy.testing",
+    "TestDesign": "ldpopt.deploy.testing",
+    "TestResult": "ldpopt.deploy.testing",
+    "SampleSizeResult": "ldpopt.deploy.sizing",
+    "sample_size": "ldpopt.deploy.sizing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ldpopt.deploy' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = sorted(_LAZY)

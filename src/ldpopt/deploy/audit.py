@@ -25,14 +25,21 @@ A lower bound above the claimed eps is a **violation** (with confidence 1 - alph
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import numpy as np
+from scipy.stats import beta
 
-from ldpopt._validation import check_positive_int, check_real
+from ldpopt._validation import check_positive_int
+from ldpopt.deploy.sampling import bit_source, encode_outputs, realise, sample_indices
+from ldpopt.deploy.testing import check_level
+from ldpopt.mechanism import Mechanism, as_mechanism
 
 __all__ = ["AuditResult", "audit"]
+
+#: a draw: int64 input indices -> int64 output indices, one report each
+Draw = Callable[[np.ndarray], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -55,7 +62,8 @@ class AuditResult:
     output : label or int
         Output y of the worst audited triple.
     inputs : tuple
-        (x_hi, x_lo) of that triple (labels when the mechanism has them).
+        (x_hi, x_lo) of that triple (labels when the mechanism has them); this and the
+        following fields are keyword-only.
     counts : tuple of int
         Estimation-stage counts of y for x_hi and x_lo.
     candidates : int
@@ -72,6 +80,7 @@ class AuditResult:
     n: int
     n_select: int
     output: Any
+    _: KW_ONLY
     inputs: tuple
     counts: tuple
     candidates: int
@@ -80,8 +89,7 @@ class AuditResult:
 
 
 def _cp_lower(c: np.ndarray, n: int, level: float) -> np.ndarray:
-    from scipy.stats import beta
-
+    """One-sided Clopper-Pearson lower bounds on the success probabilities behind counts ``c``."""
     c = np.asarray(c, dtype=float)
     out = np.zeros_like(c)
     pos = c > 0
@@ -90,13 +98,81 @@ def _cp_lower(c: np.ndarray, n: int, level: float) -> np.ndarray:
 
 
 def _cp_upper(c: np.ndarray, n: int, level: float) -> np.ndarray:
-    from scipy.stats import beta
-
+    """One-sided Clopper-Pearson upper bounds on the success probabilities behind counts ``c``."""
     c = np.asarray(c, dtype=float)
     out = np.ones_like(c)
     below = c < n
     out[below] = beta.ppf(1.0 - level, c[below] + 1, n - c[below])
     return out
+
+
+def _drawer(mech: Mechanism, sampler: Callable[[np.ndarray], Any] | None, rng: Any) -> Draw:
+    """The audited sampler as a draw: this library's exact sampler, or ``sampler`` with its
+    reports checked and encoded as output indices."""
+    if sampler is not None and not callable(sampler):
+        raise TypeError(f"sampler must be callable, got {sampler!r}")
+    ch = realise(mech) if sampler is None else None
+    source = bit_source(rng)
+    if ch is not None:
+        return lambda x: sample_indices(ch, x, source)  # output indices already
+
+    def draw(x: np.ndarray) -> np.ndarray:
+        assert sampler is not None  # the default sampler is handled above
+        out = sampler(x)
+        try:
+            idx = encode_outputs(mech, out, name="sampler output")
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"sampler returned invalid reports: {exc}") from None
+        if idx.shape != x.shape:
+            raise ValueError(f"sampler returned {idx.shape[0]} reports for {x.shape[0]} inputs")
+        return idx
+
+    return draw
+
+
+def _histogram(draw: Draw, inputs: np.ndarray, reps: int, n_out: int) -> np.ndarray:
+    """Counts of every output for ``reps`` reports of each input, shape (inputs.size, n_out)."""
+    x = np.repeat(inputs, reps)
+    y = draw(x)
+    flat = np.bincount(np.repeat(np.arange(inputs.size), reps) * n_out + y, minlength=inputs.size * n_out)
+    return flat.reshape(inputs.size, n_out)
+
+
+def _select(counts: np.ndarray, m_cand: int) -> list[tuple[int, int, int]]:
+    """The ``m_cand`` most revealing triples (output y, x_hi, x_lo) of the selection counts."""
+    hi = np.argmax(counts, axis=0)
+    lo = np.argmin(counts, axis=0)
+    cols = np.arange(counts.shape[1])
+    score = np.log((counts[hi, cols] + 0.5) / (counts[lo, cols] + 0.5))
+    order = [int(j) for j in np.argsort(-score, kind="stable") if hi[j] != lo[j]][:m_cand]
+    return [(j, int(hi[j]), int(lo[j])) for j in order]
+
+
+def _message(violation: bool, eps_lower: float, claimed: float, alpha: float) -> str:
+    conf = f"{100 * (1 - alpha):.6g}%"
+    if violation:
+        return (
+            f"VIOLATION: with {conf} confidence the sampler's eps is at least {eps_lower:.4g}, "
+            f"above the claimed {claimed:.4g}"
+        )
+    return f"no violation detected: eps >= {eps_lower:.4g} with {conf} confidence, claimed {claimed:.4g}"
+
+
+def _nothing_to_audit(claimed: float, model: float, alpha: float, n: int, n_select: int) -> AuditResult:
+    return AuditResult(
+        0.0,
+        claimed,
+        model,
+        False,
+        alpha,
+        n,
+        n_select,
+        None,
+        inputs=(),
+        counts=(),
+        candidates=0,
+        message="a single input or output: nothing to audit (eps_lower = 0)",
+    )
 
 
 def audit(
@@ -114,7 +190,7 @@ def audit(
     Parameters
     ----------
     mech : Mechanism
-        The mechanism whose claim is audited.
+        The mechanism whose claim is audited (or a design result holding one).
     n : int
         Reports per audited input in the estimation stage.
     alpha : float
@@ -133,104 +209,46 @@ def audit(
     -------
     AuditResult
     """
-    from ldpopt.deploy.sampling import bit_source, encode_outputs, realise, sample_indices
-
+    mech = as_mechanism(mech, "mech")
     n = check_positive_int(n, "n")
     n_select = check_positive_int(n_select, "n_select", allow_none=True) or max(1000, n // 10)
     m_cand = check_positive_int(candidates, "candidates")
-    if not 0 < check_real(alpha, "alpha") < 1:
-        raise ValueError(f"alpha must be in (0, 1), got alpha={alpha!r}")
+    alpha = check_level(alpha, "alpha")
     k, n_out = mech.num_inputs, mech.num_outputs
-    if sampler is not None and not callable(sampler):
-        raise TypeError(f"sampler must be callable, got {sampler!r}")
-    ch = realise(mech) if sampler is None else None
-    source = bit_source(rng)
-
-    def draw(x: np.ndarray) -> np.ndarray:
-        if sampler is None:
-            assert ch is not None  # realised above when there is no sampler
-            return sample_indices(ch, x, source)  # output indices already
-        out = sampler(x)
-        try:
-            idx = encode_outputs(mech, out, name="sampler output")
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"sampler returned invalid reports: {exc}") from None
-        if idx.shape != x.shape:
-            raise ValueError(f"sampler returned {idx.shape[0]} reports for {x.shape[0]} inputs")
-        return idx
-
-    def histogram(inputs: np.ndarray, reps: int) -> np.ndarray:
-        x = np.repeat(inputs, reps)
-        y = draw(x)
-        flat = np.bincount(np.repeat(np.arange(inputs.size), reps) * n_out + y, minlength=inputs.size * n_out)
-        return flat.reshape(inputs.size, n_out)
-
+    draw = _drawer(mech, sampler, rng)
     claimed = float(mech.eps)
     model = float(mech.privacy_level())
-    empty = AuditResult(
-        0.0,
-        claimed,
-        model,
-        False,
-        float(alpha),
-        n,
-        n_select,
-        None,
-        (),
-        (),
-        0,
-        message="a single input or output: nothing to audit (eps_lower = 0)",
-    )
     if k < 2 or n_out < 2:
-        return empty
-
+        return _nothing_to_audit(claimed, model, alpha, n, n_select)
     # stage 1: select the most revealing (output, x_hi, x_lo) triples
-    c1 = histogram(np.arange(k), n_select).astype(float)
-    hi = np.argmax(c1, axis=0)
-    lo = np.argmin(c1, axis=0)
-    cols = np.arange(n_out)
-    score = np.log((c1[hi, cols] + 0.5) / (c1[lo, cols] + 0.5))
-    order = [int(j) for j in np.argsort(-score, kind="stable") if hi[j] != lo[j]][:m_cand]
-    if not order:
-        return empty
-    trip = [(j, int(hi[j]), int(lo[j])) for j in order]
+    trip = _select(_histogram(draw, np.arange(k), n_select, n_out).astype(float), m_cand)
+    if not trip:
+        return _nothing_to_audit(claimed, model, alpha, n, n_select)
 
     # stage 2: fresh reports for the audited inputs, Bonferroni-corrected Clopper-Pearson
     inputs = np.array(sorted({x for _, a, b in trip for x in (a, b)}), dtype=np.int64)
     pos = {int(x): i for i, x in enumerate(inputs)}
-    c2 = histogram(inputs, n)
+    c2 = _histogram(draw, inputs, n, n_out)
     level = alpha / (2 * len(trip))
     c_hi = np.array([c2[pos[a], j] for j, a, _ in trip])
     c_lo = np.array([c2[pos[b], j] for j, _, b in trip])
-    lower = _cp_lower(c_hi, n, level)
-    upper = _cp_upper(c_lo, n, level)
     with np.errstate(divide="ignore"):
-        bounds = np.log(lower) - np.log(upper)
+        bounds = np.log(_cp_lower(c_hi, n, level)) - np.log(_cp_upper(c_lo, n, level))
     best = int(np.argmax(bounds))
     eps_lower = max(0.0, float(bounds[best]))
     j, a, b = trip[best]
-    lab = mech.labels
-    out_lab = mech.output_labels
-    violation = eps_lower > claimed
-    conf = f"{100 * (1 - alpha):.6g}%"
-    if violation:
-        msg = (
-            f"VIOLATION: with {conf} confidence the sampler's eps is at least {eps_lower:.4g}, "
-            f"above the claimed {claimed:.4g}"
-        )
-    else:
-        msg = f"no violation detected: eps >= {eps_lower:.4g} with {conf} confidence, claimed {claimed:.4g}"
+    lab, out_lab = mech.labels, mech.output_labels
     return AuditResult(
         eps_lower=eps_lower,
         claimed_eps=claimed,
         model_eps=model,
-        violation=violation,
-        alpha=float(alpha),
+        violation=eps_lower > claimed,
+        alpha=alpha,
         n=n,
         n_select=n_select,
         output=j if out_lab is None else out_lab[j],
         inputs=(a, b) if lab is None else (lab[a], lab[b]),
         counts=(int(c_hi[best]), int(c_lo[best])),
         candidates=len(trip),
-        message=msg,
+        message=_message(eps_lower > claimed, eps_lower, claimed, alpha),
     )

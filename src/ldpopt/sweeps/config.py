@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ldpopt._json import loads_strict
 from ldpopt._validation import is_integer, is_real
 from ldpopt.errors import SweepConfigError
 
@@ -296,9 +297,11 @@ def _read_pairs(path: Path, fmt: str) -> list[tuple[str, Any, Any]]:
 def _read_json_pairs(path: Path, where: str) -> list[tuple[str, Any, Any]]:
     """Pairs from a JSON list of {id, p0, p1} objects, or such a list under ``"instances"``."""
     try:
-        payload = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
+        payload = loads_strict(path.read_text(), where)
+    except UnicodeDecodeError as exc:
         raise SweepConfigError(f"{where}: not valid JSON ({exc})") from None
+    except ValueError as exc:
+        raise SweepConfigError(str(exc)) from None
     if isinstance(payload, Mapping):
         _check_keys(payload, ("instances",), where)
         payload = payload.get("instances")
