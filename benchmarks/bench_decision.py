@@ -38,14 +38,12 @@ def problem(m: int, T: int, A: int, seed: int):
 
 def seeded_colgen(prob, eps, opt):
     """Column generation whose first master already holds the columns of the optimum ``opt``."""
-    from ldpopt.decision import lp as _colgen
+    from ldpopt.decision import lp
 
     M = opt.mechanism.matrix
     rows = M > M.min(axis=0) * (1.0 + 1e-9)  # the subset of each extreme output column
     acts = np.argmax(np.asarray(opt.decision_rule), axis=1)
-    return _colgen.column_generation(
-        math.exp(-eps), B=prob.bayes_matrix(), seed=(rows.T, acts), duals="in-out"
-    )
+    return lp.column_generation(math.exp(-eps), B=prob.bayes_matrix(), seed=(rows.T, acts), duals="in-out")
 
 
 def timed(fn, repeat: int = 1):
@@ -99,7 +97,7 @@ def main() -> None:
             f"{r_cg.iterations} rounds",
         )
 
-    from ldpopt.decision import lp as _colgen
+    from ldpopt.decision import lp
 
     for eps_cg in (eps, 3.0):
         prob = problem(m_cg, 8, 8, 2)
@@ -112,7 +110,7 @@ def main() -> None:
             )
         )
         t_io, r_io = timed(
-            lambda prob=prob, eps_cg=eps_cg: _colgen.column_generation(
+            lambda prob=prob, eps_cg=eps_cg: lp.column_generation(
                 math.exp(-eps_cg), B=prob.bayes_matrix(), duals="in-out", time_limit=600
             )
         )
@@ -140,7 +138,7 @@ def main() -> None:
         prob = problem(m_seed, 8, 8, 2)
         r_dir = ldpopt.optimal_channel(prob, eps, method="direct")
         t_io, r_io = timed(
-            lambda prob=prob: _colgen.column_generation(math.exp(-eps), B=prob.bayes_matrix(), duals="in-out")
+            lambda prob=prob: lp.column_generation(math.exp(-eps), B=prob.bayes_matrix(), duals="in-out")
         )
         t_seed, r_seed = timed(lambda prob=prob, r_dir=r_dir: seeded_colgen(prob, eps, r_dir))
         line(

@@ -15,7 +15,7 @@ import pytest
 import ldpopt
 from ldpopt._validation import as_real_array, check_real, coerce_distribution, is_integer, is_real
 from ldpopt.decision import problems as examples
-from ldpopt.decision.channel import DecisionProblem
+from ldpopt.decision.problem import DecisionProblem
 
 P = [0.5, 0.3, 0.2]
 Q = [0.2, 0.3, 0.5]

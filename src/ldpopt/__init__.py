@@ -43,9 +43,9 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "experiments": ("ldpopt.experiments", None),
     "plots": ("ldpopt.plots", None),
     # decision problems over the maximal-channel polytope
-    "DecisionProblem": ("ldpopt.decision.channel", "DecisionProblem"),
-    "optimal_channel": ("ldpopt.decision.channel", "optimal_channel"),
-    "ChannelResult": ("ldpopt.decision.channel", "ChannelResult"),
+    "DecisionProblem": ("ldpopt.decision.problem", "DecisionProblem"),
+    "optimal_channel": ("ldpopt.decision.solve", "optimal_channel"),
+    "ChannelResult": ("ldpopt.decision.result", "ChannelResult"),
     "is_maximal": ("ldpopt.decision.polytope", "is_maximal"),
     "canonical_form": ("ldpopt.decision.polytope", "canonical_form"),
     "blackwell_dominates": ("ldpopt.decision.polytope", "blackwell_dominates"),

@@ -281,7 +281,7 @@ def test_lp_failure_names_its_cause(monkeypatch, tmp_path):
     monkeypatch.setattr(scipy.optimize, "linprog", failing)
     prob = ldpopt.DecisionProblem([[0.2, 0.5], [0.3, 0.3], [0.5, 0.2]], [[0, 1], [1e-12, 0]], [0.7, 0.3])
     res = ldpopt.optimal_channel(prob, 1.0, method="enumerate")
-    assert res.status == 4 and res.mechanism is None and math.isnan(res.value)
+    assert res.status == 4 and not res.success and res.mechanism is None and math.isnan(res.value)
     assert res.message.startswith("enumerate: the LP solver failed")
     assert "numerical difficulties" in res.message and "ratio 1e+12" in res.message
     path = tmp_path / "p.json"

@@ -48,6 +48,12 @@ def test_bayes_risk_rows_match_the_decision_problem():
     assert np.allclose(obj.linear_pieces(), P @ (prior[:, None] * L))
 
 
+def test_bayes_risk_needs_a_decision_problem():
+    for other in (MutualInformation(num_inputs=3), np.eye(3), None):
+        with pytest.raises(TypeError, match="problem must be a DecisionProblem"):
+            BayesRisk(other)
+
+
 def test_mutual_information_matches_entropies():
     rng = np.random.default_rng(2)
     for _ in range(5):

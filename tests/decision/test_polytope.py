@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -74,6 +75,18 @@ def test_vertex_enumeration_refuses_m6():
         polytope.polytope_vertices(6, 1.0)
 
 
+def test_vertex_enumeration_without_pycddlib_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cdd", None)  # as if the optional dependency were missing
+    with pytest.raises(ldpopt.MissingExtraError, match=r"ldpopt\[vertex\]") as info:
+        polytope.polytope_vertices(3, 1.0)
+    assert info.value.extra == "vertex" and info.value.missing == "cdd"
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    with pytest.raises(ImportError, match="vertex enumeration"):
+        ldpopt.optimal_channel(
+            ldpopt.DecisionProblem(np.eye(3)[:, :2] * 0.5 + 1 / 6, np.eye(2)), 1.0, method="vertex"
+        )
+
+
 def test_is_maximal_examples():
     eps = 1.0
     assert ldpopt.is_maximal(ldpopt.randomized_response(5, eps))
@@ -98,6 +111,15 @@ def test_extreme_subset_reads_the_high_set():
     assert polytope.extreme_subset([1, c, 1, c], 0.5) == frozenset({0, 2})
     assert polytope.extreme_subset([c, c, c], 0.5) is None
     assert polytope.extreme_subset([1, 1, 1], 0.5) is None
+
+
+def test_canonical_form_of_a_plain_array_takes_its_own_privacy_level():
+    rr = ldpopt.randomized_response(3, 1.0)
+    canon = ldpopt.canonical_form(np.array(rr.matrix))
+    assert canon.eps == pytest.approx(1.0, rel=1e-12)
+    assert np.allclose(canon.matrix, ldpopt.canonical_form(rr).matrix)
+    # no information: one output after merging, privacy level 0 read as eps = inf
+    assert ldpopt.canonical_form(np.full((3, 2), 0.5)).eps == math.inf
 
 
 def test_canonical_form_merges_splits_and_drops_zero_outputs():

@@ -9,8 +9,8 @@ import pytest
 
 import ldpopt
 from ldpopt.decision import problems as examples
-from ldpopt.decision.channel import DecisionProblem
 from ldpopt.decision.objectives import MutualInformation, RowObjective
+from ldpopt.decision.problem import DecisionProblem
 from ldpopt.decision.symmetry import (
     PermutationGroup,
     cyclic,

@@ -92,7 +92,7 @@ def _labels(doc: dict, path: Path) -> dict:
 
 def load_problem(path: Path):
     """Read and validate a problem file; every problem is reported with ``fail`` (exit code 2)."""
-    from ldpopt.decision.channel import DecisionProblem
+    from ldpopt.decision import DecisionProblem
 
     doc = _read_document(path)
     P = _matrix(doc, "likelihood", path)
@@ -181,7 +181,7 @@ def decide(
     json_out: Path | None = typer.Option(None, "--json", help="Write the result as JSON to FILE."),
 ) -> None:
     """Optimal eps-LDP channel (maximal, one output per subset) for a finite decision problem."""
-    from ldpopt.decision.channel import optimal_channel
+    from ldpopt.decision import optimal_channel
 
     if risk not in ("bayes", "minimax"):
         fail(f"--risk must be 'bayes' or 'minimax', got {risk!r}")

@@ -1,4 +1,4 @@
-r"""LP machinery over the maximal-channel polytope (private; used by :mod:`ldpopt.decision.channel`).
+r"""LP machinery over the maximal-channel polytope (used by the methods of :mod:`ldpopt.decision.methods`).
 
 All LPs here use the rescaled extreme rows :math:`\tilde S_y = \mathbf 1_y + c_0\mathbf 1_{\bar y}`,
 :math:`c_0=e^{-\varepsilon}`, and *pair* columns :math:`z_{y,a}\ge 0` (output y, decision a):
@@ -34,6 +34,14 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
+from scipy import optimize, sparse
+
+try:  # the HiGHS object bundled with scipy >= 1.15 (a private module of scipy, hence the probe)
+    from scipy.optimize._highspy import _core as _HIGHS_CORE
+
+    _HIGHS_CORE._Highs  # noqa: B018 - probe the attribute
+except Exception:  # pragma: no cover - depends on the scipy version
+    _HIGHS_CORE = None
 
 #: HiGHS primal/dual feasibility tolerances
 LP_TOL = 1e-10
@@ -111,6 +119,56 @@ def min_reduced_cost(B_eff: np.ndarray, u: np.ndarray, c0: float) -> float:
     return float(rc.min())
 
 
+def data_scale(B: np.ndarray) -> float:
+    """Scale of a cost matrix for relative tolerances: the largest column sum of ``|B|`` (1 for zeros)."""
+    return float(np.abs(B).sum(axis=0).max()) or 1.0
+
+
+def unit_exponent(values: Any) -> int:
+    r"""The e with :math:`\max|v|/2^e\in(1/2,1]` (0 for zeros): HiGHS's tolerances are absolute (about
+    1e-9) and it gives up on coefficients above about 1e15, so LP data are passed at unit scale."""
+    arr = np.asarray(values, dtype=float)
+    top = float(np.abs(arr).max()) if arr.size else 0.0
+    if top == 0.0 or not math.isfinite(top):
+        return 0
+    mant, exponent = math.frexp(top)
+    return exponent - 1 if mant == 0.5 else exponent
+
+
+def times_pow2(x: Any, exponent: int) -> Any:
+    """``x * 2**exponent`` (exact; inf past the float range), for floats and arrays."""
+    with np.errstate(over="ignore"):
+        out = np.ldexp(x, exponent)
+    return out if isinstance(x, np.ndarray) else float(out)
+
+
+def merge_pairs(
+    rows: np.ndarray, actions: np.ndarray, z: np.ndarray, K: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Merge pair columns (y, a) with the same subset into one output with a randomised decision.
+
+    Returns ``(rows, weights, rule)``: distinct subsets, their summed weights and the (n, K)
+    row-stochastic decision rule.
+    """
+    keys: dict[bytes, int] = {}
+    out_rows: list[np.ndarray] = []
+    out_w: list[float] = []
+    out_rule: list[np.ndarray] = []
+    for r, a, w in zip(rows, actions, z, strict=False):
+        key = r.tobytes()
+        if key not in keys:
+            keys[key] = len(out_rows)
+            out_rows.append(r)
+            out_w.append(0.0)
+            out_rule.append(np.zeros(K))
+        j = keys[key]
+        out_w[j] += float(w)
+        out_rule[j][int(a)] += float(w)
+    W = np.array(out_w)
+    rule = np.array(out_rule) / W[:, None]
+    return np.array(out_rows, dtype=bool).reshape(-1, rows.shape[1]), W, rule
+
+
 def column_bound(m: int, c0: float) -> float:
     r"""Upper bound on :math:`\sum_y\tilde c_y` over the polytope: summing the x-rows gives
     :math:`\sum_y \tilde c_y(|y|+(m-|y|)c_0)=m` and :math:`|y|+(m-|y|)c_0\ge 1+(m-1)c_0`."""
@@ -124,8 +182,6 @@ def column_bound(m: int, c0: float) -> float:
 
 def _sparse_eq(rows: np.ndarray, c0: float):
     """Equality block [(1-c0) R^T, c0 1 ; -1^T, 1] for columns [z, sigma]."""
-    from scipy import sparse
-
     n, m = rows.shape
     r_idx, c_idx = np.nonzero(rows.T)
     data = np.full(r_idx.size, 1.0 - c0)
@@ -154,15 +210,12 @@ def solve_pair_lp(
     ``costs`` (n,) are the Bayes costs; ``risks`` (n, T) the minimax risk coefficients.
     Returns the support of a basic optimal solution and the duals.
     """
-    from scipy import sparse
-    from scipy.optimize import linprog
-
     n, m = rows.shape
     A_eq, b_eq = _sparse_eq(rows, c0)
     opts = {"primal_feasibility_tolerance": LP_TOL, "dual_feasibility_tolerance": LP_TOL}
     if risks is None:
         c = np.concatenate([costs, [0.0]])
-        res = linprog(c, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs-ds", options=opts)
+        res = optimize.linprog(c, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs-ds", options=opts)
         T = 0
     else:
         T = risks.shape[1]
@@ -174,7 +227,7 @@ def solve_pair_lp(
         c = np.zeros(n + 2)
         c[-1] = 1.0
         bounds = [(0, None)] * (n + 1) + [(None, None)]
-        res = linprog(
+        res = optimize.linprog(
             c,
             A_ub=A_ub,
             b_ub=np.zeros(T),
@@ -210,18 +263,6 @@ def solve_pair_lp(
 # --------------------------------------------------------------------------------------------
 # restricted master problems for column generation
 # --------------------------------------------------------------------------------------------
-
-
-def _highs_core():
-    """The HiGHS object bundled with scipy (>= 1.15), or None.  It lets the master keep its basis
-    between rounds (warm start after adding columns); ``scipy.optimize.linprog`` re-solves from scratch."""
-    try:
-        from scipy.optimize._highspy import _core
-
-        _core._Highs  # noqa: B018 - probe the attribute
-        return _core
-    except Exception:  # pragma: no cover - depends on the scipy version
-        return None
 
 
 class _Master:
@@ -381,7 +422,9 @@ class _LinprogMaster(_Master):
 
 
 def make_master(m: int, c0: float, T: int, backend: str = "auto") -> _Master:
-    core = _highs_core() if backend in ("auto", "highs") else None
+    """The restricted master: the HiGHS object bundled with scipy >= 1.15 keeps its basis between
+    rounds (a warm start after adding columns); ``scipy.optimize.linprog`` re-solves from scratch."""
+    core = _HIGHS_CORE if backend in ("auto", "highs") else None
     if backend == "highs" and core is None:
         raise RuntimeError("the incremental HiGHS backend (scipy >= 1.15) is not available")
     if core is not None:
@@ -494,7 +537,7 @@ def _check_duals(duals: str, B: np.ndarray | None) -> None:
 
 
 def _in_out_columns(
-    u_in, lam_in, u, lam, alpha: float, tol: float, c0: float, per_action: int, B, P, L, seen
+    u_in, lam_in, u, lam, alpha: float, tol: float, c0: float, *, per_action: int, B, P, L, seen: set
 ):
     r"""In-out separation: price at :math:`\alpha u_{\rm in}+(1-\alpha)u` (and the same mix of the minimax
     priors).  A point that prices out nothing becomes the new inner point and alpha is halved (0 once
@@ -525,12 +568,12 @@ def _in_out_columns(
 
 
 def _purge_idle(
-    master: _Master, Beff, u, x, c0: float, tol: float, purge: int | None, m: int, seen: set, purged: set
+    master: _Master, Beff, u, x, c0: float, tol: float, *, purge: int | None, seen: set, purged: set
 ) -> None:
     """When the master exceeds ``purge * m`` columns, drop the non-basic columns with the largest reduced
     cost; a column is deleted at most once (a re-generated column stays), so purging cannot make the
     method cycle."""
-    n_cols = master.rows.shape[0]
+    m, n_cols = master.m, master.rows.shape[0]
     if purge and n_cols > purge * m:
         rc_cols = _column_rc(master, Beff, u, c0)
         keys = [(r.tobytes(), int(a)) for r, a in zip(master.rows, master.actions, strict=False)]
@@ -584,7 +627,7 @@ def column_generation(
             c0, B, max_iter=max_iter, time_limit=time_limit, per_action=per_action, backend=backend, seed=seed
         )
     minimax = B is None
-    # exactly one problem is given (B, or P and L; see decision._pieces) and each branch below reads
+    # exactly one problem is given (B, or P and L; see methods._linear) and each branch below reads
     # only its own arrays, a link mypy cannot follow through `minimax`
     B, P, L = cast(np.ndarray, B), cast(np.ndarray, P), cast(np.ndarray, L)
     if minimax:
@@ -608,7 +651,7 @@ def column_generation(
     status, message = 1, "iteration limit reached"
     value, x, u, lam = math.nan, None, None, None
     best = None  # support of the last master solution (the master changes after each solve)
-    scale = float(np.abs(B0).sum(axis=0).max()) or 1.0
+    scale = data_scale(B0)
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 - it is read after the loop (the rounds done)
         ok, value, x, u, lam, msg = master.solve()
@@ -631,12 +674,12 @@ def column_generation(
             status, message = 1, "time limit reached"
             break
         u_in, lam_in, new_r, new_a = _in_out_columns(
-            u_in, lam_in, u, lam, smoothing, tol, c0, per_action, B, P, L, seen
+            u_in, lam_in, u, lam, smoothing, tol, c0, per_action=per_action, B=B, P=P, L=L, seen=seen
         )
         if not new_r:
             status, message = 0, "optimal within the LP tolerance (no new column)"
             break
-        _purge_idle(master, Beff, u, x, c0, tol, purge, m, seen, purged)
+        _purge_idle(master, Beff, u, x, c0, tol, purge=purge, seen=seen, purged=purged)
         _add_pairs(master, np.array(new_r, dtype=bool), np.array(new_a, dtype=int), c0, B, P, L)
     if best is None or u is None:  # u is None when a later master solve failed
         return _no_support(m, status, message, it, master)
@@ -737,15 +780,13 @@ def _weights_master(G: np.ndarray, S: np.ndarray, c0: float):
     r"""Kelley's model of the Lagrangian dual: :math:`\min_h\max_k S_k+h\cdot G_k` over action weights
     :math:`0\le h\le 1`, :math:`1\le\sum h\le 1/c_0` (the column maxima of an LDP channel X -> A).
     Returns ``(h, lam)``, lam >= 0 the cuts' weights (summing to 1)."""
-    from scipy.optimize import linprog
-
     n, K = G.shape
     rows = [np.hstack([-np.ones((n, 1)), G]), np.r_[0.0, -np.ones(K)][None]]
     rhs: list[Any] = [-S, [-1.0]]
     if c0 > 0.0:
         rows.append(np.r_[0.0, np.ones(K)][None])
         rhs.append([1.0 / c0])
-    res = linprog(
+    res = optimize.linprog(
         np.r_[1.0, np.zeros(K)],
         A_ub=np.vstack(rows),
         b_ub=np.concatenate(rhs),
@@ -812,7 +853,7 @@ def lagrangian_column_generation(
     rows, acts = _initial_columns(B, c0, seed)
     seen = {(r.tobytes(), int(a)) for r, a in zip(rows, acts, strict=False)}
     master.add(rows, acts, pair_costs(rows, acts, B, c0), None)
-    scale = float(np.abs(B).sum(axis=0).max()) or 1.0
+    scale = data_scale(B)
     h = np.full(K, min(1.0, 2.0 / ((1.0 + c0) * K)))  # binary RR's column maxima, spread over the actions
     cut_u: list[np.ndarray] = []
     cut_g: list[np.ndarray] = []
@@ -891,11 +932,8 @@ def channel_lp(
     Returns ``(W, value, u, prior, status, message)`` with u the duals of the row sums and ``prior``
     the normalised duals of the :math:`\theta`-rows (minimax).
     """
-    from scipy import sparse
-    from scipy.optimize import linprog
-
     minimax = B is None
-    # exactly one problem is given (B, or P and L; see decision._pieces) and each branch below reads
+    # exactly one problem is given (B, or P and L; see methods._linear) and each branch below reads
     # only its own arrays, a link mypy cannot follow through `minimax`
     B, P, L = cast(np.ndarray, B), cast(np.ndarray, P), cast(np.ndarray, L)
     if minimax:
@@ -919,7 +957,7 @@ def channel_lp(
 
     if not minimax:
         cost = np.concatenate([c0 * B.sum(axis=0), B.ravel()])
-        res = linprog(
+        res = optimize.linprog(
             cost,
             A_ub=env,
             b_ub=np.zeros(nq),
@@ -946,7 +984,7 @@ def channel_lp(
     cost = np.zeros(K + nq + 1)
     cost[-1] = 1.0
     bounds = [(0, None)] * (K + nq) + [(None, None)]
-    res = linprog(
+    res = optimize.linprog(
         cost,
         A_ub=A_ub,
         b_ub=np.zeros(nq + T),

@@ -35,12 +35,14 @@ from __future__ import annotations
 import abc
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ldpopt._validation import check_distribution, check_positive_int
+from ldpopt._validation import check_distribution, check_distribution_pair, check_positive_int
+from ldpopt.decision.polytope import scaled_rows
 from ldpopt.divergences import FDivergence, get_divergence
+from ldpopt.mechanism import Mechanism
 
 __all__ = [
     "RowAdditiveObjective",
@@ -50,6 +52,7 @@ __all__ = [
     "MutualInformation",
     "FisherInformation",
     "FDivergenceObjective",
+    "support_value",
 ]
 
 _SENSES = ("min", "max")
@@ -65,8 +68,6 @@ def _check_sense(sense: Any) -> str:
 
 def _channel_rows(mechanism: Any, m: int) -> np.ndarray:
     """Output rows (paper orientation) of a Mechanism or a rows=inputs matrix."""
-    from ldpopt.mechanism import Mechanism
-
     matrix = mechanism.matrix if isinstance(mechanism, Mechanism) else np.asarray(mechanism, dtype=float)
     if matrix.ndim != 2 or matrix.shape[0] != m:
         raise ValueError(f"mechanism must have {m} inputs (rows), got shape {matrix.shape}")
@@ -224,6 +225,18 @@ class ChannelObjective:
         return f"ChannelObjective(name={self.name!r}, sense={self.sense!r}, num_inputs={self.num_inputs})"
 
 
+@runtime_checkable
+class _BayesData(Protocol):
+    """What :class:`BayesRisk` reads of a :class:`~ldpopt.DecisionProblem`.  The check is structural
+    because :mod:`ldpopt.decision.problem` builds on this module (``DecisionProblem.objective()``),
+    so this module cannot import it."""
+
+    @property
+    def num_inputs(self) -> int: ...
+
+    def bayes_matrix(self, prior: Any = None) -> np.ndarray: ...
+
+
 class BayesRisk(RowAdditiveObjective):
     r"""Optimal Bayes risk of a decision problem, row-additive form (paper eq. 5 and Prop. 3.6).
 
@@ -238,9 +251,7 @@ class BayesRisk(RowAdditiveObjective):
     sense = "min"
 
     def __init__(self, problem: Any):
-        from ldpopt.decision.channel import DecisionProblem
-
-        if not isinstance(problem, DecisionProblem):
+        if not isinstance(problem, _BayesData):
             raise TypeError(f"problem must be a DecisionProblem, got {type(problem).__name__}")
         self.problem = problem
         self.num_inputs = problem.num_inputs
@@ -353,8 +364,6 @@ class FDivergenceObjective(RowAdditiveObjective):
     sense = "max"
 
     def __init__(self, p0: Any, p1: Any, divergence: str | FDivergence = "kl"):
-        from ldpopt._validation import check_distribution_pair
-
         self.p0, self.p1 = check_distribution_pair(p0, p1)
         self.divergence = get_divergence(divergence)
         self.num_inputs = self.p0.shape[0]
@@ -368,3 +377,14 @@ class FDivergenceObjective(RowAdditiveObjective):
 
     def transform(self, raw: float) -> float:
         return self.divergence.transform(raw)
+
+
+def support_value(obj: Any, rows: np.ndarray, w: np.ndarray, c0: float) -> float:
+    """Objective of the maximal channel with support ``rows`` and scaled weights ``w`` (the raw sum of
+    contributions, before ``transform``, for a row-additive objective)."""
+    V = scaled_rows(rows, c0)
+    if isinstance(obj, RowAdditiveObjective):
+        vals = obj.contributions(V)
+        return math.fsum((w * vals).tolist())
+    cols = (w[:, None] * V).T
+    return obj.evaluate(cols / cols.sum(axis=1, keepdims=True))

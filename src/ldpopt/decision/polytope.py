@@ -27,23 +27,32 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from scipy import optimize, sparse
 
+from ldpopt._numerics import min_positive_c, rescale
 from ldpopt._validation import as_real_array, check_eps, check_positive_int, check_tolerance
+from ldpopt.errors import MissingExtraError
 from ldpopt.mechanism import Mechanism
 
 __all__ = [
     "ENUM_MAX_M",
     "VERTEX_MAX_M",
     "subset_rows",
+    "scaled_rows",
     "s_matrix",
     "q_ex",
     "polytope_vertices",
+    "cdd_vertices",
+    "polish_weights",
     "is_maximal",
     "extreme_subset",
     "canonical_form",
     "blackwell_dominates",
     "garbling",
     "maximal_refinement",
+    "layer_cake",
+    "decompose",
+    "rows_to_subsets",
 ]
 
 #: largest alphabet for which all 2^m - 2 subsets are enumerated
@@ -65,14 +74,6 @@ POLYTOPE_TOL = 1e-9
 # --------------------------------------------------------------------------------------------
 # subsets and the matrix S
 # --------------------------------------------------------------------------------------------
-
-
-def _scale(eps: float) -> float:
-    """c0 = e^{-eps}; refuse eps so large that it underflows (the rows would lose their low level)."""
-    c0 = math.exp(-eps)
-    if c0 == 0.0:
-        raise ValueError(f"eps={eps!r} is too large: e^(-eps) underflows to 0 in float64")
-    return c0
 
 
 def subset_rows(m: int) -> np.ndarray:
@@ -116,6 +117,19 @@ def scaled_rows(rows: np.ndarray, c0: float) -> np.ndarray:
     r"""Rescaled extreme rows :math:`\tilde S_y = e^{-\varepsilon}S_y` (1 on y, ``c0`` off y),
     shape (n, m)."""
     return np.where(rows, 1.0, c0)
+
+
+def polish_weights(rows: np.ndarray, w: np.ndarray, c0: float) -> np.ndarray:
+    r"""Weights of the support ``rows`` re-solved from :math:`\sum_j\tilde c_j\tilde S_{y_j}=\mathbf 1`
+    (least squares), so the channel is exact to round-off; ``w`` unchanged when the re-solve is not a
+    positive exact solution (or the support has more rows than inputs)."""
+    if rows.shape[0] == 0 or rows.shape[0] > rows.shape[1]:
+        return w
+    S = scaled_rows(rows, c0).T  # (m, n)
+    sol, *_ = np.linalg.lstsq(S, np.ones(S.shape[0]), rcond=None)
+    if np.all(sol > 0) and np.max(np.abs(S @ sol - 1.0)) < 1e-13:
+        return sol
+    return w
 
 
 def s_matrix(m: int, eps: float, subsets: Any = None) -> np.ndarray:
@@ -162,7 +176,7 @@ def q_ex(
         Rows = inputs, one column per subset with positive weight.
     """
     eps = check_eps(eps, allow_inf=False)
-    c0 = _scale(eps)
+    c0 = min_positive_c(eps)
     if not isinstance(weights, dict):
         raise TypeError(f"weights must be a dict {{subset: weight}}, got {type(weights).__name__}")
     items = [(tuple(sorted(int(i) for i in y)), float(w)) for y, w in weights.items()]
@@ -200,15 +214,13 @@ def cdd_vertices(A_eq: np.ndarray, b_eq: np.ndarray) -> np.ndarray:
     r"""Vertices of the bounded polyhedron :math:`\{w\ge0: A_{\rm eq}w=b_{\rm eq}\}` by the double
     description method.
 
-    Uses pycddlib (``import cdd``, API v3) in floating point.  Returns an array (n_vertices, n_vars);
-    tiny negative round-off is clipped to 0.
+    Uses pycddlib (``import cdd``, API v3; the optional extra ``ldpopt[vertex]``) in floating point.
+    Returns an array (n_vertices, n_vars); tiny negative round-off is clipped to 0.
     """
     try:
-        import cdd
-    except ImportError as exc:  # pragma: no cover - the test extra installs it
-        raise ImportError(
-            "vertex enumeration needs pycddlib-standalone (pip install pycddlib-standalone)"
-        ) from exc
+        import cdd  # optional and heavy: imported only when vertices are enumerated
+    except ImportError:
+        raise MissingExtraError("vertex enumeration", "vertex", "cdd") from None
     A_eq = np.asarray(A_eq, dtype=float)
     b_eq = np.asarray(b_eq, dtype=float)
     k, n = A_eq.shape
@@ -242,7 +254,7 @@ def polytope_vertices(m: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
         )
     if m < 2:
         raise ValueError("S_(X,eps) needs m >= 2 inputs")
-    c0 = _scale(eps)
+    c0 = min_positive_c(eps)
     rows = subset_rows(m)
     verts = cdd_vertices(scaled_rows(rows, c0).T, np.ones(m))
     return rows, verts * c0
@@ -290,7 +302,7 @@ def extreme_subset(v: Any, eps: float, rtol: float = MAXIMAL_RTOL) -> frozenset 
     if math.isinf(eps):
         low_ok = np.all(w[~high] == 0.0)
         return frozenset(int(i) for i in np.flatnonzero(high)) if (low_ok and high.sum() == 1) else None
-    c0 = math.exp(-eps)
+    c0 = rescale(eps).c
     low = np.abs(w - c0) <= rtol * c0
     if not np.all(high | low) or high.all() or not high.any():
         return None
@@ -323,7 +335,7 @@ def is_maximal(mechanism: Any, eps: float | None = None, rtol: float = MAXIMAL_R
         eps = own
     eps = check_eps(eps)
     if not math.isinf(eps):
-        c = math.exp(-eps)
+        c = rescale(eps).c
         # an eps-LDP check first: a column beyond eps cannot be an extreme direction of K_eps
         lo = matrix.min(axis=0)
         hi = matrix.max(axis=0)
@@ -385,9 +397,7 @@ def canonical_form(mechanism: Any, rtol: float = MERGE_RTOL) -> Mechanism:
     merged = merged / merged.sum(axis=1, keepdims=True)
     labels = mechanism.labels if isinstance(mechanism, Mechanism) else None
     if own is None:
-        from ldpopt.mechanism import _column_privacy
-
-        own = float(_column_privacy(merged).max())
+        own = Mechanism(merged, math.inf).privacy_level()
         own = own if own > 0 else math.inf
     return Mechanism(merged, own, labels=labels, name="canonical")
 
@@ -400,9 +410,6 @@ def garbling(q1: Any, q2: Any, tol: float = BLACKWELL_TOL) -> np.ndarray | None:
     :math:`|Q_1K-Q_2|\le t` elementwise, :math:`K\mathbf 1=\mathbf 1`, :math:`K\ge0` (HiGHS); a
     garbling exists iff :math:`t^*\le` ``tol``.
     """
-    from scipy import sparse
-    from scipy.optimize import linprog
-
     m1, _ = _matrix_of(q1, "q1")
     m2, _ = _matrix_of(q2, "q2")
     tol = check_tolerance(tol, "tol")
@@ -421,7 +428,9 @@ def garbling(q1: Any, q2: Any, tol: float = BLACKWELL_TOL) -> np.ndarray | None:
     ).tocsr()
     cost = np.zeros(nk + 1)
     cost[-1] = 1.0
-    res = linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=np.ones(n1), bounds=(0, None), method="highs")
+    res = optimize.linprog(
+        cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=np.ones(n1), bounds=(0, None), method="highs"
+    )
     if res.status != 0 or res.x[-1] > tol:
         return None
     K = np.clip(res.x[:nk].reshape(n1, n2), 0.0, None)
@@ -475,7 +484,7 @@ def layer_cake(col: np.ndarray, c0: float) -> list[tuple[np.ndarray, float]]:
     return out
 
 
-def _decompose(matrix: np.ndarray, c0: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def decompose(matrix: np.ndarray, c0: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Layer-cake decomposition of every column; returns (rows (n, m), scaled weights (n,),
     source column (n,))."""
     rows, weights, source = [], [], []
@@ -505,13 +514,13 @@ def maximal_refinement(mechanism: Mechanism) -> Mechanism:
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"mechanism must be a Mechanism, got {type(mechanism).__name__}")
     eps = check_eps(mechanism.eps, allow_inf=False)
-    c0 = _scale(eps)
+    c0 = min_positive_c(eps)
     m = mechanism.num_inputs
     if m < 2:
         return mechanism
     # columns of an eps-LDP channel satisfy max <= e^eps min up to LDP_RTOL; clip the excess
     matrix = mechanism.matrix
-    rows, w, _ = _decompose(matrix, c0)
+    rows, w, _ = decompose(matrix, c0)
     keys: dict[bytes, int] = {}
     merged_rows: list[np.ndarray] = []
     merged_w: list[float] = []

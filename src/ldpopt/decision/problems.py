@@ -26,9 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ldpopt._numerics import rescale
 from ldpopt._validation import check_eps, check_positive_int, is_real
-from ldpopt.decision.channel import DecisionProblem
 from ldpopt.decision.objectives import RowAdditiveObjective
+from ldpopt.decision.problem import DecisionProblem
 
 __all__ = ["mary_testing", "circular_estimation", "MaryTesting", "CircularEstimation"]
 
@@ -51,7 +52,7 @@ class MaryTesting(DecisionProblem):
 
     def _levels(self, eps: float) -> np.ndarray:
         m = self.num_inputs
-        c0 = math.exp(-check_eps(eps, allow_inf=False))
+        c0 = rescale(check_eps(eps, allow_inf=False)).c
         k = np.arange(1, m)
         D = k + (m - k) * c0
         return 1.0 - (1.0 - self.gamma) / m - max(self.gamma, self.gamma * c0) / D
@@ -123,7 +124,7 @@ class CircularEstimation(RowAdditiveObjective):
 
     def _levels(self, eps: float) -> np.ndarray:
         m = self.num_inputs
-        c0 = math.exp(-check_eps(eps, allow_inf=False))
+        c0 = rescale(check_eps(eps, allow_inf=False)).c
         k = np.arange(1, m)
         # (e^eps - 1)/(k e^eps + m - k) = (1 - c0)/(k + (m - k) c0)
         return 1.0 - self.gamma * (1.0 - c0) * np.sin(np.pi * k / m) / (

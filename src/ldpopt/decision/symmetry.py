@@ -33,8 +33,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
 
+from ldpopt._numerics import rescale
 from ldpopt._validation import check_eps, check_positive_int
+from ldpopt.decision.objectives import ChannelObjective
+from ldpopt.decision.polytope import cdd_vertices
 from ldpopt.mechanism import Mechanism
 
 __all__ = [
@@ -47,6 +52,12 @@ __all__ = [
     "subset_selection_mutual_information",
     "mi_optimal_size",
     "ORBIT_ENUM_MAX_M",
+    "orbit_row_sums",
+    "orbit_values",
+    "orbit_solution",
+    "representatives",
+    "check_invariance",
+    "reduced_vertices",
 ]
 
 #: largest m for which the orbits of a general group are found by sweeping all 2^m subsets
@@ -222,9 +233,6 @@ class PermutationGroup:
         )
 
     def _swept_orbits(self) -> tuple:
-        from scipy import sparse
-        from scipy.sparse.csgraph import connected_components
-
         m = self.m
         if m > ORBIT_ENUM_MAX_M:
             raise ValueError(
@@ -321,7 +329,9 @@ def orbit_row_sums(group: PermutationGroup, c0: float) -> np.ndarray:
     return size[None, :] * c0 + (1.0 - c0) * counts
 
 
-def _representatives(group: PermutationGroup) -> np.ndarray:
+def representatives(group: PermutationGroup) -> np.ndarray:
+    """Membership rows of one representative per subset orbit, in :meth:`~PermutationGroup.subset_orbits`
+    order."""
     rows = np.zeros((len(group.subset_orbits()), group.m), dtype=bool)
     for j, o in enumerate(group.subset_orbits()):
         rows[j, sorted(o.representative)] = True
@@ -333,8 +343,6 @@ def check_invariance(obj: Any, group: PermutationGroup, c0: float, seed: int = 2
 
     Tests a fixed set of random positive rows and extreme rows; it is a necessary condition only.
     """
-    from ldpopt.decision.objectives import ChannelObjective
-
     rng = np.random.default_rng(seed)
     m = group.m
     V = np.vstack([rng.random((12, m)) + 0.05, np.where(rng.random((12, m)) < 0.5, 1.0, c0)])
@@ -365,7 +373,7 @@ def orbit_values(obj: Any, group: PermutationGroup, c0: float) -> np.ndarray:
     For a row-additive invariant objective, :math:`R(Q_{\mathcal O})=m\,\phi(\tilde S_y)/(k+(m-k)c_0)`
     with any :math:`y\in\mathcal O` (raw scale, before ``transform``).
     """
-    rows = _representatives(group)
+    rows = representatives(group)
     V = np.where(rows, 1.0, c0)
     k = rows.sum(axis=1)
     return group.m * obj.contributions(V) / (k + (group.m - k) * c0)
@@ -379,7 +387,7 @@ def _cyclic_design(m: int, k: int) -> np.ndarray:
     return rows
 
 
-def _orbit_solution(
+def orbit_solution(
     group: PermutationGroup, weights: np.ndarray, c0: float
 ) -> tuple[np.ndarray, np.ndarray, str]:
     """Support rows and scaled weights of the invariant channel with orbit weights ``weights``."""
@@ -406,73 +414,14 @@ def _orbit_solution(
     return np.vstack(row_blocks), np.concatenate(w_blocks), note
 
 
-def _symmetric_solve(obj: Any, group: PermutationGroup, c0: float, check: bool):
-    """Reduced LP over orbit weights (closed form for a transitive group); returns a decision._Solution."""
-    from ldpopt.decision.channel import _certificate, _Solution
-    from ldpopt.decision.objectives import RowAdditiveObjective
-
-    if not isinstance(obj, RowAdditiveObjective):
-        raise ValueError(
-            "method='symmetry' needs a row-additive objective; use method='vertex' with group=... "
-            "for a concave ChannelObjective"
-        )
-    if check:
-        check_invariance(obj, group, c0)
-    m = group.m
-    orbits = group.subset_orbits()
-    sign = 1.0 if obj.sense == "min" else -1.0
-    reps = _representatives(group)
-    Vrep = np.where(reps, 1.0, c0)
-    phi = obj.contributions(Vrep)
-    if not np.all(np.isfinite(phi)):
-        raise ValueError(f"objective {obj.name!r} is infinite on some extreme row")
-    sizes = np.array([o.size for o in orbits], dtype=float)
-    pts = group.point_orbits()
-    if len(pts) == 1:
-        vals = sign * orbit_values(obj, group, c0)
-        best = int(np.argmin(vals))
-        weights = np.zeros(len(orbits))
-        weights[best] = 1.0 / orbit_row_sums(group, c0)[0, best]
-        u = np.full(m, vals[best] / m)
-        msg = f"optimal (Corollary 3.17 closed form: best of {len(orbits)} orbits, k={orbits[best].k})"
-    else:
-        from scipy.optimize import linprog
-
-        R = orbit_row_sums(group, c0)
-        res = linprog(sign * sizes * phi, A_eq=R, b_eq=np.ones(len(pts)), bounds=(0, None), method="highs")
-        if res.status != 0:
-            return _Solution(
-                np.zeros((0, m), bool),
-                np.zeros(0),
-                None,
-                math.nan,
-                "symmetry",
-                int(res.status),
-                str(res.message),
-            )
-        weights = np.where(res.x > 1e-12 * res.x.max(), res.x, 0.0)
-        v = np.asarray(res.eqlin.marginals)
-        u = np.zeros(m)
-        for i, p in enumerate(pts):
-            u[list(p)] = v[i] / len(p)
-        msg = f"optimal (reduced LP over {len(orbits)} orbit weights, {len(pts)} point orbits)"
-    # every subset of an orbit has the reduced cost of its representative (invariance)
-    rc = sign * phi - Vrep @ u
-    cert = _certificate(u, None, float(rc.min()), c0, sign, float(np.abs(phi).max()) or 1.0)
-    rows, w, note = _orbit_solution(group, weights, c0)
-    return _Solution(rows, w, None, math.nan, "symmetry", 0, msg + note, cert)
-
-
 def reduced_vertices(group: PermutationGroup, c0: float) -> list:
     """Vertices of the reduced polytope S^G (pycddlib), each as (support rows, scaled weights)."""
-    from ldpopt.decision.polytope import cdd_vertices
-
     R = orbit_row_sums(group, c0)
     verts = cdd_vertices(R, np.ones(R.shape[0]))
     out = []
     for v in verts:
         weights = np.where(v > 1e-12 * v.max(), v, 0.0)
-        rows, w, _ = _orbit_solution(group, weights, c0)
+        rows, w, _ = orbit_solution(group, weights, c0)
         out.append((rows, w))
     return out
 
@@ -501,7 +450,7 @@ def subset_selection(m: int, eps: float, size: int, labels: Sequence | None = No
     n = math.comb(m, k)
     if n > SS_MAX_OUTPUTS:
         raise ValueError(f"SS({m}, {k}) has C({m},{k}) = {n} outputs, above the limit {SS_MAX_OUTPUTS}")
-    c0 = math.exp(-eps)
+    c0 = rescale(eps).c
     rows = PermutationGroup.symmetric(m).members(
         SubsetOrbit(frozenset(range(k)), n, k, (math.comb(m - 1, k - 1),))
     )
@@ -524,7 +473,7 @@ def subset_selection_mutual_information(m: int, eps: float, size: int) -> float:
     k = check_positive_int(size, "size")
     if not 1 <= k <= m - 1:
         raise ValueError(f"size must be in 1 .. m-1 = {m - 1}, got size={size!r}")
-    c0 = math.exp(-eps)
+    c0 = rescale(eps).c
     D = k + (m - k) * c0
     return math.log(m / D) - eps * (m - k) * c0 / D
 
