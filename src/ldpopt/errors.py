@@ -47,6 +47,6 @@ class MissingExtraError(ImportError):
     def __init__(self, feature: str, extra: str, missing: str) -> None:
         self.feature, self.extra, self.missing = feature, extra, missing
         super().__init__(
-            f"{feature} needs the optional dependency {missing!r}: pip install \"ldpopt[{extra}]\"",
+            f'{feature} needs the optional dependency {missing!r}: pip install "ldpopt[{extra}]"',
             name=missing,
         )

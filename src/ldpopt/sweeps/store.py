@@ -72,7 +72,6 @@ SCHEMA = pa.schema(
 COLUMNS = tuple(SCHEMA.names)
 
 
-
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
