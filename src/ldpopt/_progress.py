@@ -109,9 +109,10 @@ class ProgressBar:
         self._start = time.perf_counter()
         self._bar: Progress | None = None
         self._task: TaskID | None = None
+        self._pending = enabled  # the bar may still appear
 
     def __enter__(self) -> ProgressBar:
-        if self._enabled and self._delay <= 0:
+        if self._pending and self._delay <= 0:
             self._show()
         return self
 
@@ -124,7 +125,11 @@ class ProgressBar:
         from rich.console import Console
         from rich.progress import Progress
 
-        self._bar = Progress(*_columns(self._unit), console=Console(stderr=True), transient=self._transient)
+        console = Console(stderr=True)
+        self._pending = False
+        if self._transient and not console.is_terminal:
+            return  # piped: a bar that disappears at the end would leave nothing to read
+        self._bar = Progress(*_columns(self._unit), console=console, transient=self._transient)
         self._bar.start()
         self._task = self._bar.add_task(self.label, total=self.total, completed=self.done, initial=self.done)
 
@@ -134,7 +139,7 @@ class ProgressBar:
         if self._bar is not None:
             assert self._task is not None  # added together with the bar
             self._bar.update(self._task, completed=self.done)
-        elif self._enabled and self.done < self.total and time.perf_counter() - self._start >= self._delay:
+        elif self._pending and self.done < self.total and time.perf_counter() - self._start >= self._delay:
             self._show()
 
     def print(self, message: str, *, prefix: str = "") -> None:
@@ -156,4 +161,4 @@ class ProgressBar:
             self._bar.update(self._task, completed=self.done)
             self._bar.stop()
             self._bar = None
-        self._enabled = False
+        self._pending = self._enabled = False
