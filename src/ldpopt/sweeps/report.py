@@ -241,6 +241,8 @@ def write_report(
 
     Returns (summary DataFrame, list of written paths).
     """
+    if formats:  # the figures need matplotlib: say so before any work
+        require("matplotlib", "plotting a sweep report", "plots")
     df = load_results(directory)
     if df.empty:
         raise ValueError(f"sweep directory {str(directory)!r} holds no finished rows yet")
