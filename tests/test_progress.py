@@ -65,6 +65,7 @@ def test_delayed_bar_appears_once_due(capsys, piped):
 
 def test_terminal_bar_draws_in_place(capsys, monkeypatch):
     monkeypatch.setenv("FORCE_COLOR", "1")  # rich treats stderr as a terminal
+    monkeypatch.setenv("TERM", "xterm-256color")  # (not a dumb one)
     with ProgressBar(4, "work", unit="items") as bar:
         bar.advance(4)
     err = capsys.readouterr().err
