@@ -79,6 +79,16 @@ def test_sweep_without_pyarrow(finished, tmp_path):
     assert not (tmp_path / "o").exists()  # nothing started
 
 
+def test_sweep_of_a_csv_instance_file_without_pandas(tmp_path):
+    (tmp_path / "pairs.csv").write_text("instance,p0,p1\na,0.5,0.2\na,0.5,0.8\n")
+    (tmp_path / "file.toml").write_text(
+        '[instances]\nfile = "pairs.csv"\n[grid]\neps = [1.0]\ndivergences = ["kl"]\n'
+    )
+    res = run_without(["pandas"], ["sweep", "file.toml", "--out", "o", "--scheduler", "inline"], tmp_path)
+    assert_names_the_extra(res, "pandas", "sweeps")
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize("module, extra", [("pandas", "sweeps"), ("matplotlib", "plots")])
 def test_sweep_report_without_an_extra(finished, tmp_path, module, extra):
     res = run_without(

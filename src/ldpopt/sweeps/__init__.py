@@ -9,9 +9,10 @@
 * :mod:`~ldpopt.sweeps.runner` - :func:`run_sweep`, the driver that ties them together;
 * :mod:`~ldpopt.sweeps.report` - summary tables and figures.
 
-Needs the optional dependencies of the ``sweeps`` extra (pandas, pyarrow; the figures of a
-report also need ``plots``, matplotlib): without them importing this package raises
-:class:`~ldpopt.errors.MissingExtraError` naming the extra.
+Needs the optional dependencies of the ``sweeps`` extra (pyarrow, pandas; the figures of a
+report also need the ``plots`` extra, matplotlib).  Without pyarrow importing this package raises
+:class:`~ldpopt.errors.MissingExtraError` naming the extra; without pandas (or matplotlib) the
+functions that need it do, before any work.
 """
 
 from ldpopt.sweeps.report import summarize_sweep, write_report
