@@ -207,6 +207,9 @@ def run_sweep(
     ------
     SweepConfigError, SchedulerError, StoreError
         (all ``ValueError``) before any work starts.
+    MissingExtraError
+        Before any work, when pandas is missing and the rows may be returned as a DataFrame
+        (``max_rows_in_memory > 0``), or an instance file needs it (``pip install "ldpopt[sweeps]"``).
 
     Warns
     -----
