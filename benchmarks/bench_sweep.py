@@ -62,14 +62,14 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=None, help="T (default 100, the Figure-1b grid)")
     ap.add_argument("--skip-dask", action="store_true", help="only the local process pool")
     args = ap.parse_args()
-    from ldpopt.sweeps import runner
+    from ldpopt.sweeps import chunks, runner
 
     trials = args.trials or (20 if args.quick else 100)
     cfg = config(trials)
     cores = os.cpu_count()
     t_ref, ref_values, parsed = reference(cfg)
     cells = parsed.num_cells
-    ipc = runner.plan_chunks(parsed)
+    ipc = chunks.plan_chunks(parsed)
     print(
         f"Figure-1b grid: k = 100, T = {trials}, {len(parsed.eps)} eps, KL, no budget: {cells} cells "
         f"(+ binary and RR rows); {-(-trials // ipc)} chunks of {ipc} instances; {cores} cores"

@@ -3,6 +3,8 @@
 Every function builds a :class:`matplotlib.figure.Figure` with the Agg canvas directly (no
 ``pyplot``, no global backend switch, no display needed) and returns it; :func:`save_figure`
 writes PNG and SVG.  The data come from :mod:`ldpopt.experiments` / :func:`ldpopt.joint_range`.
+Needs matplotlib (the ``plots`` extra): without it every figure raises
+:class:`~ldpopt.errors.MissingExtraError` naming the extra.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ldpopt._extras import require
 
 __all__ = [
     "new_figure",
@@ -22,6 +26,8 @@ __all__ = [
     "plot",
 ]
 
+#: what a missing matplotlib is reported for (``MissingExtraError``)
+FEATURE = "ldpopt.plots"
 #: line styles per mechanism, after the paper's Figure 1
 STYLES: dict[str, dict[str, Any]] = {
     "kov_lp": dict(color="0.55", lw=4.0, ls="-", alpha=0.6, zorder=2),
@@ -37,6 +43,7 @@ QUICK_NOTE = "QUICK RUN (reduced size for CI, not the paper's setting)"
 
 def new_figure(width: float = 6.4, height: float = 4.8):
     """A Figure attached to an Agg canvas (safe without a display and without pyplot)."""
+    require("matplotlib", FEATURE, "plots")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -47,7 +54,7 @@ def new_figure(width: float = 6.4, height: float = 4.8):
 
 def save_figure(fig, stem: str | Path, dpi: int = 150) -> list[Path]:
     """Write ``stem.png`` and ``stem.svg``; returns the two paths."""
-    import matplotlib
+    matplotlib = require("matplotlib", FEATURE, "plots")
 
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)

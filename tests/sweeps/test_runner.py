@@ -16,7 +16,7 @@ import pytest
 
 import ldpopt
 from ldpopt.errors import LdpoptWarning
-from ldpopt.sweeps import runner
+from ldpopt.sweeps import chunks, runner
 from ldpopt.sweeps.config import dirichlet_pair, parse_config
 from ldpopt.sweeps.store import COLUMNS, chunk_files
 
@@ -155,11 +155,13 @@ def test_file_instances_with_different_alphabets(tmp_path):
 
 def test_partition_strings_round_trip():
     blocks = ((0, 3), (1,), (2, 4, 10))
-    assert runner.partition_string(blocks) == "0,3|1|2,4,10"
-    assert runner.parse_partition("0,3|1|2,4,10") == blocks
-    assert runner.parse_partition("0,1,2|") == ((0, 1, 2), ())
+    assert chunks.partition_string(blocks) == "0,3|1|2,4,10"
+    assert chunks.parse_partition("0,3|1|2,4,10") == blocks
+    assert chunks.parse_partition("0,1,2|") == ((0, 1, 2), ())
     with pytest.raises(TypeError, match="partition must be a string"):
-        runner.parse_partition(None)
+        chunks.parse_partition(None)
+    # the runner keeps the names it always exported
+    assert runner.parse_partition is chunks.parse_partition and runner.plan_chunks is chunks.plan_chunks
 
 
 def test_chunk_plan_depends_on_the_config_only():
@@ -173,17 +175,17 @@ def test_chunk_plan_depends_on_the_config_only():
             },
         }
     )
-    ipc = runner.plan_chunks(fig1b)
-    assert 1 <= ipc <= 100 and ipc == runner.plan_chunks(fig1b)
+    ipc = chunks.plan_chunks(fig1b)
+    assert 1 <= ipc <= 100 and ipc == chunks.plan_chunks(fig1b)
     big = parse_config(
         {
             "instances": {"generator": "dirichlet", "k": 400, "trials": 100000},
             "grid": {"eps": {"start": 0.1, "stop": 10.0, "step": 0.1}, "divergences": ["kl"]},
         }
     )
-    cost = runner._instance_cost(big, 400) * runner.plan_chunks(big)
-    assert runner.MIN_CHUNK_S / 2 <= cost <= runner.TARGET_CHUNK_S * 1.01
-    assert runner.plan_chunks(parse_config({**GRID})) == 2  # [run] instances_per_chunk
+    cost = chunks._instance_cost(big, 400) * chunks.plan_chunks(big)
+    assert chunks.MIN_CHUNK_S / 2 <= cost <= chunks.TARGET_CHUNK_S * 1.01
+    assert chunks.plan_chunks(parse_config({**GRID})) == 2  # [run] instances_per_chunk
 
 
 @pytest.mark.parametrize("trials", [1, 7, 100, 101, 999, 5000])
@@ -198,13 +200,13 @@ def test_chunk_plan_has_even_chunks_and_honours_the_cost_model(trials):
             },
         }
     )
-    ipc = runner.plan_chunks(cfg)
+    ipc = chunks.plan_chunks(cfg)
     n = math.ceil(trials / ipc)
     last = trials - (n - 1) * ipc
     assert n == 1 or last > ipc - n  # evenly sized: sizes differ by fewer than n instances
-    cost = runner._instance_cost(cfg, 100) * ipc
-    assert cost <= runner.TARGET_CHUNK_S * 1.01
-    assert n == 1 or cost >= runner.MIN_CHUNK_S / 2  # never split below the minimum chunk work
+    cost = chunks._instance_cost(cfg, 100) * ipc
+    assert cost <= chunks.TARGET_CHUNK_S * 1.01
+    assert n == 1 or cost >= chunks.MIN_CHUNK_S / 2  # never split below the minimum chunk work
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""What every command shares: the typer application, the consoles, one-line failures, the parsers
-of inline distributions, number formatting, the partition table and JSON output.
+"""What every command shares: the typer application, the consoles, one-line failures (also for a
+missing optional dependency), the parsers of inline distributions, value formatting, the partition
+table and JSON output.
 
 Each command group is a module of :mod:`ldpopt.cli` that registers its commands on :data:`app`;
 heavy dependencies are imported inside the commands, so ``ldpopt --help`` stays fast.
@@ -17,6 +18,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ldpopt._atomic import atomic_write_text
+from ldpopt._extras import require
+from ldpopt.errors import MissingExtraError
+
 app = typer.Typer(
     name="ldpopt",
     help="Exactly optimal local-differential-privacy mechanisms.",
@@ -27,14 +32,6 @@ app = typer.Typer(
 )
 console = Console()
 err_console = Console(stderr=True)
-
-#: modules that add commands to ``app`` when they exist
-_COMMAND_MODULES = (
-    "ldpopt.cli.reproduce",
-    "ldpopt.cli.decide",
-    "ldpopt.cli.deploy",
-    "ldpopt.cli.sweep",
-)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -82,10 +79,44 @@ def parse_distribution(text: str, name: str) -> Any:
         fail(f"--{name} must be comma-separated numbers or label=probability pairs, got {text!r}")
 
 
-def fmt(x: float) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
+def need(module: str, feature: str, extra: str) -> Any:
+    """``module`` imported, or a one-line error (exit 2) naming the extra that installs it."""
+    try:
+        return require(module, feature, extra)
+    except MissingExtraError as exc:
+        fail(str(exc))
+
+
+def fmt(value: Any) -> str:
+    """A value for a table cell or a message.
+
+    Real numbers to 6 significant digits, integers in full, ``-`` for None and NaN, booleans as
+    ``true``/``false``, lists and tuples comma-joined (``[n items]`` beyond 12), anything else
+    with ``str``.
+    """
+    if value is None:
         return "-"
-    return f"{x:.6g}"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (float, np.floating)):
+        return "-" if math.isnan(value) else f"{value:.6g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(fmt(x) for x in value) if len(value) <= 12 else f"[{len(value)} items]"
+    return str(value)
+
+
+def json_safe(obj: Any) -> Any:
+    """A JSON-ready copy of ``obj``: dict keys as strings, tuples as lists, numpy scalars as Python
+    numbers, non-finite floats as None (JSON has no NaN or infinity)."""
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+        return json_safe(obj.item())
+    return obj
 
 
 def partition_table(res, title: str, column: str = "symbols (likelihood-ratio order)") -> Table:
@@ -99,8 +130,7 @@ def partition_table(res, title: str, column: str = "symbols (likelihood-ratio or
 
 
 def write_json(path: Path, payload: dict) -> None:
-    from ldpopt._atomic import atomic_write_text
-
+    """Write ``payload`` as indented JSON, atomically; a failure is a one-line error."""
     try:
         atomic_write_text(path, json.dumps(payload, indent=2))
     except OSError as exc:

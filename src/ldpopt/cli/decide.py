@@ -23,7 +23,7 @@ from rich.table import Table
 
 from ldpopt._json import loads_strict
 from ldpopt._validation import is_real
-from ldpopt.cli._common import app, console, fail, write_json
+from ldpopt.cli._common import app, console, fail, fmt, write_json
 
 _KEYS = {"likelihood", "loss", "prior", "labels", "name"}
 _LABEL_KEYS = {"inputs", "parameters", "actions"}
@@ -116,10 +116,6 @@ def load_problem(path: Path):
         fail(f"{path}: {exc}")
 
 
-def _fmt(x: float) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.6g}"
-
-
 def _subset_text(subset, labels) -> str:
     names = [str(labels[i]) if labels is not None else str(i) for i in sorted(subset)]
     return "{" + ", ".join(names) + "}"
@@ -198,7 +194,7 @@ def decide(
         fail(f"the solver failed: {res.message}")
     assert res.decision_rule is not None  # a decision problem's channel comes with its decision rule
     console.print(
-        f"[bold]{prob.name}[/]: optimal {eps:g}-LDP channel, {risk} risk = [bold]{_fmt(res.value)}[/] "
+        f"[bold]{prob.name}[/]: optimal {eps:g}-LDP channel, {risk} risk = [bold]{fmt(res.value)}[/] "
         f"({res.num_outputs} outputs, method {res.method})"
     )
     if res.status != 0:
@@ -228,7 +224,7 @@ def decide(
     if res.certificate is not None:
         cert = res.certificate
         console.print(
-            f"dual certificate: bound {_fmt(cert.bound)}, min reduced cost {cert.min_reduced_cost:.3g} "
+            f"dual certificate: bound {fmt(cert.bound)}, min reduced cost {cert.min_reduced_cost:.3g} "
             f"({'verified' if cert.verified else 'NOT verified'})"
         )
     if json_out is not None:

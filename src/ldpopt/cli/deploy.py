@@ -8,7 +8,6 @@ failed run never leaves a half-written file.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,10 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ldpopt.cli._common import app, console, fail, parse_distribution, partition_table
+from ldpopt.cli._common import app, console, fail, fmt, need, parse_distribution, partition_table
+
+#: what a missing pandas (CSV reading and writing) is reported for
+CSV_FEATURE = "ldpopt privatize/test"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -46,7 +48,7 @@ def _load(path: Path):
 
 def _read_column(path: Path, column: str | None, option: str, default: str | None = None):
     """Read one CSV column as strings; returns (values, column name)."""
-    import pandas as pd
+    pd = need("pandas", CSV_FEATURE, "sweeps")
 
     if not path.exists():
         fail(f"{option} {path}: no such file")
@@ -79,7 +81,7 @@ def _symbols_to_indices(
         keys = [str(lab) for lab in labels]
         if len(set(keys)) != len(keys):
             fail(f"the mechanism's {what} labels are not distinct as text: {', '.join(keys)}")
-        import pandas as pd
+        pd = need("pandas", CSV_FEATURE, "sweeps")
 
         idx = pd.Index(keys).get_indexer(values)
         known = ", ".join(keys[:10]) + (", ..." if len(keys) > 10 else "")
@@ -129,12 +131,6 @@ def _block_names(mech: Any) -> list[str]:
         else:
             names.append(str(j))
     return names
-
-
-def _fmt(x: float) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    return f"{x:.6g}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,7 +187,7 @@ def privatize_cmd(
     ),
 ) -> None:
     """Privatize every row of a CSV column with an eps-LDP mechanism file (exact sampling)."""
-    import pandas as pd
+    pd = need("pandas", CSV_FEATURE, "sweeps")
 
     from ldpopt.deploy.sampling import bit_source, decode_outputs, realise, sample_indices
 
@@ -284,19 +280,19 @@ def test_cmd(
     t.add_column("log M1/M0", justify="right")
     llr = test.per_report_llr
     for j, name in enumerate(_block_names(mech)):
-        t.add_row(str(j), name, str(int(counts[j])), _fmt(m0[j]), _fmt(m1[j]), _fmt(llr[j]))
+        t.add_row(str(j), name, str(int(counts[j])), fmt(m0[j]), fmt(m1[j]), fmt(llr[j]))
     console.print(t)
     s = Table(title=f"Likelihood-ratio test, alpha = {alpha:g}")
     s.add_column("quantity")
     s.add_column("value", justify="right")
     for name, val in (
         ("reports n", str(res.n)),
-        ("log-likelihood ratio", _fmt(res.llr)),
-        ("statistic", _fmt(res.statistic)),
-        ("threshold", _fmt(res.threshold)),
-        ("p-value", _fmt(res.p_value)),
-        ("size (type-I error)", _fmt(res.size)),
-        ("power", _fmt(res.power)),
+        ("log-likelihood ratio", fmt(res.llr)),
+        ("statistic", fmt(res.statistic)),
+        ("threshold", fmt(res.threshold)),
+        ("p-value", fmt(res.p_value)),
+        ("size (type-I error)", fmt(res.size)),
+        ("power", fmt(res.power)),
         ("method", res.method),
     ):
         s.add_row(name, val)
@@ -373,6 +369,7 @@ def _sizes_at(
     b: Any,
     k: int,
     file_row: tuple[str, Any] | None,
+    *,
     alpha: float,
     beta: float,
     method: str,
@@ -449,7 +446,9 @@ def samplesize_cmd(
     lines: list[str] = []
     try:
         for e in eps_values:
-            sizes = _sizes_at(e, a, b, k, file_row, alpha, beta, method, randomized)
+            sizes = _sizes_at(
+                e, a, b, k, file_row, alpha=alpha, beta=beta, method=method, randomized=randomized
+            )
             _add_size_rows(t, lines, e, sizes)
     except (ValueError, TypeError) as exc:
         fail(str(exc))

@@ -9,14 +9,13 @@ inside the commands so ``ldpopt --help`` stays fast.
 
 from __future__ import annotations
 
-import math
-from contextlib import contextmanager
 from pathlib import Path
 
 import typer
 from rich.table import Table
 
-from ldpopt.cli._common import app, console, fail, parse_vector, write_json
+from ldpopt._progress import ProgressBar
+from ldpopt.cli._common import app, console, fail, fmt, json_safe, need, parse_vector, write_json
 
 reproduce_app = typer.Typer(
     name="reproduce",
@@ -54,19 +53,6 @@ def _outdir(out: Path | None, name: str) -> Path:
     return d
 
 
-def _clean(obj):
-    """JSON-safe copy: non-finite floats become None (JSON has no NaN/inf)."""
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
-        return _clean(obj.item())
-    return obj
-
-
 def _write_outputs(
     outdir: Path, name: str, fig, frame, summary: dict, extra: dict | None = None
 ) -> list[Path]:
@@ -81,21 +67,9 @@ def _write_outputs(
         df.to_csv(path, index=False)
         paths.append(path)
     sj = outdir / "summary.json"
-    write_json(sj, _clean(summary))
+    write_json(sj, json_safe(summary))
     paths.append(sj)
     return paths
-
-
-def _fmt(v) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return str(v).lower()
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    if isinstance(v, (list, tuple)):
-        return ", ".join(_fmt(x) for x in v) if len(v) <= 12 else f"[{len(v)} items]"
-    return str(v)
 
 
 def _print_summary(title: str, summary: dict, paths: list[Path]) -> None:
@@ -107,11 +81,11 @@ def _print_summary(title: str, summary: dict, paths: list[Path]) -> None:
     for key, val in summary.items():
         if isinstance(val, dict):
             for k2, v2 in val.items():
-                table.add_row(Text(f"{key}[{k2}]"), Text(_fmt(v2)))
+                table.add_row(Text(f"{key}[{k2}]"), Text(fmt(v2)))
         elif key == "panels":
             continue
         else:
-            table.add_row(Text(key), Text(_fmt(val)))
+            table.add_row(Text(key), Text(fmt(val)))
     console.print(table)
     if "panels" in summary:
         n = summary["panels"][0]["samples"] if summary["panels"] else 0
@@ -124,42 +98,24 @@ def _print_summary(title: str, summary: dict, paths: list[Path]) -> None:
 
         for pn in summary["panels"]:
             pt.add_row(
-                _fmt(pn["eps"]),
+                fmt(pn["eps"]),
                 pn["proposal"],
                 f"{pn['accepted']:,}",
                 pct(pn["acceptance_rate"]),
                 pct(pn.get("paper_acceptance_rate")),
                 f"{pn['extreme_count']}/{pn['candidate_count']}",
-                _fmt(pn.get("paper_extreme_count")),
+                fmt(pn.get("paper_extreme_count")),
                 str(pn["outside_hull"]),
             )
         console.print(pt)
     console.print(Text("wrote " + ", ".join(str(p) for p in paths)))
 
 
-@contextmanager
-def _progress(description: str, total: int):
-    """A rich progress bar; yields a callback ``advance(n)``."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-    ) as prog:
-        task = prog.add_task(description, total=total)
-        yield lambda n=1: prog.advance(task, n)
+def _needs_extras() -> None:
+    """Figures need matplotlib (``plots``), the CSV tables pandas (``sweeps``): a one-line error
+    before any work when either is missing."""
+    need("matplotlib", "ldpopt reproduce", "plots")
+    need("pandas", "ldpopt reproduce", "sweeps")
 
 
 def _eps_grid(step: float):
@@ -181,6 +137,7 @@ def _utility_command(
     trials: int | None,
     seed: int,
     eps_step: float | None,
+    *,
     resamples: int | None,
     spr_solver: str,
     out: Path | None,
@@ -194,23 +151,33 @@ def _utility_command(
     trials = trials if trials is not None else (QUICK_TRIALS if quick else 100)
     step = eps_step if eps_step is not None else (QUICK_EPS_STEP if quick else 0.1)
     grid = _eps_grid(step)
+    _needs_extras()
     outdir = _outdir(out, name)
     total = sum(progress_total(kk, trials) for kk in ks)
     try:
-        with _progress(f"{name}: k = {', '.join(map(str, ks))}, T = {trials}", total) as adv:
+        with ProgressBar(total, f"{name}: k = {', '.join(map(str, ks))}, T = {trials}") as bar:
             if name == "fig6":
                 res = resamples if resamples is not None else (QUICK_RESAMPLES if quick else 5000)
                 exp = ex.fig6(
-                    ks, trials, seed, grid, resamples=res, spr_solver=spr_solver, quick=quick, progress=adv
+                    ks,
+                    trials,
+                    seed,
+                    grid,
+                    resamples=res,
+                    spr_solver=spr_solver,
+                    quick=quick,
+                    progress=bar.advance,
                 )
             else:
-                exp = ex.fig1(ks, trials, seed, grid, spr_solver=spr_solver, quick=quick, progress=adv)
+                exp = ex.fig1(
+                    ks, trials, seed, grid, spr_solver=spr_solver, quick=quick, progress=bar.advance
+                )
     except (ValueError, TypeError) as exc:
         fail(str(exc))
     fig = plot_utility_curves(exp)
     summary = exp.summary()
     paths = _write_outputs(outdir, name, fig, exp.to_frame(), summary)
-    _print_summary(f"{name}: normalised KL utility vs eps", _clean(summary), paths)
+    _print_summary(f"{name}: normalised KL utility vs eps", json_safe(summary), paths)
 
 
 @reproduce_app.command("fig1")
@@ -232,7 +199,9 @@ def fig1_cmd(
     quick: bool = QuickOpt,
 ) -> None:
     """Figure 1: normalised KL utility vs eps of SPR, binary, k-RR and (k <= 10) the KOV LP."""
-    _utility_command("fig1", k, trials, seed, eps_step, None, spr_solver, out, quick)
+    _utility_command(
+        "fig1", k, trials, seed, eps_step, resamples=None, spr_solver=spr_solver, out=out, quick=quick
+    )
 
 
 @reproduce_app.command("fig6")
@@ -257,7 +226,9 @@ def fig6_cmd(
     quick: bool = QuickOpt,
 ) -> None:
     """Figure 6: Figure 1 with 95% percentile-bootstrap bands (same resample indices for every mechanism)."""
-    _utility_command("fig6", k, trials, seed, eps_step, resamples, spr_solver, out, quick)
+    _utility_command(
+        "fig6", k, trials, seed, eps_step, resamples=resamples, spr_solver=spr_solver, out=out, quick=quick
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -291,6 +262,7 @@ def fig3_cmd(
     from ldpopt.plots import plot_joint_range
 
     a, b = _pair(p0, p1)
+    _needs_extras()
     outdir = _outdir(out, "fig3")
     try:
         res = ex.fig3(a, b, eps, quick=quick)
@@ -298,7 +270,7 @@ def fig3_cmd(
         fail(str(exc))
     summary = res.summary()
     paths = _write_outputs(outdir, "fig3", plot_joint_range(res), res.to_frame(), summary)
-    _print_summary("fig3: joint range for l = 2", _clean(summary), paths)
+    _print_summary("fig3: joint range for l = 2", json_safe(summary), paths)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -330,10 +302,13 @@ def fig5_cmd(
     a, b = _pair(p0, p1)
     eps_values = list(eps) if eps else list(ex.FIG5_EPS)
     n = samples if samples is not None else (QUICK_SAMPLES if quick else ex.FIG5_SAMPLES)
+    _needs_extras()
     outdir = _outdir(out, "fig5")
     try:
-        with _progress(f"fig5: {len(eps_values)} panels x {n:,} proposals", n * len(eps_values)) as adv:
-            res = ex.hull_check(a, b, eps_values, n, seed, chunk_size=chunk_size, quick=quick, progress=adv)
+        with ProgressBar(n * len(eps_values), f"fig5: {len(eps_values)} panels x {n:,} proposals") as bar:
+            res = ex.hull_check(
+                a, b, eps_values, n, seed, chunk_size=chunk_size, quick=quick, progress=bar.advance
+            )
     except (ValueError, TypeError) as exc:
         fail(str(exc))
     summary = res.summary()
@@ -345,7 +320,7 @@ def fig5_cmd(
         summary,
         extra={"fig5_cloud.csv": res.cloud_frame()},
     )
-    _print_summary("fig5: Monte-Carlo check of the joint range", _clean(summary), paths)
+    _print_summary("fig5: Monte-Carlo check of the joint range", json_safe(summary), paths)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -383,9 +358,10 @@ def runtimes_cmd(
         spr_ks = [k for k in ex.SPR_KS if k <= spr_max_k] or [spr_max_k]
     reps = repeats if repeats is not None else (3 if quick else 5)
     bud = budget if budget is not None else (QUICK_BUDGET_S if quick else 60.0)
+    _needs_extras()
     outdir = _outdir(out, "runtimes")
     try:
-        with _progress("runtimes", total_units(lp_ks, spr_ks)) as adv:
+        with ProgressBar(total_units(lp_ks, spr_ks), "runtimes") as bar:
             res = ex.runtimes(
                 lp_ks,
                 spr_ks,
@@ -395,10 +371,10 @@ def runtimes_cmd(
                 lp_budget_s=bud,
                 spr_budget_s=bud,
                 quick=quick,
-                progress=adv,
+                progress=bar.advance,
             )
     except (ValueError, TypeError) as exc:
         fail(str(exc))
     summary = res.summary()
     paths = _write_outputs(outdir, "runtimes", plot_runtimes(res), res.to_frame(), summary)
-    _print_summary("runtimes: seconds per solve", _clean(summary), paths)
+    _print_summary("runtimes: seconds per solve", json_safe(summary), paths)

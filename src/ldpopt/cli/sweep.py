@@ -1,19 +1,47 @@
 """``ldpopt sweep`` and ``ldpopt sweep-report`` (registered on the CLI app by :mod:`ldpopt.cli`).
 
-Heavy imports (pandas, pyarrow, dask, matplotlib) happen inside the commands.
+Heavy imports (pandas, pyarrow, dask, matplotlib) happen inside the commands; a missing optional
+dependency is a one-line error naming the extra that installs it (exit code 2).
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
 from rich.markup import escape
 
 from ldpopt.cli._common import app, console, fail
+from ldpopt.errors import MissingExtraError
 
 #: default parent of a sweep's output directory (``./ldpopt-out/sweep-<config stem>``)
 DEFAULT_OUT_ROOT = Path("ldpopt-out")
+#: the logger of :mod:`ldpopt.sweeps.runner`
+SWEEP_LOGGER = "ldpopt.sweep"
+
+
+@contextmanager
+def _log_lines(enabled: bool) -> Iterator[None]:
+    """With ``--quiet``: the sweep logger's INFO lines, with timestamps, on this invocation's stderr."""
+    if not enabled:
+        yield
+        return
+    log = logging.getLogger(SWEEP_LOGGER)
+    old_level, old_propagate = log.level, log.propagate
+    handler = logging.StreamHandler()  # bound to this invocation's stderr
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(old_level)
+        log.propagate = old_propagate
 
 
 @app.command("sweep")
@@ -36,27 +64,18 @@ def sweep_command(
     ),
 ) -> None:
     """Run (or resume) a sweep of optimal LDP utilities into a Parquet dataset with a manifest."""
-    import logging
     import time
     import warnings
 
-    from ldpopt.sweeps import runner
-
-    handler = None
-    old_level, old_propagate = runner.log.level, runner.log.propagate
-    if quiet:
-        handler = logging.StreamHandler()  # bound to this invocation's stderr
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        runner.log.addHandler(handler)
-        runner.log.setLevel(logging.INFO)
-        runner.log.propagate = False
     if out is None:
         out = DEFAULT_OUT_ROOT / f"sweep-{config.stem}"
     t0 = time.perf_counter()
     try:
-        with warnings.catch_warnings(record=True):
-            warnings.simplefilter("always")
-            runner.run_sweep(
+        from ldpopt.sweeps.runner import run_sweep  # needs the sweeps extra
+
+        with _log_lines(quiet), warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")  # failed chunks are printed below, not warned about
+            run_sweep(
                 config,
                 out,
                 scheduler=scheduler,
@@ -65,15 +84,13 @@ def sweep_command(
                 workers=workers,
                 max_rows_in_memory=0,
             )
-    except (ValueError, TypeError) as exc:  # config, scheduler and store errors, all before any work
+    except (ValueError, TypeError, MissingExtraError) as exc:  # all before any work
+        # config, scheduler and store errors, or a missing extra
         fail(str(exc))
-    finally:
-        if handler is not None:
-            runner.log.removeHandler(handler)
-            runner.log.setLevel(old_level)
-            runner.log.propagate = old_propagate
     wall = time.perf_counter() - t0
-    manifest = runner.read_manifest(out)
+    from ldpopt.sweeps.store import read_manifest
+
+    manifest = read_manifest(out)
     _print_summary(manifest, out, wall)
     if manifest["chunk_errors"]:
         raise typer.Exit(1)
@@ -116,19 +133,25 @@ def sweep_report_command(
     ),
 ) -> None:
     """Summarise a sweep: mean utility per eps and mechanism with bootstrap bands, and plots."""
-    from rich.table import Table
-
-    from ldpopt.sweeps.report import write_report
-    from ldpopt.sweeps.store import StoreError
-
     fmts = tuple(f.strip().lower() for f in formats.split(",") if f.strip())
     bad = [f for f in fmts if f not in ("png", "svg", "pdf")]
     if not fmts or bad:
         fail(f"--format must list png, svg or pdf, got {formats!r}")
     try:
+        from ldpopt.sweeps.report import write_report
+
         summary, paths = write_report(directory, out, resamples=resamples, seed=seed, formats=fmts)
-    except (StoreError, ValueError) as exc:
+    except (ValueError, MissingExtraError) as exc:  # not a sweep directory, no rows yet; a missing extra
         fail(str(exc))
+    console.print(_summary_table(summary, resamples))
+    for p in paths:
+        console.print(f"wrote {p}")
+
+
+def _summary_table(summary, resamples: int):
+    """Mean normalised utility at the first, middle and last eps, with bands and the optimum's outputs."""
+    from rich.table import Table
+
     eps_all = sorted(summary["eps"].unique())
     picks = sorted({eps_all[0], eps_all[len(eps_all) // 2], eps_all[-1]})
     band_note = f"{resamples} bootstrap resamples, 95% band" if resamples else "no bands"
@@ -137,19 +160,17 @@ def sweep_report_command(
         t.add_column(col, justify="left" if col in ("divergence", "mechanism") else "right")
     for (div, budget, mech), g in summary.groupby(["divergence", "budget", "mechanism"], sort=False):
         g = g.set_index("eps")
-        cells = []
-        for e in picks:
-            if e not in g.index:
-                cells.append("-")
-                continue
-            r = g.loc[e]
-            text = f"{r['mean_normalized']:.4g}"
-            if r["lo"] == r["lo"]:
-                text += f" [{r['lo']:.3g}, {r['hi']:.3g}]"
-            if mech == "optimal":
-                text += f" ({r['mean_num_outputs']:.3g})"
-            cells.append(text)
-        t.add_row(str(div), str(budget), str(mech), *cells)
-    console.print(t)
-    for p in paths:
-        console.print(f"wrote {p}")
+        t.add_row(str(div), str(budget), str(mech), *(_summary_cell(g, e, mech) for e in picks))
+    return t
+
+
+def _summary_cell(g, e: float, mech: str) -> str:
+    if e not in g.index:
+        return "-"
+    r = g.loc[e]
+    text = f"{r['mean_normalized']:.4g}"
+    if r["lo"] == r["lo"]:
+        text += f" [{r['lo']:.3g}, {r['hi']:.3g}]"
+    if mech == "optimal":
+        text += f" ({r['mean_num_outputs']:.3g})"
+    return text

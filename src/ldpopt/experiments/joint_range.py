@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ldpopt._extras import require
 from ldpopt._validation import check_labelled_pair
 from ldpopt.spr.joint_range import JointRange, joint_range
 
@@ -57,7 +58,7 @@ class JointRangeFigure:
 
 def candidates_frame(jr: JointRange, quick: bool = False):
     """Table of the candidates of a :class:`~ldpopt.JointRange` (pandas)."""
-    import pandas as pd
+    pd = require("pandas", "to_frame (ldpopt.experiments)", "sweeps")
 
     order = np.full(jr.num_candidates, -1)
     order[jr.hull_indices] = np.arange(jr.hull_indices.size)

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from ldpopt._extras import require
+from ldpopt._numerics import rescale
 from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int
 from ldpopt.experiments.joint_range import PAPER_EXTREME_COUNTS, PAPER_P, PAPER_Q, _is_paper_instance
 from ldpopt.spr.joint_range import HULL_TOL, JointRange, joint_range
@@ -72,7 +74,7 @@ def sample_first_columns(rng: np.random.Generator, n: int, k: int, proposal: str
 def ldp_accept(z: np.ndarray, eps: float) -> np.ndarray:
     r"""Rows of ``z`` whose channel :math:`[z, 1 - z]` is eps-LDP: :math:`\min \ge e^{-\varepsilon}\max`
     per column."""
-    c = math.exp(-eps)
+    c = rescale(eps).c
     w = 1.0 - z
     return (z.min(axis=1) >= c * z.max(axis=1)) & (w.min(axis=1) >= c * w.max(axis=1))
 
@@ -159,7 +161,7 @@ class HullCheck:
 
     def to_frame(self):
         """Candidate points and hull membership of every panel (pandas)."""
-        import pandas as pd
+        pd = require("pandas", "to_frame (ldpopt.experiments)", "sweeps")
 
         from ldpopt.experiments.joint_range import candidates_frame
 
@@ -169,7 +171,7 @@ class HullCheck:
 
     def cloud_frame(self):
         """The plotted Monte-Carlo points: ``eps, x_p0_output1, y_p1_output1`` (pandas)."""
-        import pandas as pd
+        pd = require("pandas", "to_frame (ldpopt.experiments)", "sweeps")
 
         return pd.concat(
             [

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ldpopt._extras import require
 from ldpopt._validation import check_eps, check_positive_int
 from ldpopt.spr.kov import KOV_MAX_K, kov_lp
 from ldpopt.spr.solve import optimal_mechanism
@@ -89,7 +90,7 @@ class RuntimeTable:
 
     def to_frame(self):
         """One row per measurement (pandas)."""
-        import pandas as pd
+        pd = require("pandas", "to_frame (ldpopt.experiments)", "sweeps")
 
         df = pd.DataFrame([r.__dict__ for r in self.rows])
         df["eps"] = self.eps

@@ -35,6 +35,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from ldpopt._extras import require
 from ldpopt._validation import check_positive_int, is_integer, is_real
 from ldpopt.divergences import get_divergence
 from ldpopt.mechanism import binary_mechanism, randomized_response
@@ -189,7 +190,7 @@ class UtilityCurves:
 
     def to_frame(self):
         """Long table ``k, eps, mechanism, label, mean, n_trials`` (pandas)."""
-        import pandas as pd
+        pd = require("pandas", "to_frame (ldpopt.experiments)", "sweeps")
 
         rows = []
         nvalid = int(np.count_nonzero(self.valid))
@@ -505,7 +506,7 @@ class UtilityExperiment:
 
     def to_frame(self):
         """Long table of every plotted curve (plus ``lower``/``upper`` band columns for Figure 6)."""
-        import pandas as pd
+        pd = require("pandas", "to_frame (ldpopt.experiments)", "sweeps")
 
         frames = []
         for i, c in enumerate(self.curves):

@@ -17,21 +17,18 @@ same numbers as looping :func:`ldpopt.optimal_mechanism`, but
 
 from __future__ import annotations
 
-import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from ldpopt._progress import ProgressBar
 from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int, is_real
 from ldpopt.divergences import FDivergence, get_divergence
 from ldpopt.errors import LdpoptWarning
 from ldpopt.spr.solve import _NEAR_TIE_RTOL, LRReduction, _dp_readable, _reduce
-
-if TYPE_CHECKING:
-    from rich.progress import Progress, TaskID
 
 __all__ = ["SweepResult", "sweep"]
 
@@ -259,50 +256,9 @@ def _warn_user_divergence(div: FDivergence) -> None:
         )
 
 
-class _Progress:
-    """A rich progress bar that only appears after PROGRESS_DELAY seconds (or at once / never)."""
-
-    def __init__(self, total: int, mode: bool | None, label: str):
-        self.total = total
-        self.mode = mode
-        self.label = label
-        self.start = time.perf_counter()
-        self.bar: Progress | None = None
-        self.task: TaskID | None = None
-        self.done = 0
-
-    def update(self, n: int) -> None:
-        self.done += n
-        if self.bar is None and self.mode is not False and self.done < self.total:
-            if self.mode or time.perf_counter() - self.start > PROGRESS_DELAY:
-                from rich.progress import (
-                    BarColumn,
-                    MofNCompleteColumn,
-                    Progress,
-                    TextColumn,
-                    TimeElapsedColumn,
-                    TimeRemainingColumn,
-                )
-
-                self.bar = Progress(
-                    TextColumn("[bold]{task.description}"),
-                    BarColumn(),
-                    MofNCompleteColumn(),
-                    TimeElapsedColumn(),
-                    TimeRemainingColumn(),
-                    transient=True,
-                )
-                self.bar.start()
-                self.task = self.bar.add_task(self.label, total=self.total, completed=self.done)
-        elif self.bar is not None:
-            assert self.task is not None  # added together with the bar
-            self.bar.update(self.task, completed=self.done)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            assert self.task is not None  # added together with the bar
-            self.bar.update(self.task, completed=self.done)
-            self.bar.stop()
+def _progress_bar(total: int, mode: bool | None, label: str) -> ProgressBar:
+    """``mode`` None: appears after PROGRESS_DELAY seconds; True: at once; False: never."""
+    return ProgressBar(total, label, enabled=mode is not False, delay=0.0 if mode else PROGRESS_DELAY)
 
 
 def _work_items(ks: np.ndarray, E: int, threads: int) -> list[tuple[int, int, int]]:
@@ -394,15 +350,15 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
         )
         return e1 - e0
 
-    bar = _Progress(T * E, progress, f"sweep {T} x {E} ({div.name})")
+    bar = _progress_bar(T * E, progress, f"sweep {T} x {E} ({div.name})")
     try:
         if threads == 1 or len(items) == 1:
             for item in items:
-                bar.update(run(item))
+                bar.advance(run(item))
         else:
             with ThreadPoolExecutor(max_workers=threads) as pool:
                 for count in pool.map(run, items):
-                    bar.update(count)
+                    bar.advance(count)
     finally:
         bar.close()
     bounds_list = None
@@ -423,7 +379,7 @@ def _sweep_readable(reds, ls, grid, div, keep_bounds, progress):
     raw = np.empty((T, E))
     nb = np.empty((T, E), dtype=np.int64)
     cuts_all: list[list[Any]] | None = [[None] * E for _ in range(T)] if keep_bounds else None
-    bar = _Progress(T * E, progress, f"sweep {T} x {E} ({div.name}, readable)")
+    bar = _progress_bar(T * E, progress, f"sweep {T} x {E} ({div.name}, readable)")
     try:
         for t, r in enumerate(reds):
             for e, eps in enumerate(grid):
@@ -432,7 +388,7 @@ def _sweep_readable(reds, ls, grid, div, keep_bounds, progress):
                 nb[t, e] = len(cuts)
                 if cuts_all is not None:  # keep_bounds
                     cuts_all[t][e] = cuts
-                bar.update(1)
+                bar.advance(1)
     finally:
         bar.close()
     return raw, nb, cuts_all

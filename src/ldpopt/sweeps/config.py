@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ldpopt._extras import require
 from ldpopt._json import loads_strict
 from ldpopt._validation import is_integer, is_real
 from ldpopt.errors import SweepConfigError
@@ -324,7 +325,7 @@ def _read_json_pairs(path: Path, where: str) -> list[tuple[str, Any, Any]]:
 
 def _read_table_pairs(path: Path, fmt: str, where: str) -> list[tuple[str, Any, Any]]:
     """Pairs from a CSV/Parquet table in long format (instance, symbol (optional), p0, p1)."""
-    import pandas as pd
+    pd = require("pandas", "ldpopt.sweeps", "sweeps")
 
     try:
         df = pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)

@@ -19,7 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["summarize", "plot_summary", "write_report", "SUMMARY_COLUMNS"]
+from ldpopt._extras import require
+from ldpopt._validation import check_positive_int, is_real
+from ldpopt.sweeps.store import FEATURE, load_results
+
+__all__ = ["summarize", "summarize_sweep", "plot_summary", "write_report", "SUMMARY_COLUMNS"]
 
 SUMMARY_COLUMNS = (
     "divergence",
@@ -78,10 +82,7 @@ def summarize(df, resamples: int = 1000, seed: int = 0, level: float = 0.95):
     pandas.DataFrame
         One row per (divergence, budget, mechanism, eps), columns :data:`SUMMARY_COLUMNS`.
     """
-    import pandas as pd
-
-    from ldpopt._validation import check_positive_int, is_real
-
+    pd = require("pandas", FEATURE, "sweeps")
     if resamples != 0:
         resamples = check_positive_int(resamples, "resamples")
     if not (is_real(level) and 0 < level < 1):
@@ -140,6 +141,17 @@ def summarize(df, resamples: int = 1000, seed: int = 0, level: float = 0.95):
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
 
+def summarize_sweep(results, resamples: int = 1000, seed: int = 0, level: float = 0.95):
+    """Mean curves with percentile-bootstrap bands per divergence, budget, mechanism and eps.
+
+    ``results`` is a sweep directory or a DataFrame of its rows; see ``docs/sweeps.md``
+    (``ldpopt sweep-report``) for the columns and the bootstrap (shared resample indices across
+    mechanisms, as in the SPR paper's Appendix E).
+    """
+    df = load_results(results) if isinstance(results, (str, os.PathLike)) else results
+    return summarize(df, resamples=resamples, seed=seed, level=level)
+
+
 def _label(mech: str, budget: int, budgets: list) -> str:
     base = _MECH_LABEL.get(mech, mech)
     if mech == "optimal" and (budget != 0 or len(budgets) > 1):
@@ -147,11 +159,53 @@ def _label(mech: str, budget: int, budgets: list) -> str:
     return base
 
 
+def _draw_panel(ax, sub, div: str, what: str) -> None:
+    """One divergence's panel: mean normalised (or raw) utility with bands, or the optimum's outputs."""
+    budgets = sorted(sub.loc[sub["mechanism"] == "optimal", "budget"].unique())
+    normalized = bool(np.isfinite(sub["mean_normalized"]).any())
+    if what == "outputs":
+        sub = sub[sub["mechanism"] == "optimal"]
+    for (mech, budget), g in sub.groupby(["mechanism", "budget"], sort=False):
+        g = g.sort_values("eps")
+        if what == "utility":
+            y = g["mean_normalized"] if normalized else g["mean_value"]
+            lo, hi = g["lo"], g["hi"]
+        else:
+            y, lo, hi = g["mean_num_outputs"], g["outputs_lo"], g["outputs_hi"]
+        best = mech == "optimal" and budget == 0
+        (line,) = ax.plot(
+            g["eps"],
+            y,
+            "--" if mech == "kov_lp" else "-",
+            label=_label(mech, int(budget), budgets),
+            lw=2.2 if best else 1.5,
+            zorder=3 if mech == "kov_lp" else 2,
+        )
+        ok = np.isfinite(lo) & np.isfinite(hi)
+        if (normalized or what == "outputs") and ok.any():
+            ax.fill_between(g["eps"][ok], lo[ok], hi[ok], color=line.get_color(), alpha=0.18, lw=0)
+    ax.set_xlabel(r"$\varepsilon$")
+    if what == "utility":
+        ax.set_ylabel(r"$D_f(M_0\|M_1)/D_f(P_0\|P_1)$" if normalized else r"$D_f(M_0\|M_1)$")
+        ax.set_title(f"{div}: mean utility ({'normalised' if normalized else 'raw'})")
+    else:
+        from matplotlib.ticker import MaxNLocator
+
+        ax.set_ylabel("optimal number of outputs")
+        ax.set_title(f"{div}: outputs of the optimal mechanism")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        top = float(np.nanmax(sub["mean_num_outputs"])) if len(sub) else 2.0
+        ax.set_ylim(0.8, max(2.2, top * 1.08))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
 def plot_summary(summary, out_dir: str | Path, formats=("png", "svg")) -> list[Path]:
     """Plot utility-vs-eps curves and the optimal number of outputs vs eps (one panel per divergence).
 
     Writes ``utility_vs_eps.<fmt>`` and ``outputs_vs_eps.<fmt>`` into ``out_dir``; returns the paths.
     """
+    require("matplotlib", "plotting a sweep report", "plots")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -166,48 +220,7 @@ def plot_summary(summary, out_dir: str | Path, formats=("png", "svg")) -> list[P
         FigureCanvasAgg(fig)
         axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
         for ax, div in zip(axes, divs, strict=False):
-            sub = summary[summary["divergence"] == div]
-            budgets = sorted(sub.loc[sub["mechanism"] == "optimal", "budget"].unique())
-            normalized = bool(np.isfinite(sub["mean_normalized"]).any())
-            if what == "outputs":
-                sub = sub[sub["mechanism"] == "optimal"]
-            for (mech, budget), g in sub.groupby(["mechanism", "budget"], sort=False):
-                g = g.sort_values("eps")
-                if what == "utility":
-                    y = g["mean_normalized"] if normalized else g["mean_value"]
-                    lo, hi = g["lo"], g["hi"]
-                else:
-                    y, lo, hi = g["mean_num_outputs"], g["outputs_lo"], g["outputs_hi"]
-                style = "--" if mech == "kov_lp" else "-"
-                best = mech == "optimal" and budget == 0
-                (line,) = ax.plot(
-                    g["eps"],
-                    y,
-                    style,
-                    label=_label(mech, int(budget), budgets),
-                    lw=2.2 if best else 1.5,
-                    zorder=3 if mech == "kov_lp" else 2,
-                )
-                if normalized or what == "outputs":
-                    ok = np.isfinite(lo) & np.isfinite(hi)
-                    if ok.any():
-                        ax.fill_between(
-                            g["eps"][ok], lo[ok], hi[ok], color=line.get_color(), alpha=0.18, lw=0
-                        )
-            ax.set_xlabel(r"$\varepsilon$")
-            if what == "utility":
-                ax.set_ylabel(r"$D_f(M_0\|M_1)/D_f(P_0\|P_1)$" if normalized else r"$D_f(M_0\|M_1)$")
-                ax.set_title(f"{div}: mean utility ({'normalised' if normalized else 'raw'})")
-            else:
-                from matplotlib.ticker import MaxNLocator
-
-                ax.set_ylabel("optimal number of outputs")
-                ax.set_title(f"{div}: outputs of the optimal mechanism")
-                ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-                top = float(np.nanmax(sub["mean_num_outputs"])) if len(sub) else 2.0
-                ax.set_ylim(0.8, max(2.2, top * 1.08))
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=8)
+            _draw_panel(ax, summary[summary["divergence"] == div], div, what)
         for ax in axes[len(divs) :]:
             ax.set_visible(False)
         for fmt in formats:
@@ -228,8 +241,8 @@ def write_report(
 
     Returns (summary DataFrame, list of written paths).
     """
-    from ldpopt.sweeps.runner import load_results
-
+    if formats:  # the figures need matplotlib: say so before any work
+        require("matplotlib", "plotting a sweep report", "plots")
     df = load_results(directory)
     if df.empty:
         raise ValueError(f"sweep directory {str(directory)!r} holds no finished rows yet")

@@ -24,10 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from ldpopt._atomic import atomic_write
+from ldpopt._extras import require
 from ldpopt.errors import StoreError
 
 __all__ = [
@@ -40,7 +38,13 @@ __all__ = [
     "FORMAT",
     "read_manifest",
     "read_results",
+    "load_results",
 ]
+
+#: what a missing pandas / pyarrow is reported for (``MissingExtraError``)
+FEATURE = "ldpopt.sweeps"
+pa = require("pyarrow", FEATURE, "sweeps")
+pq = require("pyarrow.parquet", FEATURE, "sweeps")
 
 FORMAT = "ldpopt-sweep/1"
 MANIFEST_NAME = "manifest.json"
@@ -101,14 +105,34 @@ def chunk_files(directory: str | os.PathLike) -> dict[int, Path]:
     return out
 
 
-def read_results(directory: str | os.PathLike, columns: list[str] | None = None) -> pa.Table:
-    """All finished rows of a store as one Arrow table, in chunk order (deterministic)."""
+def read_results(directory: str | os.PathLike, columns: list[str] | None = None) -> Any:
+    """All finished rows of a store as one Arrow table (``pyarrow.Table``), in chunk order
+    (deterministic)."""
     files = chunk_files(directory)
     tables = [pq.read_table(files[c], columns=columns) for c in sorted(files)]
     if not tables:
         schema = SCHEMA if columns is None else pa.schema([SCHEMA.field(c) for c in columns])
         return schema.empty_table()
     return pa.concat_tables(tables)
+
+
+def load_results(directory: str | os.PathLike, columns: list[str] | None = None) -> Any:
+    """The finished rows of a sweep directory as a pandas DataFrame, in chunk order.
+
+    Parameters
+    ----------
+    directory : path
+        A directory written by :func:`~ldpopt.sweeps.runner.run_sweep` / ``ldpopt sweep``.
+    columns : list of str, optional
+        Read only these columns.
+    """
+    if columns is not None:
+        unknown = [c for c in columns if c not in COLUMNS]
+        if unknown:
+            raise ValueError(f"columns {unknown} are not sweep columns; available: {', '.join(COLUMNS)}")
+    read_manifest(directory)  # a clear error for a directory that is not a sweep
+    require("pandas", FEATURE, "sweeps")  # pyarrow's to_pandas needs it
+    return read_results(directory, columns).to_pandas()
 
 
 class SweepStore:
@@ -240,7 +264,7 @@ class SweepStore:
     def chunk_path(self, cid: int) -> Path:
         return self.chunk_dir / f"{_CHUNK_PREFIX}{cid:06d}{_CHUNK_SUFFIX}"
 
-    def write_chunk(self, cid: int, table: pa.Table) -> float:
+    def write_chunk(self, cid: int, table: Any) -> float:
         """Atomically write one finished chunk; returns the seconds spent."""
         t0 = time.perf_counter()
         if table.num_rows != self.rows_per_chunk[cid]:

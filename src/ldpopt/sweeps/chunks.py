@@ -1,0 +1,444 @@
+r"""The unit of work of a sweep: a chunk, how the sweep is cut into chunks, and how one is computed.
+
+A **chunk** is a block of consecutive instances times the whole grid (every eps, divergence,
+budget and baseline).  :func:`plan_chunks` sizes the blocks by a fixed cost model for about
+0.5-2 s of work, so scheduling overhead stays small and the layout depends on the configuration
+only (never on the machine or the scheduler).  :func:`run_chunk` computes one :class:`ChunkTask`
+into a :class:`ChunkOutcome` holding an Arrow table of rows (schema
+:data:`ldpopt.sweeps.store.SCHEMA`) or the error; it is the same function on the same inputs
+whatever the scheduler, so results are bit-identical across schedulers.
+
+The optimal rows come from :func:`ldpopt.sweep` (SPR paper, eq. 3/4, solved exactly); the binary
+mechanism and k-ary randomized response are the closed forms of SPR eq. 30, vectorised over eps;
+``kov_lp`` is the Kairouz-Oh-Viswanath staircase LP.  A mechanism's blocks are stored as a compact
+partition string (:func:`partition_string` / :func:`parse_partition`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ldpopt._extras import require
+from ldpopt._numerics import rescale_array
+from ldpopt.divergences import get_divergence
+from ldpopt.spr.grid import sweep
+from ldpopt.spr.kov import kov_lp
+from ldpopt.sweeps.config import InstanceSpec, SweepConfig, dirichlet_pair
+from ldpopt.sweeps.store import FEATURE, SCHEMA
+
+pa = require("pyarrow", FEATURE, "sweeps")
+
+__all__ = [
+    "ChunkTask",
+    "ChunkOutcome",
+    "plan_chunks",
+    "make_tasks",
+    "run_chunk",
+    "compute_chunk",
+    "limit_threads",
+    "faults_from_env",
+    "partition_string",
+    "parse_partition",
+    "FAULT_ENV",
+    "TARGET_CHUNK_S",
+    "MIN_CHUNK_S",
+    "MIN_CHUNKS",
+]
+
+#: environment variable with test-only fault injection ("raise:ID", "die_once:ID:MARKER", "sleep:S")
+FAULT_ENV = "LDPOPT_SWEEP_FAULT"
+
+# Chunk sizing (a fixed cost model, so the chunk layout depends on the configuration only).
+#: target estimated work per chunk, seconds
+TARGET_CHUNK_S = 2.0
+#: chunks are not made smaller than this estimated work to spread a small sweep
+MIN_CHUNK_S = 0.5
+#: a sweep is spread over at least this many chunks when that keeps chunks >= MIN_CHUNK_S
+MIN_CHUNKS = 8
+#: estimated seconds of one optimal solve on one core: a + b k^2 (ldpopt.sweep with partitions,
+#: one thread, 101 eps, measured at k = 10..300: 6e-6 s at k <= 30, 3.0e-5 at 100, 2.6e-4 at 300)
+_COST_A = 1e-5
+_COST_B = 3e-9
+#: an output budget below k costs about this factor more (the O(l k^2) program after Dinkelbach)
+_BUDGET_FACTOR = 1.5
+#: estimated seconds per cell of the vectorised binary / RR baselines: a + b k
+_BASE_A = 5e-6
+_BASE_B = 1e-7
+#: estimated seconds per KOV LP solve (HiGHS): a + b 2^k
+_LP_A = 5e-3
+_LP_B = 8e-5
+
+
+# ---------------------------------------------------------------------------------------------
+# Partitions as compact strings
+# ---------------------------------------------------------------------------------------------
+def partition_string(blocks) -> str:
+    """``((0, 3), (1,), (2, 4))`` -> ``"0,3|1|2,4"`` (blocks in output order, original indices)."""
+    return "|".join([",".join(map(str, b.tolist() if hasattr(b, "tolist") else map(int, b))) for b in blocks])
+
+
+def parse_partition(text: str) -> tuple:
+    """Inverse of :func:`partition_string`; an empty block (``"0,1|"``) parses to ``()``."""
+    if not isinstance(text, str):
+        raise TypeError(f"partition must be a string, got {text!r}")
+    return tuple(tuple(int(i) for i in b.split(",")) if b else () for b in text.split("|"))
+
+
+def _cached_partition_string(blocks, cache: dict) -> str:
+    # neighbouring eps often share the optimal partition: format each distinct one once
+    key = blocks if isinstance(blocks, tuple) else tuple(map(tuple, blocks))
+    s = cache.get(key)
+    if s is None:
+        s = cache[key] = "|".join([",".join(map(str, b)) for b in key])
+    return s
+
+
+# ---------------------------------------------------------------------------------------------
+# Baselines, vectorised over the eps grid
+# ---------------------------------------------------------------------------------------------
+def _transform(div, raw: np.ndarray) -> np.ndarray:
+    if div.value_transform is None:
+        return raw
+    return np.array([div.transform(float(r)) for r in raw])
+
+
+def _blocks_value(div, sums: list[tuple[float, float, float]], eps: np.ndarray) -> np.ndarray:
+    r"""Utility of s-ary RR on a block label: :math:`\sum_t g(c + A P_t, c + A Q_t)/(1 + (s-1)c)`
+    (SPR eq. 30)."""
+    c, A = rescale_array(eps)
+    total = np.zeros_like(eps)
+    for P, Q, D in sums:
+        total = total + div.perspective(c + A * P, c + A * Q, A * D)
+    return _transform(div, total / (1.0 + (len(sums) - 1) * c))
+
+
+def _baseline_binary(u, v, eps, div):
+    """Binary mechanism (Kairouz et al.): RR on 1{P0(x) >= P1(x)} = SPR with blocks (H, H^c)."""
+    high = u >= v
+    sums = [
+        (math.fsum(u[m].tolist()), math.fsum(v[m].tolist()), math.fsum((u[m] - v[m]).tolist()))
+        for m in (high, ~high)
+    ]
+    part = partition_string((np.flatnonzero(high), np.flatnonzero(~high)))
+    return _blocks_value(div, sums, eps), np.full(eps.shape, 2, dtype=np.int64), part
+
+
+def _baseline_rr(u, v, eps, div):
+    """k-ary randomized response = SPR with singleton blocks; every symbol is its own output."""
+    c, A = rescale_array(eps)
+    terms = div.perspective(
+        c[:, None] + A[:, None] * u[None, :],
+        c[:, None] + A[:, None] * v[None, :],
+        A[:, None] * (u - v)[None, :],
+    )
+    raw = terms.sum(axis=1) / (1.0 + (u.shape[0] - 1) * c)
+    return _transform(div, raw), np.full(eps.shape, u.shape[0], dtype=np.int64), None
+
+
+def _baseline_kov_lp(u, v, eps, div):
+    """The Kairouz-Oh-Viswanath staircase LP (independent exact optimum, k <= 10)."""
+    vals = np.full(eps.shape, np.nan)
+    nout = np.zeros(eps.shape, dtype=np.int64)
+    for j, e in enumerate(eps):
+        res = kov_lp(u, v, float(e), div)
+        if res.status == 0:
+            vals[j] = res.value
+            nout[j] = res.num_outputs
+    return vals, nout, None
+
+
+_BASELINE_FUNCS = {"binary": _baseline_binary, "rr": _baseline_rr, "kov_lp": _baseline_kov_lp}
+
+
+# ---------------------------------------------------------------------------------------------
+# Tasks and outcomes
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ChunkTask:
+    """Everything a worker needs to compute one chunk (picklable, no references to the driver)."""
+
+    chunk_id: int
+    start: int
+    stop: int
+    ids: tuple
+    spec: InstanceSpec
+    pairs: tuple | None
+    eps: tuple
+    divergences: tuple
+    budgets: tuple
+    baselines: tuple
+    in_worker: bool = False
+    faults: tuple = ()
+
+    @property
+    def num_cells(self) -> int:
+        return (self.stop - self.start) * len(self.eps) * len(self.divergences) * len(self.budgets)
+
+    @property
+    def num_rows(self) -> int:
+        return (
+            (self.stop - self.start)
+            * len(self.eps)
+            * len(self.divergences)
+            * (len(self.budgets) + len(self.baselines))
+        )
+
+
+@dataclass
+class ChunkOutcome:
+    """A computed chunk (``table``) or its error."""
+
+    chunk_id: int
+    table: Any = None
+    error: str | None = None
+    traceback: str | None = None
+    solve_seconds: float = 0.0
+    build_seconds: float = 0.0
+    attempts: int = 1
+
+
+def failed_outcome(chunk_id: int, exc: BaseException) -> ChunkOutcome:
+    """The outcome of a chunk whose computation raised ``exc`` (call inside the ``except``)."""
+    return ChunkOutcome(chunk_id, error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
+
+
+def limit_threads() -> None:
+    """One solver thread: in a worker the parallelism comes from the chunks, and the solver's own
+    threads would oversubscribe the cores."""
+    try:
+        import numba
+
+        if numba.get_num_threads() != 1:
+            numba.set_num_threads(1)
+    except Exception:  # numba missing or its threading layer unavailable: nothing to limit
+        pass
+
+
+def faults_from_env() -> tuple:
+    """The test-only faults of :data:`FAULT_ENV` (``;``-separated)."""
+    text = os.environ.get(FAULT_ENV, "").strip()
+    return tuple(s.strip() for s in text.split(";") if s.strip())
+
+
+def _apply_faults(task: ChunkTask) -> None:
+    """Test-only fault injection (see FAULT_ENV): raise, kill the worker once, or slow down."""
+    for spec in task.faults:
+        kind, _, rest = spec.partition(":")
+        if kind == "sleep":
+            time.sleep(float(rest))
+        elif kind == "raise" and int(rest) == task.chunk_id:
+            raise RuntimeError(f"injected failure in chunk {task.chunk_id}")
+        elif kind == "die_once" and task.in_worker:
+            cid, _, marker = rest.partition(":")
+            if int(cid) == task.chunk_id and not os.path.exists(marker):
+                with open(marker, "w") as fh:
+                    fh.write(str(os.getpid()))
+                os._exit(17)
+
+
+def run_chunk(task: ChunkTask) -> ChunkOutcome:
+    """Compute one chunk; exceptions become an outcome with ``error`` set (the run continues)."""
+    try:
+        if task.in_worker:
+            limit_threads()
+        _apply_faults(task)
+        table, solve_s, build_s = compute_chunk(task)
+        return ChunkOutcome(task.chunk_id, table=table, solve_seconds=solve_s, build_seconds=build_s)
+    except Exception as exc:
+        return failed_outcome(task.chunk_id, exc)
+
+
+# ---------------------------------------------------------------------------------------------
+# Computing a chunk
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class _Cells:
+    """Results of a chunk per (instance, group, eps); a group is (divergence, mechanism, budget)."""
+
+    values: np.ndarray
+    num_outputs: np.ndarray
+    partitions: np.ndarray
+    seconds: np.ndarray
+
+    @classmethod
+    def empty(cls, n: int, G: int, E: int) -> _Cells:
+        return cls(
+            values=np.full((n, G, E), np.nan),
+            num_outputs=np.zeros((n, G, E), dtype=np.int64),
+            partitions=np.full((n, G, E), None, dtype=object),
+            seconds=np.zeros((n, G, E)),
+        )
+
+
+def _groups(task: ChunkTask) -> list[tuple[int, str, int]]:
+    """(divergence index, mechanism, budget) in row order: the optimum per budget, then the baselines."""
+    groups = []
+    for di in range(len(task.divergences)):
+        groups += [(di, "optimal", b) for b in task.budgets]
+        groups += [(di, m, 0) for m in task.baselines]
+    return groups
+
+
+def _solve_optimal(pairs, by_k: dict, eps: np.ndarray, name: str, budget: int, cells: _Cells, g: int) -> list:
+    """Optimal values of group ``g`` for all pairs, one batched :func:`ldpopt.sweep` per alphabet
+    size; returns the partitions as (positions, partitions) per batch."""
+    results = []
+    for pos in by_k.values():
+        res = sweep(
+            np.vstack([pairs[i][0] for i in pos]),
+            np.vstack([pairs[i][1] for i in pos]),
+            eps,
+            divergence=name,
+            max_outputs=None if budget == 0 else budget,
+            return_partitions=True,
+            progress=False,
+        )
+        cells.values[pos, g, :] = np.asarray(res.values, dtype=float)
+        cells.num_outputs[pos, g, :] = np.asarray(res.num_outputs, dtype=np.int64)
+        assert res.partitions is not None  # return_partitions=True
+        results.append((pos, res.partitions))
+    return results
+
+
+def _store_partitions(results: list, cells: _Cells, g: int, cache: dict) -> None:
+    for pos, partitions in results:
+        for j, i in enumerate(pos):
+            cells.partitions[i, g, :] = [_cached_partition_string(p, cache) for p in partitions[j]]
+
+
+def _table(task: ChunkTask, ks: np.ndarray, eps: np.ndarray, groups: list, inputs: np.ndarray, cells: _Cells):
+    """The chunk's rows as an Arrow table (instance-major, then group, then eps)."""
+    n, E, G = ks.shape[0], eps.shape[0], len(groups)
+    div_of_group = np.array([di for di, _, _ in groups], dtype=np.int64)
+    denom = inputs[:, div_of_group][:, :, None]
+    ok = (denom != 0) & np.isfinite(denom) & np.isfinite(cells.values)
+    with np.errstate(all="ignore"):
+        normalized = np.where(ok, cells.values / np.where(ok, denom, 1.0), np.nan)
+    per_inst = G * E
+    group_div = np.array([task.divergences[di] for di, _, _ in groups], dtype=object)
+    group_mech = np.array([m for _, m, _ in groups], dtype=object)
+    group_budget = np.array([b for _, _, b in groups], dtype=np.int64)
+    columns = [
+        pa.array(np.repeat(np.asarray(task.ids, dtype=object), per_inst), type=pa.string()),
+        pa.array(np.repeat(np.arange(task.start, task.stop, dtype=np.int64), per_inst)),
+        pa.array(np.repeat(ks, per_inst)),
+        pa.array(np.tile(eps, n * G)),
+        pa.array(np.tile(np.repeat(group_div, E), n), type=pa.string()),
+        pa.array(np.tile(np.repeat(group_budget, E), n)),
+        pa.array(np.tile(np.repeat(group_mech, E), n), type=pa.string()),
+        pa.array(cells.values.ravel()),
+        pa.array(normalized.ravel()),
+        pa.array(cells.num_outputs.ravel()),
+        pa.array(cells.partitions.ravel(), type=pa.string()),
+        pa.array(cells.seconds.ravel()),
+    ]
+    return pa.Table.from_arrays(columns, schema=SCHEMA)
+
+
+def compute_chunk(task: ChunkTask) -> tuple[Any, float, float]:
+    """The rows of one chunk (a ``pyarrow.Table``), the seconds spent solving and building them."""
+    pairs = (
+        list(task.pairs)
+        if task.pairs is not None
+        else [dirichlet_pair(task.spec, i) for i in range(task.start, task.stop)]
+    )
+    eps = np.asarray(task.eps, dtype=float)
+    groups = _groups(task)
+    n, E = len(pairs), len(task.eps)
+    cells = _Cells.empty(n, len(groups), E)
+    inputs = np.empty((n, len(task.divergences)))
+    ks = np.array([u.shape[0] for u, _ in pairs], dtype=np.int64)
+    by_k = {int(k): np.flatnonzero(ks == k) for k in np.unique(ks)}
+    solve_s = build_s = 0.0
+    cache: dict = {}
+    for g, (di, mech, budget) in enumerate(groups):
+        name = task.divergences[di]
+        div = get_divergence(name)
+        t0 = time.perf_counter()
+        if mech == "optimal":
+            if budget == task.budgets[0]:
+                inputs[:, di] = [div(u, v) for u, v in pairs]
+            results = _solve_optimal(pairs, by_k, eps, name, budget, cells, g)
+            dt = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            _store_partitions(results, cells, g, cache)
+            build_s += time.perf_counter() - t1
+        else:
+            func = _BASELINE_FUNCS[mech]
+            for i, (u, v) in enumerate(pairs):
+                cells.values[i, g, :], cells.num_outputs[i, g, :], cells.partitions[i, g, :] = func(
+                    u, v, eps, div
+                )
+            dt = time.perf_counter() - t0
+        cells.seconds[:, g, :] = dt / (n * E)
+        solve_s += dt
+    t1 = time.perf_counter()
+    table = _table(task, ks, eps, groups, inputs, cells)
+    build_s += time.perf_counter() - t1
+    return table, solve_s, build_s
+
+
+# ---------------------------------------------------------------------------------------------
+# Chunk plan
+# ---------------------------------------------------------------------------------------------
+def _instance_cost(cfg: SweepConfig, k: int) -> float:
+    """Estimated seconds of one instance over the whole grid on one core (fixed cost model)."""
+    solve = sum((_COST_A + _COST_B * k * k) * (_BUDGET_FACTOR if 0 < b < k else 1.0) for b in cfg.budgets)
+    base = sum(
+        _LP_A + _LP_B * 2.0 ** min(k, 30) if m == "kov_lp" else _BASE_A + _BASE_B * k for m in cfg.baselines
+    )
+    return len(cfg.eps) * len(cfg.divergences) * (solve + base)
+
+
+def plan_chunks(cfg: SweepConfig) -> int:
+    """Instances per chunk: ``[run] instances_per_chunk`` or the cost model's choice.
+
+    The model aims at ``TARGET_CHUNK_S`` of work per chunk, but spreads a small sweep over
+    ``MIN_CHUNKS`` chunks while they keep at least ``MIN_CHUNK_S`` each, and evens out the chunk
+    sizes (the last chunk is never much smaller than the others).  It depends on the
+    configuration only, so every machine and scheduler cuts the sweep the same way.
+    """
+    T = cfg.num_instances
+    if cfg.instances_per_chunk is not None:
+        return min(cfg.instances_per_chunk, T)
+    cost = max(_instance_cost(cfg, int(cfg.instances.ks.max())), 1e-12)
+    target = max(1, int(TARGET_CHUNK_S / cost))
+    floor_ = max(1, math.ceil(MIN_CHUNK_S / cost))
+    spread = math.ceil(T / MIN_CHUNKS)
+    ipc = max(1, min(target, max(spread, floor_), T))
+    # as many chunks as that, evenly sized (100 instances in chunks of 71 would leave one worker
+    # idle for the last 42 of them; two chunks of 50 finish together)
+    return math.ceil(T / math.ceil(T / ipc))
+
+
+def make_tasks(cfg: SweepConfig, ipc: int, faults: tuple = (), in_worker: bool = False) -> list[ChunkTask]:
+    """The chunks of a sweep with ``ipc`` instances each, in chunk order."""
+    tasks = []
+    inst = cfg.instances
+    for cid, start in enumerate(range(0, cfg.num_instances, ipc)):
+        stop = min(start + ipc, cfg.num_instances)
+        pairs = None if inst.pairs is None else tuple(inst.pairs[start:stop])
+        tasks.append(
+            ChunkTask(
+                chunk_id=cid,
+                start=start,
+                stop=stop,
+                ids=inst.ids[start:stop],
+                spec=inst.spec,
+                pairs=pairs,
+                eps=cfg.eps,
+                divergences=cfg.divergences,
+                budgets=cfg.budgets,
+                baselines=cfg.baselines,
+                in_worker=in_worker,
+                faults=faults,
+            )
+        )
+    return tasks

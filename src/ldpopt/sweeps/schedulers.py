@@ -1,0 +1,356 @@
+"""Where the chunks of a sweep run: in this process, a local process pool, or Dask.
+
+* ``"inline"``: in this process;
+* ``"processes"`` (default): a local process pool (spawned workers, one per core);
+* ``"dask-local"``: a ``dask.distributed.LocalCluster`` on 127.0.0.1;
+* ``"tcp://HOST:PORT"``: an existing Dask scheduler (``pip install 'ldpopt[dask]'``; the
+  workers need the same ldpopt version installed).
+
+Every scheduler runs :func:`ldpopt.sweeps.chunks.run_chunk` on the same tasks and yields the
+outcomes as they finish; only the driver writes the store.  A worker that dies is handled here:
+the process pool reruns the chunks it lost one at a time (a chunk that kills its worker
+``MAX_WORKER_DEATHS`` times is recorded as failed); Dask reschedules them itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import sys
+import uuid
+from collections import deque
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Protocol
+
+from ldpopt.errors import SchedulerError
+from ldpopt.sweeps.chunks import (
+    ChunkOutcome,
+    ChunkTask,
+    compute_chunk,
+    failed_outcome,
+    limit_threads,
+    run_chunk,
+)
+from ldpopt.sweeps.config import InstanceSpec
+from ldpopt.sweeps.store import SweepStore
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+__all__ = ["Scheduler", "parse_scheduler", "make_scheduler", "MAX_WORKER_DEATHS", "CONNECT_TIMEOUT_S"]
+
+log = logging.getLogger("ldpopt.sweep")
+
+#: a chunk that kills its worker this many times is recorded as failed
+MAX_WORKER_DEATHS = 3
+#: seconds to wait for a tcp:// Dask scheduler before reporting it unreachable
+CONNECT_TIMEOUT_S = 10.0
+
+
+class Scheduler(Protocol):
+    """What the runner needs of a scheduler."""
+
+    #: shown in the manifest and the log
+    name: str
+    #: number of worker processes (1 for inline)
+    workers: int
+    #: the chunks run in worker processes (they limit the solver to one thread, faults may kill them)
+    in_worker: bool
+
+    def run(self, tasks: list[ChunkTask], store: SweepStore) -> Iterator[ChunkOutcome]:
+        """Compute the tasks, yielding each outcome as it finishes (any order)."""
+        ...
+
+    def close(self) -> None:
+        """Release the workers (idempotent)."""
+        ...
+
+
+def parse_scheduler(scheduler: str) -> tuple[str, str | None]:
+    """``"inline" | "processes" | "dask-local" | "tcp://HOST:PORT"`` -> (kind, address)."""
+    if not isinstance(scheduler, str):
+        raise SchedulerError(f"scheduler must be a string, got {scheduler!r}")
+    s = scheduler.strip()
+    if s in ("inline", "processes", "dask-local"):
+        return s, None
+    if s.startswith("tcp://"):
+        host, sep, port = s[len("tcp://") :].rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise SchedulerError(f"scheduler address must look like tcp://HOST:PORT, got {scheduler!r}")
+        return "tcp", s
+    raise SchedulerError(
+        f"unknown scheduler={scheduler!r}; use 'inline', 'processes', 'dask-local' or 'tcp://HOST:PORT'"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Worker set-up
+# ---------------------------------------------------------------------------------------------
+def _warm_up(single_thread: bool = True) -> None:
+    """Run a tiny chunk so imports and compiled kernels are loaded before the timed work.
+
+    Failures are ignored here: a real chunk meets them again and records them.
+    """
+    try:
+        spec = InstanceSpec(kind="dirichlet", k=3, trials=1, alpha=(1.0, 1.0, 1.0), seed=0)
+        if single_thread:
+            limit_threads()
+        compute_chunk(
+            ChunkTask(
+                chunk_id=-1,
+                start=0,
+                stop=1,
+                ids=("w",),
+                spec=spec,
+                pairs=None,
+                eps=(1.0,),
+                divergences=("kl",),
+                budgets=(0, 2),
+                baselines=("binary", "rr"),
+            )
+        )
+    except Exception:  # pragma: no cover - depends on the worker's environment
+        pass
+
+
+def _worker_init() -> None:
+    # One solver thread per worker process: the parallelism comes from the chunks.
+    for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
+    _warm_up()
+
+
+def _ldpopt_version() -> str:
+    import ldpopt
+
+    return ldpopt.__version__
+
+
+# ---------------------------------------------------------------------------------------------
+# The schedulers
+# ---------------------------------------------------------------------------------------------
+class _Inline:
+    name = "inline"
+    in_worker = False
+
+    def __init__(self, workers: int):
+        self.workers = 1
+
+    def run(self, tasks: list[ChunkTask], store: SweepStore) -> Iterator[ChunkOutcome]:
+        if tasks:
+            _warm_up(single_thread=False)
+        for task in tasks:
+            yield run_chunk(task)
+
+    def close(self) -> None:
+        pass
+
+
+class _Processes:
+    """A spawned process pool; a chunk whose worker dies is retried, alone, up to MAX_WORKER_DEATHS times."""
+
+    name = "processes"
+    in_worker = True
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        from concurrent.futures import ProcessPoolExecutor
+
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=mp.get_context("spawn"), initializer=_worker_init
+        )
+        return self._pool
+
+    def _submit(self, pool: ProcessPoolExecutor, source: deque, limit: int, inflight: dict) -> None:
+        """Move tasks from ``source`` to the pool until ``limit`` are in flight."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        while source and len(inflight) < limit:
+            task = source.popleft()
+            try:
+                fut = pool.submit(run_chunk, task)
+            except BrokenProcessPool:
+                # a worker died after the last wait: the pool refuses new work until it is
+                # replaced; the dead worker's own chunk comes back through its future below
+                source.appendleft(task)
+                break
+            inflight[fut] = task
+
+    def _lost(
+        self, lost: list[ChunkTask], deaths: dict[int, int], store: SweepStore, suspects: deque
+    ) -> Iterator[ChunkOutcome]:
+        """Chunks that were running when a worker died: retried one at a time, failed after
+        MAX_WORKER_DEATHS deaths."""
+        for task in sorted(lost, key=lambda t: t.chunk_id):
+            deaths[task.chunk_id] = deaths.get(task.chunk_id, 0) + 1
+            store.record_retry(task.chunk_id)
+            if deaths[task.chunk_id] >= MAX_WORKER_DEATHS:
+                yield ChunkOutcome(
+                    task.chunk_id,
+                    attempts=deaths[task.chunk_id],
+                    error=f"worker process died {deaths[task.chunk_id]} times running this chunk",
+                )
+            else:
+                log.warning("a worker died; retrying chunk %d", task.chunk_id)
+                suspects.append(task)
+
+    def run(self, tasks: list[ChunkTask], store: SweepStore) -> Iterator[ChunkOutcome]:
+        from concurrent.futures import FIRST_COMPLETED, wait
+        from concurrent.futures.process import BrokenProcessPool
+
+        pending = deque(tasks)
+        suspects: deque = deque()  # chunks that were running when a worker died: rerun one at a time
+        deaths: dict[int, int] = {}
+        inflight: dict[Future, ChunkTask] = {}
+        pool = self._new_pool()
+        while pending or suspects or inflight:
+            source, limit = (suspects, 1) if suspects else (pending, self.workers)
+            self._submit(pool, source, limit, inflight)
+            if not inflight:
+                pool = self._new_pool()
+                continue
+            done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
+            broken = False
+            for fut in done:
+                task = inflight.pop(fut)
+                try:
+                    out = fut.result()
+                except BrokenProcessPool:
+                    broken = True
+                    inflight[fut] = task  # handled below with the other lost chunks
+                    continue
+                except Exception as exc:  # e.g. unpicklable result
+                    out = failed_outcome(task.chunk_id, exc)
+                out.attempts = deaths.get(task.chunk_id, 0) + 1
+                yield out
+            if broken:
+                lost = list(inflight.values())
+                inflight.clear()
+                pool = self._new_pool()
+                yield from self._lost(lost, deaths, store, suspects)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+class _Dask:
+    """dask.distributed: a LocalCluster on 127.0.0.1 (``dask-local``) or an existing scheduler (``tcp://``).
+
+    Dask reschedules the task of a worker that dies (up to ``distributed.scheduler.allowed-failures``
+    times); after that the chunk is recorded as failed.
+    """
+
+    in_worker = True
+
+    def __init__(self, kind: str, address: str | None, workers: int, connect_timeout: float):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise SchedulerError(
+                f"scheduler {address or kind!r} needs Dask: pip install 'ldpopt[dask]'"
+            ) from None
+        self.cluster = None
+        self.name = address or kind
+        if kind == "dask-local":
+            try:
+                self.cluster = LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
+            except Exception as exc:  # e.g. workers that cannot start (spawned processes re-import __main__)
+                raise SchedulerError(
+                    f"could not start a local Dask cluster ({type(exc).__name__}: {exc})"
+                ) from None
+            self.client = Client(self.cluster)
+            self.workers = workers
+        else:
+            try:
+                self.client = Client(address, timeout=connect_timeout)
+            except Exception as exc:  # OSError / TimeoutError for an unreachable address, ValueError...
+                raise SchedulerError(
+                    f"cannot reach the Dask scheduler at {address} within {connect_timeout:g} s "
+                    f"({type(exc).__name__}: {exc})"
+                ) from None
+            self._check_workers()
+        self.client.run(_warm_up)
+
+    def _check_workers(self) -> None:
+        import ldpopt
+
+        info = self.client.scheduler_info()
+        self.workers = len(info.get("workers", {}))
+        if self.workers == 0:
+            self.close()
+            raise SchedulerError(f"the Dask scheduler at {self.name} has no workers")
+        try:
+            versions = self.client.run(_ldpopt_version)
+        except Exception as exc:
+            self.close()
+            raise SchedulerError(
+                f"the workers of {self.name} cannot run ldpopt ({type(exc).__name__}: {exc})"
+            ) from None
+        bad = {w: v for w, v in versions.items() if v != ldpopt.__version__}
+        if bad:
+            self.close()
+            raise SchedulerError(
+                f"workers of {self.name} run ldpopt {sorted(set(bad.values()))}, "
+                f"this process {ldpopt.__version__}; results would not be reproducible"
+            )
+
+    def run(self, tasks: list[ChunkTask], store: SweepStore) -> Iterator[ChunkOutcome]:
+        from distributed import as_completed
+
+        tag = uuid.uuid4().hex[:8]
+        futures = {
+            self.client.submit(run_chunk, t, key=f"ldpopt-chunk-{tag}-{t.chunk_id}", pure=False): t
+            for t in tasks
+        }
+        for fut in as_completed(list(futures)):
+            task = futures.pop(fut)
+            try:
+                out = fut.result()
+            except Exception as exc:  # KilledWorker after repeated worker deaths, lost connection...
+                out = failed_outcome(task.chunk_id, exc)
+            fut.release()
+            yield out
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        finally:
+            if self.cluster is not None:
+                self.cluster.close()
+                self.cluster = None
+
+
+def _check_spawnable(kind: str) -> None:
+    """Spawned workers re-import the main script; fail early when it is not a file (``python - <``)."""
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    if main_file is not None and not os.path.exists(main_file):
+        raise SchedulerError(
+            f"scheduler {kind!r} starts worker processes that re-import the main script, but it is not a "
+            f"file here ({main_file!r}); run from a script file or use scheduler='inline'"
+        )
+
+
+def make_scheduler(kind: str, address: str | None, workers: int, connect_timeout: float) -> Scheduler:
+    """The scheduler of a parsed :func:`parse_scheduler` result (Dask clusters are started here)."""
+    if kind == "inline":
+        return _Inline(workers)
+    if kind in ("processes", "dask-local"):
+        _check_spawnable(kind)
+    if kind == "processes":
+        return _Processes(workers)
+    return _Dask(kind, address, workers, connect_timeout)
