@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -71,6 +71,7 @@ class PairLP:
     prior: np.ndarray | None  # (T,) minimax duals, normalised
     status: int
     message: str
+    _: KW_ONLY  # at most 8 positional fields; the rest by keyword
     iterations: int = 1
     columns: int = 0
 
@@ -247,8 +248,8 @@ def solve_pair_lp(
             None,
             int(res.status),
             str(res.message),
-            1,
-            n,
+            iterations=1,
+            columns=n,
         )
     z = np.asarray(res.x[:n])
     u = np.asarray(res.eqlin.marginals[:m])
@@ -257,7 +258,18 @@ def solve_pair_lp(
         lam = np.clip(-np.asarray(res.ineqlin.marginals), 0.0, None)
         prior = lam / lam.sum() if lam.sum() > 0 else np.full(T, 1.0 / T)
     sup = np.flatnonzero(z > SUPPORT_RTOL * max(z.max(), 1e-300))
-    return PairLP(rows[sup], actions[sup], z[sup], float(res.fun), u, prior, 0, str(res.message), 1, n)
+    return PairLP(
+        rows[sup],
+        actions[sup],
+        z[sup],
+        float(res.fun),
+        u,
+        prior,
+        0,
+        str(res.message),
+        iterations=1,
+        columns=n,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -524,8 +536,8 @@ def _no_support(m: int, status: int, message: str, it: int, master: _Master) -> 
         None,
         status,
         message,
-        it,
-        master.rows.shape[0],
+        iterations=it,
+        columns=master.rows.shape[0],
     )
 
 
@@ -692,8 +704,8 @@ def column_generation(
         lam if minimax else None,
         status,
         message,
-        it,
-        master.rows.shape[0],
+        iterations=it,
+        columns=master.rows.shape[0],
     )
 
 
@@ -906,7 +918,18 @@ def lagrangian_column_generation(
         return _no_support(m, status, message, it, master)
     if best_u is None:
         best_u = _certify(B, um, c0)[0]
-    return PairLP(best[0], best[1], best[2], value, best_u, None, status, message, it, master.rows.shape[0])
+    return PairLP(
+        best[0],
+        best[1],
+        best[2],
+        value,
+        best_u,
+        None,
+        status,
+        message,
+        iterations=it,
+        columns=master.rows.shape[0],
+    )
 
 
 # --------------------------------------------------------------------------------------------

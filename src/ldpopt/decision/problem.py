@@ -12,7 +12,7 @@ of :mod:`ldpopt.decision.methods` receives it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -215,6 +215,7 @@ class Task:
     exponent: int
     eps: float
     c0: float
+    _: KW_ONLY  # at most 8 positional fields; the rest by keyword
     group: Any
     max_iter: int
     time_limit: float | None

@@ -169,7 +169,18 @@ def _parse(
         raise ValueError(f"an LDP channel design needs at least 2 inputs, got m={m}")
     _check_group(group, m)
     return Task(
-        solved, obj, risk, sense, name, exponent, eps, c0, group, max_iter, time_limit, check_invariance
+        solved,
+        obj,
+        risk,
+        sense,
+        name,
+        exponent,
+        eps,
+        c0,
+        group=group,
+        max_iter=max_iter,
+        time_limit=time_limit,
+        check_invariance=check_invariance,
     )
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, cast
 
 import numpy as np
@@ -123,6 +123,7 @@ class UtilityCurves:
     p1s: np.ndarray = field(repr=False)
     raw: dict = field(repr=False)
     input_divergence: np.ndarray = field(repr=False)
+    _: KW_ONLY  # at most 8 positional fields; the rest by keyword
     valid: np.ndarray = field(repr=False)
     spr_runtime_s: float = math.nan
     spr_method: str = ""

@@ -20,7 +20,7 @@ import math
 import os
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import numpy as np
@@ -172,6 +172,7 @@ class ChunkTask:
     pairs: tuple | None
     eps: tuple
     divergences: tuple
+    _: KW_ONLY  # at most 8 positional fields; the rest by keyword
     budgets: tuple
     baselines: tuple
     in_worker: bool = False

@@ -16,7 +16,7 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -491,6 +491,7 @@ class SweepConfig:
     instances_per_chunk: int | None = None
     workers: int | None = None
     raw: dict = field(default_factory=dict, repr=False)
+    _: KW_ONLY  # at most 8 positional fields; the rest by keyword
     source: str | None = None
 
     @property
