@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 import numpy as np
 
@@ -100,6 +100,7 @@ class ChannelResult:
     risk: str
     sense: str
     method: str
+    _: KW_ONLY  # at most 8 positional fields; the rest by keyword
     status: int = 0
     message: str = "optimal"
     certificate: LPCertificate | None = field(default=None, repr=False)

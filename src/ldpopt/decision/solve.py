@@ -299,10 +299,10 @@ def _build(task: Task, sol: Solution) -> ChannelResult:
             task.name,
             task.sense,
             sol.method,
-            sol.status or 4,
-            _failure_message(task, sol),
-            upscaled(sol.certificate, task.exponent),
-            sol.iterations,
+            status=sol.status or 4,
+            message=_failure_message(task, sol),
+            certificate=upscaled(sol.certificate, task.exponent),
+            iterations=sol.iterations,
         )
     rows, w, c0 = sol.rows, np.asarray(sol.w, dtype=float), task.c0
     V = scaled_rows(rows, c0)  # (n, m) output rows, paper orientation
@@ -332,10 +332,10 @@ def _build(task: Task, sol: Solution) -> ChannelResult:
         task.name,
         task.sense,
         sol.method,
-        sol.status,
-        sol.message,
-        upscaled(sol.certificate, task.exponent),
-        sol.iterations,
+        status=sol.status,
+        message=sol.message,
+        certificate=upscaled(sol.certificate, task.exponent),
+        iterations=sol.iterations,
     )
 
 
