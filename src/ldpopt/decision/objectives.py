@@ -42,7 +42,7 @@ import numpy as np
 from ldpopt._validation import check_distribution, check_distribution_pair, check_positive_int
 from ldpopt.decision.polytope import scaled_rows
 from ldpopt.divergences import FDivergence, get_divergence
-from ldpopt.mechanism import Mechanism
+from ldpopt.mechanism import as_channel_matrix
 
 __all__ = [
     "RowAdditiveObjective",
@@ -68,8 +68,8 @@ def _check_sense(sense: Any) -> str:
 
 def _channel_rows(mechanism: Any, m: int) -> np.ndarray:
     """Output rows (paper orientation) of a Mechanism or a rows=inputs matrix."""
-    matrix = mechanism.matrix if isinstance(mechanism, Mechanism) else np.asarray(mechanism, dtype=float)
-    if matrix.ndim != 2 or matrix.shape[0] != m:
+    matrix = as_channel_matrix(mechanism, "mechanism")
+    if matrix.shape[0] != m:
         raise ValueError(f"mechanism must have {m} inputs (rows), got shape {matrix.shape}")
     return matrix.T
 

@@ -30,9 +30,9 @@ import numpy as np
 from scipy import optimize, sparse
 
 from ldpopt._numerics import min_positive_c, rescale
-from ldpopt._validation import as_real_array, check_eps, check_positive_int, check_tolerance
+from ldpopt._validation import check_eps, check_positive_int, check_tolerance
 from ldpopt.errors import MissingExtraError
-from ldpopt.mechanism import Mechanism
+from ldpopt.mechanism import Mechanism, as_channel_matrix
 
 __all__ = [
     "ENUM_MAX_M",
@@ -266,20 +266,9 @@ def polytope_vertices(m: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _matrix_of(q: Any, name: str) -> tuple[np.ndarray, float | None]:
-    if isinstance(q, Mechanism):
-        return q.matrix, q.eps
-    arr = np.array(as_real_array(q, name, "a Mechanism or a 2-D array of real numbers (rows = inputs)"))
-    if arr.ndim != 2 or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty 2-D array (rows = inputs), got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"{name} must contain finite non-negative numbers")
-    sums = arr.sum(axis=1)
-    if np.any(np.abs(sums - 1.0) > 1e-9):
-        raise ValueError(
-            f"{name} must be row-stochastic (rows = inputs); "
-            f"a row sums to {sums[np.argmax(np.abs(sums - 1))]!r}"
-        )
-    return arr, None
+    """The channel matrix (rows = inputs) of a Mechanism (with its eps) or of a checked array."""
+    matrix = as_channel_matrix(q, name)
+    return matrix, (q.eps if isinstance(q, Mechanism) else None)
 
 
 def extreme_subset(v: Any, eps: float, rtol: float = MAXIMAL_RTOL) -> frozenset | None:

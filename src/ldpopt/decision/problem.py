@@ -20,7 +20,7 @@ from scipy import optimize
 
 from ldpopt._validation import as_real_array, check_distribution
 from ldpopt.decision.objectives import BayesRisk
-from ldpopt.mechanism import Mechanism
+from ldpopt.mechanism import as_channel_matrix
 
 __all__ = ["DecisionProblem", "Task", "LIKELIHOOD_TOL"]
 
@@ -139,8 +139,8 @@ class DecisionProblem:
 
     # --- risks of a given channel ----------------------------------------------------------
     def _output_likelihood(self, mechanism: Any) -> np.ndarray:
-        matrix = mechanism.matrix if isinstance(mechanism, Mechanism) else np.asarray(mechanism, dtype=float)
-        if matrix.ndim != 2 or matrix.shape[0] != self.num_inputs:
+        matrix = as_channel_matrix(mechanism, "mechanism")
+        if matrix.shape[0] != self.num_inputs:
             raise ValueError(f"mechanism must have {self.num_inputs} inputs (rows), got shape {matrix.shape}")
         return matrix.T @ self.likelihood  # (n, T): P(y | theta)
 
