@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -18,7 +21,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ldpopt._atomic import atomic_write_text
+from ldpopt._atomic import atomic_write_text, is_stdout
 from ldpopt._extras import require
 from ldpopt.errors import MissingExtraError
 
@@ -130,11 +133,31 @@ def partition_table(res, title: str, column: str = "symbols (likelihood-ratio or
 
 
 def write_json(path: Path, payload: dict) -> None:
-    """Write ``payload`` as indented JSON, atomically; a failure is a one-line error."""
+    """Write ``payload`` as indented, strict JSON (no NaN or Infinity: non-finite numbers become
+    ``null``) to ``path`` (``-``: standard output) through the atomic-write helper, which never
+    replaces a link, FIFO or device; a failure is a one-line error."""
+    text = json.dumps(json_safe(payload), indent=2, allow_nan=False) + "\n"
     try:
-        atomic_write_text(path, json.dumps(payload, indent=2))
+        atomic_write_text(path, text)
     except OSError as exc:
         fail(f"cannot write --json {path}: {exc.strerror or exc}")
+    if not is_stdout(path):
+        console.print(f"wrote {path}")
+
+
+@contextmanager
+def report_to_stderr_if_json_on_stdout(json_out: Path | None) -> Iterator[None]:
+    """While a command's JSON result goes to standard output (``--json -``), its tables and
+    messages go to standard error, so that stdout is the JSON document alone."""
+    if json_out is None or not is_stdout(json_out):
+        yield
+        return
+    old = console.file
+    console.file = sys.stderr
+    try:
+        yield
+    finally:
+        console.file = old
 
 
 def _version_callback(value: bool) -> None:

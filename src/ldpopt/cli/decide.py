@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import typer
@@ -23,7 +24,7 @@ from rich.table import Table
 
 from ldpopt._json import loads_strict
 from ldpopt._validation import is_real
-from ldpopt.cli._common import app, console, fail, fmt, write_json
+from ldpopt.cli._common import app, console, fail, fmt, report_to_stderr_if_json_on_stdout, write_json
 
 _KEYS = {"likelihood", "loss", "prior", "labels", "name"}
 _LABEL_KEYS = {"inputs", "parameters", "actions"}
@@ -193,6 +194,14 @@ def decide(
     if res.mechanism is None:
         fail(f"the solver failed: {res.message}")
     assert res.decision_rule is not None  # a decision problem's channel comes with its decision rule
+    with report_to_stderr_if_json_on_stdout(json_out):
+        _print_channel(prob, res, eps, risk)
+    if json_out is not None:
+        write_json(json_out, _result_payload(prob, res))
+
+
+def _print_channel(prob: Any, res: Any, eps: float, risk: str) -> None:
+    """The result as tables: summary line, outputs with their subsets and decisions, the channel."""
     console.print(
         f"[bold]{prob.name}[/]: optimal {eps:g}-LDP channel, {risk} risk = [bold]{fmt(res.value)}[/] "
         f"({res.num_outputs} outputs, method {res.method})"
@@ -227,6 +236,3 @@ def decide(
             f"dual certificate: bound {fmt(cert.bound)}, min reduced cost {cert.min_reduced_cost:.3g} "
             f"({'verified' if cert.verified else 'NOT verified'})"
         )
-    if json_out is not None:
-        write_json(json_out, _result_payload(prob, res))
-        console.print(f"wrote {json_out}")

@@ -8,7 +8,16 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ldpopt.cli._common import app, console, fail, fmt, parse_distribution, partition_table, write_json
+from ldpopt.cli._common import (
+    app,
+    console,
+    fail,
+    fmt,
+    parse_distribution,
+    partition_table,
+    report_to_stderr_if_json_on_stdout,
+    write_json,
+)
 
 #: The embedded demo: event categories of web sessions, normal (P0) vs. fraudulent (P1).
 DEMO_EVENTS = {
@@ -114,14 +123,14 @@ def design(
         res, rows = _comparison_rows(a, b, eps, divergence, max_outputs)
     except (ValueError, TypeError) as exc:
         fail(str(exc).replace("normalize=True", "--normalize"))
-    _print_design(res, rows, labels=None if res.labels is None else [str(x) for x in res.labels])
-    console.print(
-        f"value = {fmt(res.value)}   D_f(P0||P1) = {fmt(res.input_divergence)}   "
-        f"normalised = {fmt(res.normalized_value)}"
-    )
+    with report_to_stderr_if_json_on_stdout(json_out):
+        _print_design(res, rows, labels=None if res.labels is None else [str(x) for x in res.labels])
+        console.print(
+            f"value = {fmt(res.value)}   D_f(P0||P1) = {fmt(res.input_divergence)}   "
+            f"normalised = {fmt(res.normalized_value)}"
+        )
     if json_out is not None:
         write_json(json_out, _result_dict(res, rows))
-        console.print(f"wrote {json_out}")
 
 
 @app.command()

@@ -1,0 +1,88 @@
+"""Where the CLI writes: ``--json -`` is strict JSON alone on stdout (the tables go to stderr), a
+symbolic link stays a link, a FIFO is written through, nothing else is replaced.  Every check runs
+the real command in a subprocess, inside a temporary directory."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+import subprocess
+import sys
+import threading
+
+import ldpopt
+
+DESIGN = ["design", "--p0", "0.1,0.2,0.7", "--p1", "0.3,0.3,0.4", "--eps", "1"]
+
+
+def run(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "ldpopt", *args], capture_output=True, text=True, timeout=120, cwd=cwd
+    )
+
+
+def _strict(text: str):
+    """json.loads that refuses NaN and Infinity, as a strict JSON parser does."""
+
+    def refuse(name):
+        raise ValueError(f"non-standard JSON constant {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_design_json_dash_is_strict_json_alone_on_stdout(tmp_path):
+    r = run(*DESIGN, "--json", "-", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    data = _strict(r.stdout)
+    ref = ldpopt.optimal_mechanism([0.1, 0.2, 0.7], [0.3, 0.3, 0.4], 1.0)
+    assert data["value"] == ref.value  # the float written by json round-trips exactly
+    assert "Partition" in r.stderr  # the tables went to stderr
+    assert not (tmp_path / "-").exists()
+
+
+def test_infinite_values_are_written_as_strict_json(tmp_path):
+    # eps = inf and a zero mass: infinite likelihood ratios and an infinite eps
+    r = run("design", "--p0", "0.5,0.5,0", "--p1", "0,0.5,0.5", "--eps", "inf", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    data = _strict(r.stdout)
+    ref = ldpopt.optimal_mechanism([0.5, 0.5, 0], [0, 0.5, 0.5], math.inf)
+    assert math.isinf(ref.value)  # disjoint supports: the optimal KL is infinite ...
+    assert data["eps"] == "inf" and data["value"] is None  # ... written as null, not Infinity
+
+
+def test_symlink_target_stays_a_link(tmp_path):
+    real = tmp_path / "results" / "design.json"
+    real.parent.mkdir()
+    real.write_text("{}")
+    link = tmp_path / "latest.json"
+    link.symlink_to(real)
+    r = run(*DESIGN, "--json", str(link))
+    assert r.returncode == 0, r.stderr
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert "value" in _strict(real.read_text())
+
+
+def test_fifo_target_is_written_through(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    r = run(*DESIGN, "--json", str(fifo))
+    reader.join(timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert "value" in _strict(got[0])
+
+
+def test_decide_json_dash(tmp_path):
+    problem = tmp_path / "p.json"
+    problem.write_text(
+        json.dumps({"likelihood": [[0.2, 0.5], [0.3, 0.3], [0.5, 0.2]], "loss": [[0, 1], [1, 0]]})
+    )
+    r = run("decide", str(problem), "--eps", "1", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    data = _strict(r.stdout)
+    assert data and "Outputs" in r.stderr
