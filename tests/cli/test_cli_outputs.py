@@ -86,3 +86,30 @@ def test_decide_json_dash(tmp_path):
     assert r.returncode == 0, r.stderr
     data = _strict(r.stdout)
     assert data and "Outputs" in r.stderr
+
+
+def test_eps_step_is_checked_before_any_work(tmp_path):
+    for step in ("0", "nan", "1e-9", "-0.5", "11"):
+        r = run("reproduce", "fig1", "--quick", "--eps-step", step, "--out", str(tmp_path / "o"))
+        assert r.returncode == 2 and "--eps-step" in r.stderr, (step, r.stderr)
+        assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_an_unexpected_failure_is_one_line_with_exit_status_1(tmp_path):
+    """The entry point's safety net (a command that fails in an unforeseen way): one line, no
+    traceback; LDPOPT_DEBUG=1 shows the traceback."""
+    code = (
+        "import ldpopt.cli as c\n"
+        "@c.app.command('boom')\n"
+        "def boom() -> None:\n"
+        "    raise RuntimeError('unforeseen')\n"
+        "c.main()\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code, "boom"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "RuntimeError: unforeseen" in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    env = {**os.environ, "LDPOPT_DEBUG": "1"}
+    r = subprocess.run(
+        [sys.executable, "-c", code, "boom"], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert r.returncode != 0 and "Traceback" in r.stderr

@@ -7,6 +7,7 @@ samplesize), :mod:`~ldpopt.cli.decide`, :mod:`~ldpopt.cli.reproduce` and :mod:`~
 
 from __future__ import annotations
 
+import os
 import sys
 
 from ldpopt.cli import decide, deploy, design, reproduce, sweep
@@ -23,3 +24,13 @@ def main() -> None:  # pragma: no cover - exercised through the console script
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)
+    except Exception as exc:  # the safety net: a one-line error, never a traceback
+        if os.environ.get("LDPOPT_DEBUG"):
+            raise
+        err_console.print(
+            f"error: {type(exc).__name__}: {exc} (an unexpected failure; LDPOPT_DEBUG=1 shows the traceback)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        sys.exit(1)

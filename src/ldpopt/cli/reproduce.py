@@ -9,6 +9,7 @@ inside the commands so ``ldpopt --help`` stays fast.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
@@ -36,6 +37,8 @@ QUICK_SAMPLES = 20_000
 QUICK_LP_KS = (4, 6, 8)
 QUICK_SPR_KS = (4, 8, 16, 32, 64)
 QUICK_BUDGET_S = 5.0
+#: the finest eps grid (10,001 points on [0, 10]); finer grids are refused before any allocation
+MIN_EPS_STEP = 1e-3
 
 OutOpt = typer.Option(None, "--out", help="Output directory (default ./ldpopt-out/NAME/).")
 QuickOpt = typer.Option(False, "--quick", help="Reduced run for CI (clearly labelled in every output).")
@@ -121,6 +124,8 @@ def _needs_extras() -> None:
 def _eps_grid(step: float):
     import numpy as np
 
+    if not (math.isfinite(step) and MIN_EPS_STEP <= step <= 10.0):
+        fail(f"--eps-step must be a number in [{MIN_EPS_STEP:g}, 10] that divides 10, got {step!r}")
     n = int(round(10.0 / step))
     if n < 1 or abs(n * step - 10.0) > 1e-9:
         fail(f"--eps-step must divide 10, got {step!r}")
