@@ -33,6 +33,11 @@ from ldpopt.deploy.testing import LikelihoodRatioTest, check_level
 
 __all__ = ["SampleSizeResult", "sample_size"]
 
+#: the most reports a sample size may be (a pair needing more is refused with its KL per report)
+MAX_REPORTS = 10**12
+#: the longest upward scan over the saw-tooth of a non-randomised test's error
+MAX_SCAN = 10_000
+
 
 @dataclass(frozen=True)
 class SampleSizeResult:
@@ -131,6 +136,7 @@ def sample_size(
             "the mechanism's output distributions under p0 and p1 are equal: "
             "no number of reports can tell the hypotheses apart"
         )
+    _check_within_cap(law, alpha, beta)
     extra = {
         "chernoff_n": _chernoff(law, alpha, beta, randomized).n,
         "stein_n": _stein(law, alpha, beta, randomized).n,
@@ -188,7 +194,8 @@ def _normal_n(law: LLRLaw, alpha: float, beta: float) -> int:
     gap = mu1 - mu0
     if gap <= 0:
         return 1
-    s = (float(ndtri(1 - alpha)) * math.sqrt(v0) + float(ndtri(1 - beta)) * math.sqrt(v1)) / gap
+    # -ndtri(a) = ndtri(1 - a) without the cancellation of 1 - a (finite down to a = 1e-300)
+    s = (-float(ndtri(alpha)) * math.sqrt(v0) - float(ndtri(beta)) * math.sqrt(v1)) / gap
     return max(1, int(math.ceil(s * s)))
 
 
@@ -223,11 +230,17 @@ def _exact_search(
     n = hi
     if test.randomized:
         return n
-    scan_end = 2 * n + 64
+    scan_end = min(2 * n + 64, n + MAX_SCAN)
     while test.design(n).type_ii > beta:
         n += 1
-        if (limit is not None and n > limit) or n > scan_end:
+        if limit is not None and n > limit:
             return None
+        if n > scan_end:
+            raise ValueError(
+                f"the exact non-randomised sample size was not found within {scan_end - hi} reports "
+                f"above the randomised one (n = {hi}): the non-randomised error is a saw-tooth in n; "
+                "use randomized=True (--randomized), whose size is exact and monotone"
+            )
     return n
 
 
@@ -248,6 +261,22 @@ def _bracket(ok: Callable[[int], bool], n0: int, limit: int | None) -> tuple[int
         if ok(hi):
             return lo, hi
         lo, hi = hi, int(math.ceil(hi * 1.25)) + 1
+
+
+def _check_within_cap(law: LLRLaw, alpha: float, beta: float) -> None:
+    """Refuse, with the reason, a pair that needs more than :data:`MAX_REPORTS` reports.
+
+    Stein's first-order count ``log(1/beta) / D`` (D = KL(M0 || M1) per report) is below every
+    method's answer up to the second-order term, so a pair whose count exceeds the cap cannot be
+    sized within it; the other methods' rates would also underflow there."""
+    D = law.kl
+    need = -math.log(beta) / D if D > 0 else math.inf
+    if not need <= MAX_REPORTS:
+        raise ValueError(
+            f"more than {MAX_REPORTS:.0e} reports would be needed: the mechanism's output "
+            f"distributions under p0 and p1 differ by KL = {max(D, 0.0):.3g} nats per report (raise eps, or "
+            "use a mechanism that separates p0 and p1 more)"
+        )
 
 
 def _chernoff_rates(law: LLRLaw, tau: float) -> tuple[float, float]:
@@ -322,7 +351,7 @@ def _saddle_n(law: LLRLaw, alpha: float, beta: float, randomized: bool) -> Sampl
 def _stein(law: LLRLaw, alpha: float, beta: float, randomized: bool) -> SampleSizeResult:
     D = law.kl
     _, V = law.moments(0)
-    z = float(ndtri(1 - alpha))
+    z = -float(ndtri(alpha))  # = ndtri(1 - alpha), without the cancellation of 1 - alpha
     L = -math.log(beta)
     s = (math.sqrt(V) * z + math.sqrt(V * z * z + 4 * D * L)) / (2 * D)
     n = max(1, int(math.ceil(s * s)))
