@@ -197,3 +197,144 @@ def within(name: str, a: float, b: float, bound: float) -> bool:
     w["rel"] = max(w["rel"], rel)
     w["n"] += 1
     return units <= 1.0
+
+
+def within_all(name: str, a, b, bound) -> bool:
+    """Elementwise :func:`within` of two arrays (``bound`` broadcast); records the worst element."""
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+    bound = np.broadcast_to(np.asarray(bound, dtype=float), a.shape)
+    ok = True
+    for x, y, bd in zip(a.ravel(), b.ravel(), bound.ravel(), strict=True):
+        ok = within(name, x, y, bd) and ok
+    return ok
+
+
+def gamma(n: int) -> float:
+    """gamma_n = n u / (1 - n u): a sum of n + 1 terms, any order, is within gamma_n sum|terms|."""
+    return n * U / (1.0 - n * U)
+
+
+# ---------------------------------------------------------------------------------------------
+# One f-divergence evaluation: the library's ``FDivergence.raw`` and the textbook loops of
+# tests/reference.py, each against the exact divergence of its float inputs
+# ---------------------------------------------------------------------------------------------
+def fdiv_bound(code: int, param: float, u, v, log_floor: float = -math.inf) -> float:
+    """Bound of |computed - exact| of ``FDivergence.raw(u, v)`` (raw scale) for a built-in code.
+
+    ``raw`` evaluates the perspectives at ``(u_i, v_i, d_i = fl(u_i - v_i))`` and adds them with
+    ``math.fsum`` (correctly rounded: u |sum|).  Each perspective is within ``score_bound`` of the
+    exact formula at those inputs; the rounding of d_i (u |d_i|, 0 when u_i / 2 <= v_i <= 2 u_i by
+    Sterbenz) moves it by at most |dg/dd| u |d_i|: TV 1/2, E_gamma 1, chi^2 2|d|/y, Hellinger
+    2|d|/s^2, JS 1/2 (its log1p branch; the log branch does not read d); KL, reverse KL and the
+    power (Renyi) codes read d only where |d| < y / 2, where the subtraction is exact.
+    Returns inf where the divergence is infinite (tests compare infinities by equality).
+    """
+    x, y = _f(u), _f(v)
+    d = x - y
+    with np.errstate(all="ignore"):
+        terms = np.abs(d)
+        if code == TV:
+            dd = 0.5 * terms
+        elif code == EGAMMA:
+            dd = terms
+        elif code == CHI2:
+            dd = np.where(y > 0, 2.0 * d * d / np.where(y > 0, y, 1.0), 0.0)
+        elif code == HELLINGER:
+            s = np.sqrt(x) + np.sqrt(y)
+            dd = np.where(s > 0, 2.0 * d * d / np.where(s > 0, s * s, 1.0), 0.0)
+        elif code == JS:
+            dd = 0.5 * terms
+        else:
+            dd = np.zeros(x.shape)
+        b = score_bound(code, param, x, y, d, log_floor) + U * dd
+    total = float(np.sum(b))
+    return total if math.isfinite(total) else math.inf
+
+
+def naive_term_bounds(name: str, param: float, u, v) -> tuple[np.ndarray, np.ndarray]:
+    """``(|term_i|, bound of |computed term_i - exact term_i|)`` of ``reference.naive_divergence``.
+
+    Counted from its formulas (Python floats: correctly rounded + - * / sqrt, libm log and ``**``
+    within R_FN u): a log of a computed quotient r(1 + delta) is log r + delta, so a rounding of
+    the argument enters as an absolute error u, the log itself as R_FN u |log r|.
+    """
+    a, b = _f(u), _f(v)
+    with np.errstate(all="ignore"):
+        both = (a > 0) & (b > 0)
+        aa, bb = np.where(a > 0, a, 1.0), np.where(b > 0, b, 1.0)
+        if name in ("kl", "reverse_kl"):
+            # w log(w / z): the quotient (absolute u in the log), the log R_FN |L|, the product |w L|
+            w = aa if name == "kl" else bb
+            L = np.abs(np.log(aa / bb))
+            t = np.where(both, w * L, 0.0)
+            e = np.where(both, U * w * (1.0 + (R_FN + 1.0) * L), 0.0)
+        elif name == "tv":  # |a - b| / 2: the subtraction (the halving is exact)
+            t = 0.5 * np.abs(a - b)
+            e = U * t
+        elif name == "chi2":  # (a - b)^2 / b: the subtraction (twice through the square), ** 2, /
+            t = np.where(b > 0, (a - b) ** 2 / bb, 0.0)
+            e = 4.0 * U * t
+        elif name == "hellinger":
+            # (sqrt a - sqrt b)^2: each sqrt u relative, the difference u |D|, the square 2 |D| err + u D^2
+            D = np.abs(np.sqrt(a) - np.sqrt(b))
+            t = D * D
+            e = U * (2.0 * D * (np.sqrt(a) + np.sqrt(b)) + 3.0 * D * D)
+        elif name == "js":
+            # 0.5 (a log(2a / s) + b log(2b / s)): s and the quotient (2 roundings, absolute 2u in the
+            # log), the log R_FN, the product 1, the sum 1 (the halving is exact)
+            s = a + b
+            la = np.where(a > 0, np.abs(np.log(2.0 * aa / np.where(s > 0, s, 1.0))), 0.0)
+            lb = np.where(b > 0, np.abs(np.log(2.0 * bb / np.where(s > 0, s, 1.0))), 0.0)
+            A, B = a * la, b * lb
+            t = 0.5 * (A + B)
+            e = 0.5 * U * (2.0 * (a + b) + (R_FN + 2.0) * (A + B))
+        elif name == "egamma":  # max(a - g b, 0): the product, the difference
+            t = np.maximum(a - param * b, 0.0)
+            e = U * (param * b + np.abs(a - param * b))
+        elif name == "renyi_sum":
+            # a**p * b**(1 - p): each ** R_FN relative, 1 - p rounded (u |1 - p| |log b| relative
+            # in b**(1 - p); exact when 1/2 <= p <= 2), the product 1
+            t = np.where(both, aa**param * bb ** (1.0 - param), 0.0)
+            e = U * t * (2.0 * R_FN + 1.0 + abs(1.0 - param) * np.abs(np.log(bb)))
+        else:
+            raise ValueError(name)
+    return np.abs(t), e
+
+
+def naive_bound(name: str, param: float, u, v) -> float:
+    """Bound of |computed - exact| of ``reference.naive_divergence``: the terms' bounds plus the
+    left-to-right sum (n terms from 0.0: n - 1 roundings, (n - 1) u sum|terms|)."""
+    t, e = naive_term_bounds(name, param, u, v)
+    n = int(np.count_nonzero(t))
+    return float(np.sum(e)) + max(n - 1, 0) * U * float(np.sum(t))
+
+
+# ---------------------------------------------------------------------------------------------
+# External solvers: HiGHS through scipy.optimize.linprog, and the library's LPs
+# ---------------------------------------------------------------------------------------------
+#: scipy.optimize.linprog(method="highs") defaults: primal and dual feasibility tolerance 1e-7
+#: (the reference LPs of tests/reference.py and of the test files pass no options)
+HIGHS_TOL = 1e-7
+#: the tolerances the library passes to HiGHS: ldpopt.decision.lp.LP_TOL and ldpopt.spr.kov._LP_TOL
+#: (repeated here on purpose, like the divergence codes)
+LIB_LP_TOL = 1e-10
+#: ldpopt.decision.lp.GAP_RTOL: column generation stops when master value - proven dual bound is at
+#: most GAP_RTOL * max(scale, |value|), scale = the largest column sum of |B| (<= max |loss|)
+GAP_RTOL = 1e-9
+
+
+def lp_gap(tol: float, primal_l1: float, dual_l1: float = 0.0) -> float:
+    r"""Bound of |returned objective - optimum| of an LP solved to feasibility tolerance ``tol``.
+
+    For ``min c.x, A x = b, x >= 0`` HiGHS returns a basis: x_hat (row activities and bounds
+    violated by at most tol) and duals y_hat with reduced costs d_hat = c - A^T y_hat >= -tol on
+    the nonbasic columns and 0 on the basic ones, so c.x_hat = y_hat.b (first order) and
+    * c.x* = y_hat.b + d_hat.x* >= c.x_hat - tol ||x*||_1 (any optimum x*): the returned value is
+      at most tol ||x*||_1 above the optimum (``primal_l1`` bounds ||x*||_1, in units where the
+      costs are the LP's own);
+    * with optimal duals (y*, d* >= 0): c.x_hat = y*.(A x_hat) + d*.x_hat >= v* - tol (||y*||_1 +
+      sum over the basis of d*_j): the value is at most that far below (``dual_l1`` bounds it).
+    A value recomputed from a re-solved exactly feasible support (the library's polish) has no
+    primal violation: dual_l1 = 0.
+    """
+    return tol * (primal_l1 + dual_l1)
