@@ -338,3 +338,64 @@ def lp_gap(tol: float, primal_l1: float, dual_l1: float = 0.0) -> float:
     primal violation: dual_l1 = 0.
     """
     return tol * (primal_l1 + dual_l1)
+
+
+# --- the library's decision LPs (ldpopt.decision.lp / channel), solved at unit loss scale --------
+#: ldpopt.decision.lp.SUPPORT_RTOL: weights below it times the largest are dropped from the support
+SUPPORT_RTOL = 1e-12
+
+
+def kappa(m: int, eps: float) -> float:
+    """``column_bound``: sum_y c~_y <= m / (1 + (m - 1) e^-eps) over the polytope (sum its rows)."""
+    return m / (1.0 + (m - 1) * math.exp(-eps))
+
+
+def pair_lp_dual_l1(m: int, eps: float) -> float:
+    """||u*||_1 of the pair LP min c.z, S~^T z = 1, z >= 0, with costs |c| <= 1 (unit scale):
+    singleton columns give c0 sum(u) + (1 - c0) u_x <= 1, and sum(u) = v*, |v*| <= kappa, so
+    u_x <= (1 + c0 kappa) / (1 - c0) and u_x >= -kappa - (m - 1) (1 + c0 kappa) / (1 - c0)."""
+    c0 = math.exp(-eps)
+    k = kappa(m, eps)
+    return k + 2.0 * m * (1.0 + c0 * k) / (1.0 - c0)
+
+
+def weights_residual(weights, m: int, eps: float) -> float:
+    """A posteriori row residual max_x |sum_y c_y S_y(x) - 1| of a result's weights (S_y = e^eps on
+    y, 1 elsewhere), plus the rounding of computing it: c_y = c0 w_y in the library (c0 and e^eps:
+    R_FN each, the product u), e^eps c_y (u), the sum of n terms (n u): (2 R_FN + n + 2) u."""
+    E = math.exp(eps)
+    rows = np.zeros(m)
+    for y, c in weights.items():
+        rows += np.where(np.isin(np.arange(m), list(y)), E * c, c)
+    return float(np.max(np.abs(rows - 1.0))) + (2 * R_FN + len(weights) + 2) * U * float(np.max(rows))
+
+
+def decision_lp_err(
+    m: int, eps: float, cmax: float, rho: float, method: str, risk: str = "bayes", terms: int = 0
+) -> float:
+    """Bound of |optimal_channel(...).value - exact optimum| for the LP methods (original units).
+
+    The library divides the loss (an objective's costs) by 2^e, max |cost| in (1/2, 1], so HiGHS's
+    absolute tolerances act on costs <= 1 and the error in original units is 2^e <= 2 ``cmax``
+    times the unit-scale one (``cmax`` = largest |loss| of a decision problem, largest |cost| of an
+    objective).  At unit scale, with ``lp_gap``:
+    * reduced costs within LIB_LP_TOL: at most LIB_LP_TOL ||z*||_1 <= LIB_LP_TOL kappa from the
+      optimum (minimax: the epigraph variable adds |t| <= 1);
+    * the weights' row residual ``rho`` (a posteriori, :func:`weights_residual`; the value is the
+      objective of those weights) times ||u*||_1 (:func:`pair_lp_dual_l1`; minimax: its prior
+      duals add sum(lambda) = 1);
+    * colgen stops at a gap GAP_RTOL max(scale, |value|) <= GAP_RTOL kappa above its proven bound;
+    * direct: the channel LP over W (m x A, rows summing to 1: ||W||_1 = m) whose decomposition
+      gives the re-solved columns adds its own LIB_LP_TOL (m + kappa) and a primal residual
+      LIB_LP_TOL times ||u*||_1;
+    * the value's own rounding: dot products of at most m + ``terms`` terms per output, weights
+      summing to <= kappa: (m + terms + 2) u kappa.
+    """
+    k = kappa(m, eps)
+    Y = pair_lp_dual_l1(m, eps) + (1.0 if risk == "minimax" else 0.0)
+    err = LIB_LP_TOL * (k + (1.0 if risk == "minimax" else 0.0)) + rho * Y + (m + terms + 2) * U * k
+    if method == "colgen":
+        err += GAP_RTOL * k
+    elif method == "direct":
+        err += LIB_LP_TOL * (m + k) + LIB_LP_TOL * Y
+    return 2.0 * cmax * err

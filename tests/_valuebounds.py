@@ -32,7 +32,7 @@ import numpy as np
 from _errmodel import EXACT_CODES, R_FN, U, ratio_bound, score_bound
 from ldpopt.divergences import get_divergence
 from ldpopt.spr import _fast
-from ldpopt.spr.solve import _log_floor, _Prefix, _reduce, _rescale, interval_scores
+from ldpopt.spr.solve import _dp_readable, _log_floor, _Prefix, _reduce, _rescale, interval_scores
 
 
 def block_inputs(p, q, eps, cuts):
@@ -384,8 +384,7 @@ def kov_bound(p, q, eps: float, divergence, extra=None, rounding_only: bool = Fa
     * duals: min sum(y) s.t. Z^T y >= mu; the singleton columns give y_i >= (mu_i - c v*) / A and
       sum(y) = v*, so ||y*||_1 <= Y = V + 2 k (M + c V) / A, M = max |mu_H|, V = X M >= |v*|;
     * HiGHS's reduced costs are within LIB_LP_TOL: the value is at most LIB_LP_TOL X below v*;
-      the returned weights violate the rows by at most rho = LIB_LP_TOL plus the dropped weights
-      ((2^k - 1) KOV_SUPPORT_TOL max(1, X)): at most rho Y above;
+      the returned weights violate the rows by at most rho = kov_residual: at most rho Y above;
     * its own rounding: mu_H at x = c + A P(H) (the doubling subset sums: (k - 1) u relative) as
       :func:`block_error` models the DP's, weighted by theta (sum <= X), and fsum (u V).
     ``rounding_only``: just the last item (|computed sum theta mu - exact sum theta mu_H|).
@@ -419,12 +418,12 @@ def kov_bound(p, q, eps: float, divergence, extra=None, rounding_only: bool = Fa
 
 def kov_residual(k: int, eps: float) -> float:
     """Row residual |Z theta - 1| of kov_lp's weights: the polish (< 1e-12) or HiGHS's primal
-    tolerance LIB_LP_TOL, plus the weights dropped below KOV_SUPPORT_TOL max(1, max theta)
-    (2^k - 1 of them at most, max theta <= X = k / (k c + A))."""
+    tolerance LIB_LP_TOL, plus the weights dropped below KOV_SUPPORT_TOL max(1, max theta) (a basic
+    solution has at most k nonzero weights; max theta <= X = k / (k c + A))."""
     from _errmodel import LIB_LP_TOL
 
     c, A = _rescale(eps)
-    return LIB_LP_TOL + (2**k - 1) * KOV_SUPPORT_TOL * max(1.0, k / (k * c + A))
+    return LIB_LP_TOL + k * KOV_SUPPORT_TOL * max(1.0, k / (k * c + A))
 
 
 def user_hellinger_error(x, y, d):
@@ -522,3 +521,44 @@ def vertex_bound(p, q, eps: float, divergence, vertices, matrix, opt_err: float)
     rel = delta / float(M[M > 0].min()) + (R_FN + 3.0) * U
     below = opt_err + sens(pad, rel) + utility_bound(pad, u, v, div)
     return max(above, below)
+
+
+def dp_raw(p, q, eps: float, divergence, l=None) -> float:
+    """The readable program's raw optimum (before the Renyi transform)."""
+    div = get_divergence(divergence)
+    red = _reduce(np.asarray(p, float), np.asarray(q, float))
+    return _dp_readable(red.p, red.q, eps, div, red.k if l is None else min(l, red.k))[0]
+
+
+def fast_spr_err(p, q, eps: float, divergence) -> float:
+    """|optimal_mechanism(method="fast") raw value - exact optimum| (no budget).
+
+    Above: R_f(P_f) <= R_r(P_f) + pair_bound(P_f) <= R(P_f) + e(P_f) + pair_bound(P_f).  Below: the
+    fast value is within pair_bound(P_ref) + pair_bound(P_f) + Dinkelbach's slack of the readable
+    optimum (tests/spr/test_kernels.py), itself within e(P*) of the exact one.  Over all
+    partitions pair_bound(P) <= sum_t (2 b_t + 2 (k + 1) u |s_t|) (``ratio_bound``, den >= 1): so
+    :func:`dp_value_bound` with 4 b_t + 4 (k + 1) u |s_t| added per score, plus the slack.
+    """
+    div = get_divergence(divergence)
+    red = _reduce(np.asarray(p, float), np.asarray(q, float))
+    k = red.k
+
+    def pairs(x, y, d):
+        s = np.abs(div.perspective(x, y, d))
+        return 4 * score_bound(div.code, div.param, x, y, d) + 4 * (k + 1) * U * s
+
+    raw = _dp_readable(red.p, red.q, eps, div, k)[0]
+    return dp_value_bound(p, q, eps, div, extra=pairs) + dinkelbach_slack(red.p, red.q, eps, div, raw)
+
+
+def kov_mu_max(p, q, eps: float, divergence) -> float:
+    """max_H |mu_H| over the 2^k - 1 high sets: the largest cost of the KOV LP and of the LP of an
+    f-divergence objective over the extreme rows (the same scores)."""
+    div = get_divergence(divergence)
+    u, v = np.asarray(p, float), np.asarray(q, float)
+    k = u.shape[0]
+    c, A = _rescale(eps)
+    h = np.arange(1, 2**k)
+    member = ((h[:, None] >> np.arange(k)[None, :]) & 1).astype(float)
+    ph, qh = member @ u, member @ v
+    return float(np.max(np.abs(div.perspective(c + A * ph, c + A * qh, A * (ph - qh)))))

@@ -12,12 +12,100 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ldpopt
+from _errmodel import (
+    HIGHS_TOL,
+    LIB_LP_TOL,
+    R_FN,
+    SUPPORT_RTOL,
+    U,
+    decision_lp_err,
+    gamma,
+    kappa,
+    pair_lp_dual_l1,
+    weights_residual,
+    within,
+    within_all,
+)
+from _valuebounds import (
+    dp_raw,
+    fast_spr_err,
+    kov_bound,
+    kov_mu_max,
+    pair_bound,
+    partition_error,
+    transform_bound,
+    utility_bound,
+)
 from ldpopt.decision import lp as _colgen
 from ldpopt.decision.channel import DecisionProblem
 from ldpopt.decision.objectives import ChannelObjective, FDivergenceObjective, MutualInformation
-from reference import minimax_dual_lp, polytope_vertices_bruteforce, proper_subsets
+from ldpopt.spr.solve import _reduce
+from reference import minimax_dual_lp, polytope_vertices_bruteforce, proper_subsets, reduced_cuts
 
-TOL = 1e-8
+#: ldpopt.decision.lp.RC_RTOL, repeated on purpose: column generation prices down to -RC_RTOL max(scale, |v|)
+RC_RTOL = 1e-9
+
+
+def lp_err(res, m, eps, cmax, risk="bayes", method=None):
+    """|res.value - exact optimum|: decision_lp_err with the result's own a posteriori residual."""
+    rho = weights_residual(res.weights, m, eps)
+    return decision_lp_err(m, eps, cmax, rho, method or res.method, risk, terms=8)
+
+
+def channel_err(res, m, eps, cmax, terms):
+    """|two evaluations of the risk of the returned channel|: the value reads the weights, the
+    Mechanism their rows normalised (relative rho / (1 - rho) <= rho (1 + 2 rho) per entry, risk
+    contributions sum_x max_a |B_xa| <= cmax), and each rounds dot products of at most ``terms``
+    terms (terms u cmax, the weights summing to 1 per input)."""
+    rho = weights_residual(res.weights, m, eps)
+    return cmax * (rho * (1 + 2 * rho) + terms * U)
+
+
+def minimax_risk_err(n, cmax):
+    """DecisionProblem.minimax_risk: an LP over delta (n x A, rows summing to 1) and t, HiGHS at its
+    default HIGHS_TOL: reduced costs within tol on ||x*||_1 <= n + cmax, and rows violated by tol
+    weighed by the duals (the least favourable prior, sum 1, and the n row duals, each <= cmax)."""
+    return HIGHS_TOL * (n + cmax + 1 + n * cmax)
+
+
+def pricing_err(d, c0):
+    """Rounding of an independent pricing c0 sum(d) + (1 - c0) cumsum(d) against the library's exact
+    pricing of the same duals (ldpopt.decision.lp.price: the same sums in another order): each within
+    (m + 3) u (c0 + 1) sum|d| of the exact reduced cost."""
+    return 2.0 * (len(d) + 3) * U * (1.0 + c0) * float(np.sum(np.abs(d)))
+
+
+def dual_value_err(res, m, eps, cmax):
+    """|sum(u) - value| of a certificate: sum(u) is the LP's dual objective, within LIB_LP_TOL
+    ||u*||_1 (and its rounding, m u ||u*||_1) of the optimum at unit scale, 2 cmax in original
+    units; the value is within lp_err."""
+    return lp_err(res, m, eps, cmax) + 2 * cmax * (LIB_LP_TOL + m * U) * (pair_lp_dual_l1(m, eps) + 1)
+
+
+def vertex_err(m, eps, sens):
+    """Bound of |objective at a computed vertex - at the exact vertex|, over every vertex of S.
+
+    A vertex c solves S_B^T c = 1 on its support B (extreme rows S_y: e^eps on y, 1 elsewhere).
+    Gaussian elimination with partial pivoting (numpy's LU; cddlib's float pivots are counted the
+    same; the polish's least squares is at least as stable) is backward stable: the exact solution
+    for S_B + dS, |dS| <= eta |S_B|, eta = 2^(m-1) gamma_m (Wilkinson's growth bound), so
+    ||dc||_2 <= ||pinv(S_B^T)||_2 eta ||S_B||_F ||c||_2 (first order).  The channel c S moves by
+    sum_y |dc_y| ||S_y||_1 <= ||dc||_1 m e^eps, the objective by at most that times ``sens`` (the
+    largest |d objective / d Q_xy|: max |B_xa| for a Bayes risk, eps + 2 for mutual information).
+    The supports are read from the library's vertex list (combinatorial data of the exact vertices).
+    """
+    from ldpopt.decision.polytope import polytope_vertices, s_matrix
+
+    rows, verts = polytope_vertices(m, eps)
+    S = s_matrix(m, eps)
+    eta = 2 ** (m - 1) * gamma(m)
+    worst = 0.0
+    for v in verts:
+        sup = v > 1e-12 * v.max()  # the support as the library reads it (channel._vertex_solve)
+        M = S[sup].T
+        dc = np.linalg.norm(np.linalg.pinv(M), 2) * eta * np.linalg.norm(M) * np.linalg.norm(v[sup])
+        worst = max(worst, math.sqrt(int(sup.sum())) * dc)
+    return worst * m * math.exp(eps) * sens
 
 
 def _random_problem(rng, m, T, A):
@@ -30,22 +118,46 @@ def _random_problem(rng, m, T, A):
 
 def _check_channel(res, prob, eps, risk):
     mech = res.mechanism
+    m, T, A = prob.num_inputs, prob.likelihood.shape[1], prob.num_actions
+    cmax = float(np.abs(prob.loss).max())
     assert mech.is_ldp(eps)
     assert ldpopt.is_maximal(mech)
     direct = prob.bayes_risk(mech) if risk == "bayes" else prob.minimax_risk(mech)
-    assert direct == pytest.approx(res.value, abs=TOL)
+    # the same channel evaluated twice (channel_err); minimax_risk is itself an LP at HIGHS_TOL
+    bound = channel_err(res, m, eps, cmax, m + T + 4)
+    if risk == "minimax":
+        bound += minimax_risk_err(mech.num_outputs, cmax)
+    assert within("decision: risk of the channel vs value", direct, res.value, bound)
     assert res.decision_rule.shape == (mech.num_outputs, prob.num_actions)
-    assert np.allclose(res.decision_rule.sum(axis=1), 1.0)
+    # Bayes: 0/1 rows (exact); minimax: z_a / sum(z): A quotients of a rounded sum, (A + 2) u
+    assert within_all("decision rule rows", res.decision_rule.sum(axis=1), 1.0, (A + 2) * U)
     # the decision rule achieves the value
     per_theta = prob.risk(mech, res.decision_rule)
     achieved = float(prob.prior @ per_theta) if risk == "bayes" else float(per_theta.max())
-    assert achieved == pytest.approx(res.value, abs=TOL)
-    # weights: c_y S_y reproduces the channel (paper orientation, rows = outputs)
+    assert within(
+        "decision: risk of the rule vs value",
+        achieved,
+        res.value,
+        channel_err(res, m, eps, cmax, m + T + A + 4),
+    )
+    # weights: c_y S_y reproduces the channel (paper orientation, rows = outputs): the matrix is the
+    # weights' rows normalised (rho / (1 - rho) relative), e^eps c_y against c0 w_y (2 R_FN + 2) and
+    # the normalisation's sum and division ((n + 1) u)
+    rho = weights_residual(res.weights, m, eps)
+    rtol = rho * (1 + 2 * rho) + (2 * R_FN + mech.num_outputs + 4) * U
     for j, (y, c) in enumerate(res.weights.items()):
         row = np.where(np.isin(np.arange(prob.num_inputs), list(y)), math.exp(eps), 1.0) * c
-        assert np.allclose(row, mech.matrix[:, j], rtol=1e-9)
+        assert within_all("decision: weights vs channel", row, mech.matrix[:, j], rtol * row)
     cert = res.certificate
-    assert cert.verified and cert.bound == pytest.approx(res.value, abs=TOL)
+    # the certificate is a proven lower bound: bound = sum(u) + kappa min(0, rc_min); sum(u) is the
+    # LP's dual objective, within LIB_LP_TOL ||u*||_1 (and m u ||u*||_1 of rounding) of the optimum
+    # at unit scale (2 cmax in original units); the value is within lp_err above it
+    k, Y = kappa(m, eps), pair_lp_dual_l1(m, eps) + 1
+    cert_gap = 2 * cmax * (LIB_LP_TOL + m * U) * Y + k * abs(min(0.0, cert.min_reduced_cost))
+    assert cert.verified
+    assert within(
+        "decision: certificate vs value", cert.bound, res.value, lp_err(res, m, eps, cmax, risk) + cert_gap
+    )
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -61,9 +173,12 @@ def test_enumeration_colgen_and_channel_lp_agree(seed, risk):
         for meth in ("enumerate", "colgen", "direct")
     }
     ref = results["enumerate"].value
+    cmax = float(np.abs(prob.loss).max())
+    ref_err = lp_err(results["enumerate"], m, eps, cmax, risk)
     for meth, res in results.items():
         assert res.status == 0 and res.method == meth
-        assert res.value == pytest.approx(ref, abs=TOL)
+        bound = ref_err + lp_err(res, m, eps, cmax, risk)
+        assert within("decision: LP methods agree", res.value, ref, bound), (meth, res.value, ref)
         _check_channel(res, prob, eps, risk)
     if risk == "bayes":
         assert results["enumerate"].num_outputs <= m  # an optimal vertex has at most m outputs
@@ -77,12 +192,24 @@ def test_minimax_epigraph_lp_equals_least_favourable_prior_lp(seed):
     prob = _random_problem(rng, m, T, A)
     res = ldpopt.optimal_channel(prob, eps, risk="minimax", method="enumerate")
     dual_value, lam = minimax_dual_lp(prob.likelihood, prob.loss, eps)
-    assert res.value == pytest.approx(dual_value, abs=TOL)
-    # the certificate's prior is least favourable: its optimal Bayes risk equals the minimax risk
+    cmax = float(np.abs(prob.loss).max())
+    mm_err = lp_err(res, m, eps, cmax, "minimax")
+    # the reference (HiGHS at HIGHS_TOL) over (u, lambda), rows u . S_y <= sum lambda l py with the
+    # unscaled S_y = S~_y / c0: ||lambda||_1 = 1, ||u*||_1 <= c0 cmax pair_lp_dual_l1, and its dual
+    # (the channel weights c = c0 z) has ||c||_1 <= c0 kappa (plus the basis' reduced costs <= cmax)
+    c0 = math.exp(-eps)
+    ref_err = HIGHS_TOL * (1 + c0 * cmax * pair_lp_dual_l1(m, eps) + c0 * kappa(m, eps) + cmax)
+    assert within("minimax LP vs least-favourable-prior LP", res.value, dual_value, mm_err + ref_err)
+    # the certificate's prior is least favourable: its optimal Bayes risk equals the minimax risk; the
+    # prior is HiGHS's dual (reduced costs within LIB_LP_TOL: its Bayes optimum within LIB_LP_TOL kappa
+    # at unit scale below the minimax value)
     lf = DecisionProblem(prob.likelihood, prob.loss, res.certificate.prior)
-    assert ldpopt.optimal_channel(lf, eps, method="enumerate").value == pytest.approx(res.value, abs=TOL)
-    # and Bayes risk <= minimax risk for every prior
-    assert ldpopt.optimal_channel(prob, eps).value <= res.value + TOL
+    lf_res = ldpopt.optimal_channel(lf, eps, method="enumerate")
+    bound = mm_err + lp_err(lf_res, m, eps, cmax) + 2 * cmax * LIB_LP_TOL * kappa(m, eps)
+    assert within("least favourable prior: Bayes = minimax", lf_res.value, res.value, bound)
+    # and Bayes risk <= minimax risk for every prior (exactly; each value within its lp_err)
+    bayes = ldpopt.optimal_channel(prob, eps)
+    assert bayes.value <= res.value + mm_err + lp_err(bayes, m, eps, cmax)
 
 
 def test_vertex_enumeration_agrees_with_the_lp():
@@ -92,11 +219,20 @@ def test_vertex_enumeration_agrees_with_the_lp():
         eps = float(rng.uniform(0.5, 2.0))
         v = ldpopt.optimal_channel(prob, eps, method="vertex")
         assert v.method == "vertex" and "vertices" in v.message
-        assert v.value == pytest.approx(ldpopt.optimal_channel(prob, eps, method="enumerate").value, abs=TOL)
+        en = ldpopt.optimal_channel(prob, eps, method="enumerate")
+        # the vertex method picks the best of cdd's vertices and polishes it: within vertex_err of the
+        # exact vertices' values twice (the pick and the polish); its residual read a posteriori
+        # (lp_err's LP tolerance terms are an upper bound there too)
+        cmax = float(np.abs(prob.loss).max())
+        bound = lp_err(v, m, eps, cmax) + lp_err(en, m, eps, cmax) + 2 * vertex_err(m, eps, cmax)
+        assert within("vertex enumeration vs LP (Bayes)", v.value, en.value, bound)
         mi = MutualInformation(rng.dirichlet(np.ones(m)))
         a = ldpopt.optimal_channel(mi, eps, method="vertex")
         b = ldpopt.optimal_channel(mi, eps, method="enumerate")
-        assert a.value == pytest.approx(b.value, abs=TOL) and a.sense == "max"
+        # mutual information: every contribution |V_x prior_x log(V_x / prior.V)| <= eps prior_x V_x,
+        # so cmax <= eps; a relative change eta of the channel moves it by at most eta (eps + 2)
+        bound = lp_err(a, m, eps, eps) + lp_err(b, m, eps, eps) + 2 * vertex_err(m, eps, eps + 2)
+        assert within("vertex enumeration vs LP (MI)", a.value, b.value, bound) and a.sense == "max"
 
 
 def test_vertex_enumeration_of_a_concave_channel_objective():
@@ -114,6 +250,7 @@ def test_vertex_enumeration_of_a_concave_channel_objective():
 
     subs = [c for r in range(1, m) for c in itertools.combinations(range(m), r)]
     best = math.inf
+    rho_bf = 0.0
     for c in polytope_vertices_bruteforce(m, eps):
         cols = np.array(
             [
@@ -121,9 +258,19 @@ def test_vertex_enumeration_of_a_concave_channel_objective():
                 for j in np.flatnonzero(c > 1e-12)
             ]
         ).T
+        rho_bf = max(rho_bf, float(np.max(np.abs(cols.sum(axis=1) - 1.0))))
         best = min(best, obj.func(cols))
-    assert res.value == pytest.approx(best, abs=TOL)
-    assert obj.evaluate(res.mechanism) == pytest.approx(res.value, abs=TOL)
+    # both sides evaluate the same exact vertices computed by backward stable solves (vertex_err each;
+    # the loss is in [0, 1]), the library's pick polished once more; the brute force's columns are not
+    # normalised (rows off by rho_bf: the risk by rho_bf), the library's are (weights_residual); the
+    # evaluations round (m + 7) u
+    rho = weights_residual(res.weights, m, eps)
+    bound = 3 * vertex_err(m, eps, 1.0) + rho_bf + rho + 2 * (m + 7) * U
+    assert within("concave objective: vertices vs brute-force bases", res.value, best, bound)
+    # the same channel, through the mechanism's normalised rows
+    assert within(
+        "concave objective: value vs mechanism", obj.evaluate(res.mechanism), res.value, rho + 2 * (m + 7) * U
+    )
 
 
 @pytest.mark.parametrize("div", ["kl", "tv", "chi2", "hellinger", "js", "renyi:2", "egamma:1.5"])
@@ -135,11 +282,40 @@ def test_f_divergence_lp_equals_spr_and_kov(div):
         eps = float(rng.uniform(0.2, 3.0))
         obj = FDivergenceObjective(p0, p1, div)
         lp = ldpopt.optimal_channel(obj, eps, method="enumerate")
-        spr = ldpopt.optimal_mechanism(p0, p1, eps, div).value
-        assert lp.value == pytest.approx(spr, rel=1e-8, abs=1e-12)
-        assert lp.value == pytest.approx(ldpopt.kov_lp(p0, p1, eps, div).value, rel=1e-8, abs=1e-12)
-        assert ldpopt.optimal_channel(obj, eps, method="spr").value == pytest.approx(spr, rel=1e-12)
-        assert lp.mechanism.utility(p0, p1, div) == pytest.approx(lp.value, rel=1e-8, abs=1e-12)
+        spr_res = ldpopt.optimal_mechanism(p0, p1, eps, div)
+        spr = spr_res.value
+        d = ldpopt.get_divergence(div)
+        # raw scale: the LP's costs are the KOV scores mu_H (cmax = max |mu_H|: kov's M); the fast
+        # SPR path within fast_spr_err; the KOV LP within kov_bound; mapped through the transform
+        cmax = kov_mu_max(p0, p1, eps, d)
+        raw = dp_raw(p0, p1, eps, d)
+        lp_raw_err = lp_err(lp, k, eps, cmax)
+        spr_err = fast_spr_err(p0, p1, eps, d)
+        assert within("f-divergence LP vs SPR", lp.value, spr, transform_bound(d, raw, lp_raw_err + spr_err))
+        kov_err = kov_bound(p0, p1, eps, d)
+        kov = ldpopt.kov_lp(p0, p1, eps, div).value
+        assert within(
+            "f-divergence LP vs KOV LP", lp.value, kov, transform_bound(d, raw, lp_raw_err + kov_err)
+        )
+        # method="spr" re-evaluates the SPR partition through the objective (a channel-product path,
+        # utility_bound's model) against the SPR value of the same partition (partition_error, and
+        # pair_bound for the fast path's scores)
+        red = _reduce(p0, p1)
+        cuts = reduced_cuts(red, spr_res.partition)
+        e = partition_error(red.p, red.q, eps, d, cuts) + pair_bound(red.p, red.q, eps, d, cuts)
+        e += utility_bound(spr_res.mechanism.matrix, p0, p1, d, (R_FN + 3) * U)
+        via = ldpopt.optimal_channel(obj, eps, method="spr").value
+        assert within("method='spr' vs optimal_mechanism", via, spr, transform_bound(d, raw, e))
+        # the LP's channel: its weights' rows normalised (weights_residual) through the product path,
+        # against the value from the weights (its rounding: (k + n + 2) u kappa cmax)
+        rho = weights_residual(lp.weights, k, eps)
+        rtol = rho * (1 + 2 * rho) + (2 * R_FN + lp.num_outputs + 4) * U
+        e = (
+            utility_bound(lp.mechanism.matrix, p0, p1, d, rtol)
+            + (k + lp.num_outputs + 2) * U * kappa(k, eps) * cmax
+        )
+        util = lp.mechanism.utility(p0, p1, div)
+        assert within("f-divergence LP: utility of its channel", util, lp.value, transform_bound(d, raw, e))
         assert ldpopt.is_maximal(lp.mechanism)
 
 
@@ -153,10 +329,12 @@ def test_colgen_m64_split_problem_equals_enumeration_of_its_quotient():
     split = rng.dirichlet(np.ones(8), size=m0)
     P = (P0[:, None, :] * split[:, :, None]).reshape(64, T)
     small, big = DecisionProblem(P0, L), DecisionProblem(P, L)
+    cmax = float(np.abs(L).max())
     for risk in ("bayes", "minimax"):
-        ref = ldpopt.optimal_channel(small, eps, risk=risk, method="enumerate").value
+        ref_res = ldpopt.optimal_channel(small, eps, risk=risk, method="enumerate")
         res = ldpopt.optimal_channel(big, eps, risk=risk, method="colgen")
-        assert res.status == 0 and res.value == pytest.approx(ref, abs=TOL)
+        bound = lp_err(ref_res, 8, eps, cmax, risk) + lp_err(res, 64, eps, cmax, risk)
+        assert res.status == 0 and within("colgen m = 64 vs its quotient", res.value, ref_res.value, bound)
         _check_channel(res, big, eps, risk)
 
 
@@ -168,15 +346,21 @@ def test_colgen_m64_random_bayes_matches_channel_lp_with_certificate():
         )
         res = ldpopt.optimal_channel(prob, 1.5, method="colgen")
         direct = ldpopt.optimal_channel(prob, 1.5, method="direct")
-        assert res.value == pytest.approx(direct.value, abs=TOL)
+        cmax = float(np.abs(prob.loss).max())
+        bound = lp_err(res, 64, 1.5, cmax) + lp_err(direct, 64, 1.5, cmax)
+        assert within("colgen vs channel LP (m = 64)", res.value, direct.value, bound)
         _check_channel(res, prob, 1.5, "bayes")
-        # the dual certificate, checked by an independent pricing: sort d = B_a - u per action
+        # the dual certificate, checked by an independent pricing: sort d = B_a - u per action; its
+        # minimum is the certificate's min_reduced_cost up to the two pricings' rounding
         u, B, c0 = res.certificate.dual, prob.bayes_matrix(), math.exp(-1.5)
+        floor = min(0.0, res.certificate.min_reduced_cost)
         for a in range(4):
             d = np.sort(B[:, a] - u)
             prefix = np.cumsum(d)[:-1]
-            assert np.min(c0 * d.sum() + (1 - c0) * prefix) >= -1e-9
-        assert u.sum() == pytest.approx(res.value, abs=TOL)
+            assert np.min(c0 * d.sum() + (1 - c0) * prefix) >= floor - pricing_err(d, c0)
+        assert within(
+            "certificate: dual value vs value", u.sum(), res.value, dual_value_err(res, 64, 1.5, cmax)
+        )
 
 
 def test_colgen_backends_and_iteration_limit():
@@ -184,17 +368,23 @@ def test_colgen_backends_and_iteration_limit():
     prob = _random_problem(rng, 9, 4, 4)
     B = prob.bayes_matrix()
     c0 = math.exp(-1.0)
+    # the master values (not polished: HiGHS's residual LIB_LP_TOL plus the support's dropped weights)
+    rho = LIB_LP_TOL + 10 * SUPPORT_RTOL * kappa(9, 1.0)
     for duals in ("lagrangian", "in-out"):
         a = _colgen.column_generation(c0, B=B, backend="linprog", duals=duals)
         b = _colgen.column_generation(c0, B=B, backend="auto", duals=duals)
-        assert a.status == 0 and a.value == pytest.approx(b.value, abs=TOL)
+        bound = 2 * decision_lp_err(9, 1.0, 1.0, rho, "colgen")
+        assert a.status == 0 and within("colgen backends agree", a.value, b.value, bound)
     full = ldpopt.optimal_channel(prob, 2.0, risk="minimax", method="colgen")
     assert full.iterations > 1
     capped = ldpopt.optimal_channel(prob, 2.0, risk="minimax", method="colgen", max_iter=1)
-    # stopped early: still a feasible eps-LDP maximal channel and a valid dual bound
+    # stopped early: still a feasible eps-LDP maximal channel and a valid dual bound: exactly
+    # capped >= v* >= bound; the values within their residual's and tolerance's errors
     assert capped.status == 1 and "iteration limit" in capped.message
-    assert capped.value >= full.value - TOL
-    assert capped.certificate.bound <= full.value + TOL
+    cmax = float(np.abs(prob.loss).max())
+    full_err = lp_err(full, 9, 2.0, cmax, "minimax")
+    assert capped.value >= full.value - full_err - lp_err(capped, 9, 2.0, cmax, "minimax", "enumerate")
+    assert capped.certificate.bound <= full.value + full_err + dual_value_err(capped, 9, 2.0, cmax)
     assert ldpopt.is_maximal(capped.mechanism)
 
 
@@ -208,11 +398,19 @@ def test_colgen_warm_start_seed_keeps_the_optimum():
     arbitrary = (rng.random((12, 9)) < 0.5, rng.integers(0, 4, 12))
     arbitrary[0][:, 0] = True
     arbitrary[0][:, 1] = False  # non-empty proper subsets
+    rho = LIB_LP_TOL + 10 * SUPPORT_RTOL * kappa(9, 1.0)  # master values: HiGHS's own residual
+    scale = float(np.abs(B).sum(axis=0).max())
     for seed in ((ref.rows, ref.actions), arbitrary, (np.eye(9, dtype=bool), np.zeros(9, int))):
         for duals in ("lagrangian", "in-out"):
             res = _colgen.column_generation(c0, B=B, seed=seed, duals=duals)
-            assert res.status == 0 and res.value == pytest.approx(ref.value, abs=TOL)
-            assert _colgen.min_reduced_cost(B, res.u, c0) >= -1e-9
+            bound = decision_lp_err(9, 1.0, 1.0, rho, "colgen") + decision_lp_err(
+                9, 1.0, 1.0, rho, "enumerate"
+            )
+            assert res.status == 0 and within("colgen warm start vs all pairs", res.value, ref.value, bound)
+            # the returned duals: the master's when no column prices below -RC_RTOL max(scale, |v|), else
+            # the proven bound's (exactly dual feasible, lifted in float): the minimum recomputed
+            rc_floor = RC_RTOL * max(scale, abs(res.value)) + pricing_err(B.ravel() - np.repeat(res.u, 4), c0)
+            assert _colgen.min_reduced_cost(B, res.u, c0) >= -rc_floor
 
 
 def _all_pairs(m, K):
@@ -237,7 +435,13 @@ def test_auto_choices_are_reported():
     assert ldpopt.optimal_channel(_random_problem(rng, 14, 3, 3), 1.0, risk="minimax").method == "direct"
     p0, p1 = rng.dirichlet(np.ones(24)), rng.dirichlet(np.ones(24))
     res = ldpopt.optimal_channel(FDivergenceObjective(p0, p1, "kl"), 1.0)
-    assert res.method == "spr" and res.value == pytest.approx(ldpopt.optimal_mechanism(p0, p1, 1.0).value)
+    spr_res = ldpopt.optimal_mechanism(p0, p1, 1.0)
+    # the same partition re-evaluated through the objective (see test_f_divergence_lp_equals_spr_and_kov)
+    red = _reduce(p0, p1)
+    cuts = reduced_cuts(red, spr_res.partition)
+    e = partition_error(red.p, red.q, 1.0, "kl", cuts) + pair_bound(red.p, red.q, 1.0, "kl", cuts)
+    e += utility_bound(spr_res.mechanism.matrix, p0, p1, "kl", (R_FN + 3) * U)
+    assert res.method == "spr" and within("method='spr' vs optimal_mechanism", res.value, spr_res.value, e)
     with pytest.raises(ValueError, match="group"):
         ldpopt.optimal_channel(MutualInformation(num_inputs=24), 1.0)
     sym = ldpopt.PermutationGroup.symmetric(24)
@@ -302,26 +506,40 @@ def test_invariances_of_the_optimal_risk(seed, risk):
     m, T, A = int(rng.integers(3, 6)), int(rng.integers(2, 4)), int(rng.integers(2, 4))
     eps = float(rng.uniform(0.5, 3.0))
     prob = _random_problem(rng, m, T, A)
-    value = ldpopt.optimal_channel(prob, eps, risk=risk).value
+    base = ldpopt.optimal_channel(prob, eps, risk=risk)
+    value = base.value
+    cmax = float(np.abs(prob.loss).max())
+    err = lp_err(base, m, eps, cmax, risk)  # every exact identity below holds up to the two lp_errs
     # relabelling the inputs, the parameters and the actions changes nothing
     px, pt, pa = rng.permutation(m), rng.permutation(T), rng.permutation(A)
     perm = DecisionProblem(prob.likelihood[px][:, pt], prob.loss[pt][:, pa], prob.prior[pt])
-    assert ldpopt.optimal_channel(perm, eps, risk=risk).value == pytest.approx(value, abs=TOL)
-    # a positive scale of the loss scales the risk
+    r = ldpopt.optimal_channel(perm, eps, risk=risk)
+    assert within("invariance: relabelling", r.value, value, err + lp_err(r, m, eps, cmax, risk))
+    # a positive scale of the loss scales the risk (2.5 * loss and 2.5 * value: one rounding each)
     scaled = DecisionProblem(prob.likelihood, 2.5 * prob.loss, prob.prior)
-    assert ldpopt.optimal_channel(scaled, eps, risk=risk).value == pytest.approx(2.5 * value, abs=TOL)
+    r = ldpopt.optimal_channel(scaled, eps, risk=risk)
+    bound = 2.5 * err + lp_err(r, m, eps, 2.5 * cmax, risk) + 2.5 * U * (abs(value) + cmax)
+    assert within("invariance: loss scale", r.value, 2.5 * value, bound)
     # more privacy budget never hurts (Blackwell: RR_eps is a garbling of RR_eps')
-    assert ldpopt.optimal_channel(prob, eps + 0.5, risk=risk).value <= value + TOL
+    r = ldpopt.optimal_channel(prob, eps + 0.5, risk=risk)
+    assert r.value <= value + err + lp_err(r, m, eps + 0.5, cmax, risk)
     # Bayes: adding b(theta) to the loss adds sum_theta lambda_theta b(theta)
     if risk == "bayes":
         b = rng.normal(size=T)
         shifted = DecisionProblem(prob.likelihood, prob.loss + b[:, None], prob.prior)
-        assert ldpopt.optimal_channel(shifted, eps).value == pytest.approx(value + prob.prior @ b, abs=TOL)
-    # bounded by the perfect- and the no-information risks
+        r = ldpopt.optimal_channel(shifted, eps)
+        cs = float(np.abs(shifted.loss).max())
+        # prior @ b: T terms ((T + 1) u sum|lambda b|), the shifted loss rounds (u |loss + b|), the sum
+        bound = (
+            err + lp_err(r, m, eps, cs) + (T + 2) * U * float(prob.prior @ np.abs(b)) + U * (cs + abs(value))
+        )
+        assert within("invariance: loss shift", r.value, value + prob.prior @ b, bound)
+    # bounded by the perfect- and the no-information risks (m and T term sums, (m + T) u cmax)
     if risk == "bayes":
         full_info = float(prob.bayes_matrix().min(axis=1).sum())
         no_info = float((prob.prior @ prob.loss).min())
-        assert full_info - TOL <= value <= no_info + TOL
+        slack = err + (m + T + 2) * U * cmax
+        assert full_info - slack <= value <= no_info + slack
 
 
 def test_user_objective_with_linear_pieces_uses_every_lp_method():
@@ -338,10 +556,13 @@ def test_user_objective_with_linear_pieces_uses_every_lp_method():
         def linear_pieces(self):
             return B
 
-    ref = ldpopt.optimal_channel(prob, 1.7, method="enumerate").value
+    ref_res = ldpopt.optimal_channel(prob, 1.7, method="enumerate")
+    ref = ref_res.value
+    cmax = float(np.abs(prob.loss).max())  # the pieces' costs are <= the loss's column sums of B
     for method in ("enumerate", "colgen", "direct", "auto"):
         res = ldpopt.optimal_channel(Pieces(), 1.7, method=method)
-        assert res.value == pytest.approx(ref, abs=TOL)
+        bound = lp_err(ref_res, 6, 1.7, cmax) + lp_err(res, 6, 1.7, cmax)
+        assert within("linear pieces: every LP method", res.value, ref, bound), method
         if method in ("colgen", "direct"):
             assert res.decision_rule.shape == (res.num_outputs, 3)
     assert ldpopt.optimal_channel(MutualInformation(num_inputs=4), 1.0).decision_rule is None
@@ -358,12 +579,19 @@ def test_colgen_stopped_after_purging_returns_a_consistent_channel():
     assert full.status == 0 and full.iterations > 5
     early = _colgen.column_generation(c0, B=B, purge=1, max_iter=full.iterations - 2, duals="in-out")
     assert early.status == 1
-    # the returned support is a feasible point of the polytope with the reported master value
+    # the returned support is a feasible point of the polytope with the reported master value: the
+    # master's weights (HiGHS's residual LIB_LP_TOL, plus the weights dropped from the support: at most
+    # m + 1 basic ones below SUPPORT_RTOL max z, max z <= kappa) and the product's rounding (n u kappa)
     S = np.where(early.rows, 1.0, c0)
-    assert np.allclose(early.z @ S, 1.0, atol=1e-9)
-    assert float(early.z @ _colgen.pair_costs(early.rows, early.actions, B, c0)) == pytest.approx(
-        early.value, abs=1e-9
-    )
+    n = early.rows.shape[0]
+    k = kappa(40, 1.0)
+    resid = LIB_LP_TOL + 41 * SUPPORT_RTOL * k + (n + 1) * U * k
+    assert within_all("colgen master: row residual", early.z @ S, 1.0, resid)
+    # HiGHS's objective counts the dropped weights too (costs <= max column sum of B), both round
+    cost = float(early.z @ _colgen.pair_costs(early.rows, early.actions, B, c0))
+    scale = float(np.abs(B).sum(axis=0).max())
+    bound = scale * (41 * SUPPORT_RTOL * k + 2 * (n + 1) * U * k)
+    assert within("colgen master: value of the support", cost, early.value, bound)
 
 
 # --------------------------------------------------------------------------------------------
@@ -401,7 +629,12 @@ def test_lagrangian_pieces_against_brute_force():
         u = rng.normal(size=m)
         D = B - u[:, None]
         every = c0 * D.sum(axis=0)[None, :] + (1 - c0) * _subset_matrix(m) @ D
-        assert np.allclose(_colgen.action_slacks(B, u, c0), every.min(axis=0), atol=1e-12)
+        # the same D; sum_x min(D, c0 D) ((m + 2) u sum|D|) against c0 sum(D) + (1 - c0) S @ D, each an
+        # m-term sum ((2m + 4) u sum|D|); the minimum over subsets is 1-Lipschitz
+        bound = (3 * m + 6) * U * np.abs(D).sum(axis=0)
+        assert within_all(
+            "action slacks vs every subset", _colgen.action_slacks(B, u, c0), every.min(axis=0), bound
+        )
 
         # lagrangian_point maximises L(u, h) = sum(u) + h . g(u): L is separable and concave along
         # each u_x, so no single-coordinate move to any breakpoint or nearby point improves it
@@ -411,29 +644,41 @@ def test_lagrangian_pieces_against_brute_force():
         def lag(v, h=h, B=B, c0=c0):
             return v.sum() + h @ _colgen.action_slacks(B, v, c0)
 
-        best = lag(ustar)
+        def lag_err(v, h=h, B=B, n=m + K):
+            # sum(v) (m u), the slacks ((m + 2) u sum|B - v| each), their h-weighted sum (K u)
+            return (n + 2) * U * (np.abs(v).sum() + h @ np.abs(B - v[:, None]).sum(axis=0))
+
+        best = lag(ustar)  # ustar is a breakpoint B[x, a]: an exact maximiser of the exact L
         for x in range(m):
             for cand in np.concatenate([B[x], B[x] + 1e-3, B[x] - 1e-3, [ustar[x] + 10, ustar[x] - 10]]):
                 v = ustar.copy()
                 v[x] = cand
-                assert lag(v) <= best + 1e-12
+                assert lag(v) <= best + lag_err(v) + lag_err(ustar)
 
         # _certify: exactly dual feasible over the proper subsets, and as high as possible
         cert, order, rc_cert = _colgen._certify(B, u, c0)
         # the pricing it returns is the pricing at the lifted point (the shift keeps the order)
         order_ref, rc_ref = _colgen.price(B - cert[:, None], c0)
-        assert np.allclose(rc_cert, rc_ref, atol=1e-12)
-        assert np.allclose(
-            np.take_along_axis(B - cert[:, None], order, axis=0),
-            np.take_along_axis(B - cert[:, None], order_ref, axis=0),
-            atol=1e-12,
-        )
+        # rc - t w against a pricing at the rounded u + t: each price is two m-term sums of |d| <=
+        # |B| + |u| + |t| ((m + 3) u (1 + c0) each), the shift t w and u + t round once more: per action
+        t = float(np.max(np.abs(cert - u)))
+        mag = np.abs(B).sum(axis=0) + np.abs(u).sum() + m * abs(t)
+        lift_err = 2 * (2 * m + 6) * U * (1 + c0) * mag
+        assert within_all("certify: returned pricing vs recomputed", rc_cert, rc_ref, lift_err[None, :])
+        # the same array under two sorting orders: they differ only where the rounded shift reordered
+        # values closer than its rounding, 4u (|B| + |u| + |t|)
+        shifted = B - cert[:, None]
+        swap = 4 * U * float(np.max(np.abs(B) + np.abs(u)[:, None] + abs(t)))
+        a1 = np.take_along_axis(shifted, order, axis=0)
+        a2 = np.take_along_axis(shifted, order_ref, axis=0)
+        assert within_all("certify: the shift keeps the order", a1, a2, swap)
         Dc = B - cert[:, None]
         S = _subset_matrix(m, proper=True)
         rc = c0 * Dc.sum(axis=0)[None, :] + (1 - c0) * S @ Dc
-        assert rc.min() >= -1e-12
+        # exactly >= 0 and 0 at the tightest subset, up to lift_err (w >= 1)
+        assert np.all(rc >= -lift_err[None, :])
         w = S.sum(axis=1) + c0 * (m - S.sum(axis=1))
-        assert np.min(rc / w[:, None]) == pytest.approx(0.0, abs=1e-12)
+        assert within("certify: tight", np.min(rc / w[:, None]), 0.0, float(np.max(lift_err)))
 
 
 def test_lagrangian_dual_function_is_the_channel_lp_with_fixed_column_maxima():
@@ -447,7 +692,9 @@ def test_lagrangian_dual_function_is_the_channel_lp_with_fixed_column_maxima():
         B, eps = prob.bayes_matrix(), float(rng.uniform(0.2, 3.0))
         c0 = math.exp(-eps)
         m, K = B.shape
-        opt = ldpopt.optimal_channel(prob, eps, method="enumerate").value
+        opt_res = ldpopt.optimal_channel(prob, eps, method="enumerate")
+        opt = opt_res.value
+        cmax = float(np.abs(prob.loss).max())  # B's column sums, the costs, are <= max |loss| <= 1
         for _ in range(5):
             h = _random_weights(rng, K, c0)
             u = _colgen.lagrangian_point(B, h, c0)
@@ -461,14 +708,29 @@ def test_lagrangian_dual_function_is_the_channel_lp_with_fixed_column_maxima():
                 method="highs",
             )
             assert res.status == 0
-            assert D_h == pytest.approx(c0 * h @ B.sum(axis=0) + res.fun, abs=1e-10)
-            assert D_h >= opt - 1e-10
+            # D_h's rounding: sum(u) (m u), the slacks ((m + 2) u sum|B - u|), h . g (K u)
+            dh_err = (m + K + 2) * U * (np.abs(u).sum() + h @ np.abs(B - u[:, None]).sum(axis=0))
+            # that LP at HiGHS's default HIGHS_TOL: reduced costs on ||s*||_1 <= m; rows violated by tol
+            # times their duals (|y_x| <= max|B|) and the bound duals of the m K basis candidates
+            # (<= 2 max|B|); c0 h . colsum(B) rounds (K + 2) u
+            lp_ref = HIGHS_TOL * m * (1 + (2 * K + 1) * float(np.abs(B).max()))
+            ref = c0 * h @ B.sum(axis=0) + res.fun
+            bound = dh_err + lp_ref + (m + K + 2) * U * float(np.abs(B).sum())
+            assert within("Lagrangian D(h) vs fixed-maxima LP", D_h, ref, bound)
+            # weak duality, exactly D(h) >= opt: within D_h's rounding and the optimum's lp_err
+            assert D_h >= opt - dh_err - lp_err(opt_res, m, eps, cmax)
             # the greedy inner solution is that LP's optimum: a channel with column maxima <= h
             _, s = _colgen._inner(B, h, c0)
             W = c0 * h[None, :] + s
-            assert np.all(s >= 0) and np.all(s <= (1 - c0) * h[None, :] + 1e-15)
-            assert np.allclose(W.sum(axis=1), 1.0, atol=1e-12)
-            assert float((W * B).sum()) == pytest.approx(D_h, abs=1e-10)
+            # s is clipped to cap = (1.0 - c0) * h: the same product as here, the same bits
+            assert np.all(s >= 0) and np.all(s <= (1 - c0) * h[None, :])
+            # sum_a s = 1 - c0 sum(h) exactly in exact arithmetic: the cumulative fill (K u sum(cap)),
+            # the K products c0 h_a and the row sum (2K + 4) u in all, on terms <= 1
+            assert within_all("inner solution: rows", W.sum(axis=1), 1.0, (3 * K + 6) * U)
+            # primal-dual pair: sum W B = D(h); m K products and sums, and D_h's own rounding
+            wb = float((W * B).sum())
+            bound = dh_err + (m * K + 2) * U * float(np.abs(W * B).sum())
+            assert within("inner solution: value vs D(h)", wb, D_h, bound)
             for y, a in _colgen._layers(s):  # layers: nested level sets of each column
                 assert y.any() and np.all(s[y, a] >= s[~y, a].max(initial=0.0))
 
@@ -481,16 +743,28 @@ def test_lagrangian_colgen_large_random_problems_match_the_channel_lp(m, T, A, s
     for eps in (0.5, 1.0, 3.0):
         res = ldpopt.optimal_channel(prob, eps, method="colgen")
         direct = ldpopt.optimal_channel(prob, eps, method="direct")
-        assert res.status == 0 and res.value == pytest.approx(direct.value, abs=TOL)
+        cmax = float(np.abs(prob.loss).max())
+        bound = lp_err(res, m, eps, cmax) + lp_err(direct, m, eps, cmax)
+        assert res.status == 0 and within("Lagrangian colgen vs channel LP", res.value, direct.value, bound)
         assert res.iterations <= 60  # pricing at the master's own duals needs > 1000 rounds at m = 256
         assert res.mechanism.is_ldp(eps) and ldpopt.is_maximal(res.mechanism)
-        assert prob.bayes_risk(res.mechanism) == pytest.approx(res.value, abs=TOL)
-        # the certificate, by an independent pricing: every action's cheapest subset has rc >= 0
+        risk = prob.bayes_risk(res.mechanism)
+        assert within(
+            "decision: risk of the channel vs value",
+            risk,
+            res.value,
+            channel_err(res, m, eps, cmax, m + T + 4),
+        )
+        # the certificate, by an independent pricing: every action's cheapest subset has rc >= 0, up
+        # to the certificate's own min_reduced_cost and the two pricings' rounding
         u, B, c0 = res.certificate.dual, prob.bayes_matrix(), math.exp(-eps)
+        floor = min(0.0, res.certificate.min_reduced_cost)
         for a in range(A):
             d = np.sort(B[:, a] - u)
-            assert np.min(c0 * d.sum() + (1 - c0) * np.cumsum(d)[:-1]) >= -1e-9
-        assert u.sum() == pytest.approx(res.value, abs=TOL)
+            assert np.min(c0 * d.sum() + (1 - c0) * np.cumsum(d)[:-1]) >= floor - pricing_err(d, c0)
+        assert within(
+            "certificate: dual value vs value", u.sum(), res.value, dual_value_err(res, m, eps, cmax)
+        )
 
 
 def _coarse_problem(rng):
@@ -510,10 +784,12 @@ def test_lagrangian_colgen_edge_cases_match_enumeration():
         _coarse_problem(rng),  # repeated likelihoods and integer losses: many exact ties
     ]
     for prob in cases:
+        m, cmax = prob.num_inputs, float(np.abs(prob.loss).max())
         for eps in (1e-3, 1.0, 30.0):
-            ref = ldpopt.optimal_channel(prob, eps, method="enumerate").value
+            ref_res = ldpopt.optimal_channel(prob, eps, method="enumerate")
             res = ldpopt.optimal_channel(prob, eps, method="colgen")
-            assert res.status == 0 and res.value == pytest.approx(ref, abs=TOL)
+            bound = lp_err(ref_res, m, eps, cmax) + lp_err(res, m, eps, cmax)
+            assert res.status == 0 and within("Lagrangian colgen edge cases", res.value, ref_res.value, bound)
             _check_channel(res, prob, eps, "bayes")
 
 
