@@ -399,3 +399,97 @@ def decision_lp_err(
     elif method == "direct":
         err += LIB_LP_TOL * (m + k) + LIB_LP_TOL * Y
     return 2.0 * cmax * err
+
+
+# --- comparisons of optimal_channel results (used by tests/decision/*) ---------------------------
+def lp_err(res, m, eps, cmax, risk="bayes", method=None):
+    """|res.value - exact optimum|: decision_lp_err with the result's own a posteriori residual."""
+    rho = weights_residual(res.weights, m, eps)
+    return decision_lp_err(m, eps, cmax, rho, method or res.method, risk, terms=8)
+
+
+def channel_err(res, m, eps, cmax, terms):
+    """|two evaluations of the risk of the returned channel|: the value reads the weights, the
+    Mechanism their rows normalised (relative rho / (1 - rho) <= rho (1 + 2 rho) per entry, risk
+    contributions sum_x max_a |B_xa| <= cmax), and each rounds dot products of at most ``terms``
+    terms (terms u cmax, the weights summing to 1 per input)."""
+    rho = weights_residual(res.weights, m, eps)
+    return cmax * (rho * (1 + 2 * rho) + terms * U)
+
+
+def minimax_risk_err(n, cmax):
+    """DecisionProblem.minimax_risk: an LP over delta (n x A, rows summing to 1) and t, HiGHS at its
+    default HIGHS_TOL: reduced costs within tol on ||x*||_1 <= n + cmax, and rows violated by tol
+    weighed by the duals (the least favourable prior, sum 1, and the n row duals, each <= cmax)."""
+    return HIGHS_TOL * (n + cmax + 1 + n * cmax)
+
+
+def pricing_err(d, c0):
+    """Rounding of an independent pricing c0 sum(d) + (1 - c0) cumsum(d) against the library's exact
+    pricing of the same duals (ldpopt.decision.lp.price: the same sums in another order): each within
+    (m + 3) u (c0 + 1) sum|d| of the exact reduced cost."""
+    return 2.0 * (len(d) + 3) * U * (1.0 + c0) * float(np.sum(np.abs(d)))
+
+
+def dual_value_err(res, m, eps, cmax):
+    """|sum(u) - value| of a certificate: sum(u) is the LP's dual objective, within LIB_LP_TOL
+    ||u*||_1 (and its rounding, m u ||u*||_1) of the optimum at unit scale, 2 cmax in original
+    units; the value is within lp_err."""
+    return lp_err(res, m, eps, cmax) + 2 * cmax * (LIB_LP_TOL + m * U) * (pair_lp_dual_l1(m, eps) + 1)
+
+
+def cert_err(res, m, eps, cmax, risk="bayes"):
+    """|certificate.bound - value|: the bound sum(u) + kappa min(0, rc_min) is a proven lower bound;
+    sum(u) is the LP's dual objective, within LIB_LP_TOL ||u*||_1 (and m u ||u*||_1 of rounding) of
+    the optimum at unit scale (2 cmax in original units); the value is within lp_err above it."""
+    k, Y = kappa(m, eps), pair_lp_dual_l1(m, eps) + 1
+    gap = 2 * cmax * (LIB_LP_TOL + m * U) * Y + k * abs(min(0.0, res.certificate.min_reduced_cost))
+    return lp_err(res, m, eps, cmax, risk) + gap
+
+
+def minimax_dual_lp_err(m, eps, cmax):
+    """|reference.minimax_dual_lp - exact minimax risk|: HiGHS at HIGHS_TOL over (u, lambda) with rows
+    u . S_y <= sum lambda l py (unscaled S_y = S~_y / c0): ||lambda||_1 = 1, ||u*||_1 <= c0 cmax
+    pair_lp_dual_l1 (the pair LP's duals in these units); its dual, the channel weights c = c0 z,
+    has ||c||_1 <= c0 kappa, and the basis' reduced costs are at most cmax."""
+    c0 = math.exp(-eps)
+    return HIGHS_TOL * (1 + c0 * cmax * pair_lp_dual_l1(m, eps) + c0 * kappa(m, eps) + cmax)
+
+
+def channel_lp_ref_err(m, A, eps, cmax):
+    """|min over all eps-LDP channels Q (m x A) of sum r_xa Q_xa by HiGHS at HIGHS_TOL - exact|
+    (tests/decision/test_decision_crosscheck.py's bayes_lp_all_channels; sum_x max_a r_xa <= cmax).
+
+    Reduced costs within tol: at most tol ||Q*||_1 = tol m below.  Rows violated by tau = tol (and
+    the rounding of E = e^eps in them, R_FN u E): mixing with the uniform channel (slack (E - 1) / A
+    in the LDP rows, 1 / A in the bounds), theta = tau A max(1, 1 / (E - 1)), and renormalising the
+    rows (tau): at most (2 theta + 2 tau) cmax above."""
+    E = math.exp(eps)
+    tau = HIGHS_TOL + R_FN * U * E
+    theta = tau * A * max(1.0, 1.0 / (E - 1.0))
+    return HIGHS_TOL * m + (2 * theta + 2 * tau) * cmax
+
+
+#: relative error of math.tanh / numpy's tanh in units of u: numpy validates its float64 tanh loops to
+#: 2 ulp (umath-validation-set-tanh.csv) and glibc documents 2 ulp on x86-64; plus the 1/2 ulp of the
+#: rounding the model counts from (as R_FN): 2.5 ulp <= 5u.  sin, cos: numpy's validation set and glibc
+#: give 1 ulp, R_FN.
+R_TANH = 5.0
+
+
+def mi_err(Q, prior, entry_rel: float = 0.0) -> float:
+    """Bound of |sum_xy prior_x Q_xy log(Q_xy / out_y) computed in float - exact| (the textbook
+    mutual information in nats, numpy), for a channel whose entries are within ``entry_rel`` relative
+    of the exact one: out = prior @ Q (m terms: m u relative, an absolute m u in the log), Q / out and
+    the log (u + R_FN u |L|), two products (2u), the sum of m n terms ((m n) u sum|t|); the entries'
+    own error moves each term by entry_rel t (|L| + 2) (Q and out each move by entry_rel)."""
+    Q = np.asarray(Q, dtype=float)
+    p = np.asarray(prior, dtype=float)
+    m, n = Q.shape
+    out = p @ Q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        L = np.where(Q > 0, np.abs(np.log(Q / out[None, :])), 0.0)
+    w = p[:, None] * Q
+    t = w * L
+    per = U * w * ((m + 1) + (R_FN + 2) * L) + entry_rel * w * (L + 2.0)
+    return float(per.sum()) + m * n * U * float(t.sum())

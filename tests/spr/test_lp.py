@@ -8,15 +8,12 @@ import numpy as np
 import pytest
 
 import ldpopt
-from _errmodel import R_FN, U, naive_bound, within
+from _errmodel import R_FN, R_TANH, U, naive_bound, within
 from _valuebounds import dp_value_bound, kov_bound, kov_residual, utility_bound, vertex_bound
 from reference import ldp_channel_vertices, naive_divergence, vertex_enumeration_optimum
 
 #: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
 pytestmark = pytest.mark.numerics
-
-#: glibc's documented maximum error of tanh on x86-64: 2 ulp (<= 4u relative)
-R_TANH = 4.0
 
 
 def test_kov_lp_equals_egamma_closed_form():

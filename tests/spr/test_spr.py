@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ldpopt
-from _errmodel import R_FN, U, fdiv_bound, naive_bound, within, within_all
+from _errmodel import R_FN, R_TANH, U, fdiv_bound, naive_bound, within, within_all
 from _valuebounds import (
     brute_force_agreement,
     dp_value_bound,
@@ -40,9 +40,6 @@ pytestmark = pytest.mark.numerics
 BUILTINS = ["kl", "reverse_kl", "tv", "chi2", "hellinger", "js"]
 #: relative error of an entry of the library's RR levels, units of u (tests/test_mechanism.py)
 C_RR_LIB = R_FN + 3.0
-#: glibc's documented maximum error of tanh on x86-64 is 2 ulp (<= 4u), plus nothing: math.tanh is
-#: what both sides call; used where one side uses tanh and the other exp
-R_TANH = 4.0
 
 
 def dp_raw(p, q, eps, div, l=None):
