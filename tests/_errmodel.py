@@ -493,3 +493,23 @@ def mi_err(Q, prior, entry_rel: float = 0.0) -> float:
     t = w * L
     per = U * w * ((m + 1) + (R_FN + 2) * L) + entry_rel * w * (L + 2.0)
     return float(per.sum()) + m * n * U * float(t.sum())
+
+
+# --- closed forms of the decision examples (ldpopt.decision.problems) ----------------------------
+def circular_err(m, gamma, eps):
+    """|the circular closed form min_k 1 - X_k (either form) - exact|: X_k = gamma (E - 1) sin(pi k / m)
+    / (2 (k E + m - k) sin(pi / m)) moves through E (R_FN E / (E - 1); the library's c0 form:
+    R_FN c0 / (1 - c0) + R_FN), E - 1 (1), the sines (np.pi * k / m: 2.5u relative in the argument,
+    amplified by |x cot x| <= m, then R_FN; sin(pi / m): 1.5u + R_FN) and 6 more roundings; 1 - X (u);
+    the min is 1-Lipschitz; |X| <= gamma."""
+    E = math.exp(eps)
+    rel = R_FN * E / (E - 1) + R_FN * (1 / (E - 1) + 1) + 1 + 2.5 * m + 2 * R_FN + 1.5 + 8
+    return U * (rel * abs(gamma) + 1.0)
+
+
+def mary_err(m, gamma, eps):
+    """|MaryTesting.closed_form (min_k 1 - (1 - g) / m - max(g, g c0) / (k + (m - k) c0)) - exact|:
+    c0 (R_FN; the term's sensitivity to it <= 1), the denominator (2), the quotient (1); (1 - g) / m
+    (2, |.| <= 1 / m ... <= 1); the two subtractions (u |.| <= u each, values <= 1); min 1-Lipschitz.
+    The paper's e^eps form rounds no more: (R_FN + 4) u |g| + 2u + 2u."""
+    return U * ((R_FN + 4) * abs(gamma) + 2.0 + 2.0)

@@ -21,6 +21,7 @@ from _errmodel import (
     cert_err,
     channel_err,
     channel_lp_ref_err,
+    circular_err,
     lp_err,
     mi_err,
     minimax_dual_lp_err,
@@ -40,17 +41,6 @@ def direct_err(m, T, cmax):
     """bayes_risk_direct's rounding: P^T Q (m terms), lam *, L^T @ (T terms), the min and the sum
     over outputs: (m + T + 3) u cmax (the joint masses sum to 1)."""
     return (m + T + 3) * U * cmax
-
-
-def circular_err(m, gamma, eps):
-    """|the circular closed form min_k 1 - X_k (either form) - exact|: X_k = gamma (E - 1) sin(pi k / m)
-    / (2 (k E + m - k) sin(pi / m)) moves through E (R_FN E / (E - 1); the library's c0 form:
-    R_FN c0 / (1 - c0) + R_FN), E - 1 (1), the sines (np.pi * k / m: 2.5u relative in the argument,
-    amplified by |x cot x| <= m, then R_FN; sin(pi / m): 1.5u + R_FN) and 6 more roundings; 1 - X (u);
-    the min is 1-Lipschitz; |X| <= gamma."""
-    E = math.exp(eps)
-    rel = R_FN * E / (E - 1) + R_FN * (1 / (E - 1) + 1) + 1 + 2.5 * m + 2 * R_FN + 1.5 + 8
-    return U * (rel * abs(gamma) + 1.0)
 
 
 def random_problem(rng, m, T, A):
