@@ -513,3 +513,46 @@ def mary_err(m, gamma, eps):
     (2, |.| <= 1 / m ... <= 1); the two subtractions (u |.| <= u each, values <= 1); min 1-Lipschitz.
     The paper's e^eps form rounds no more: (R_FN + 4) u |g| + 2u + 2u."""
     return U * ((R_FN + 4) * abs(gamma) + 2.0 + 2.0)
+
+
+def support_vertex_err(res, m: int, eps: float, sens: float) -> float:
+    """|objective of a vertex method's polished channel - at its exact vertex| (original units), from the
+    returned support: the polish solves S_B^T c = 1 (least squares, backward stable like Gaussian
+    elimination with partial pivoting: eta = 2^(n-1) gamma_n relative on S_B), so
+    ||dc||_2 <= ||pinv(S_B^T)||_2 eta ||S_B||_F ||c||_2; the channel moves by ||dc||_1 m e^eps, the
+    objective by at most that times ``sens`` (max |d objective / d Q_xy|).  Applied twice by the
+    callers: the pick among cdd's raw vertices and the polish (the returned support taken as the
+    optimal one's)."""
+    E = math.exp(eps)
+    subsets = list(res.weights)
+    S = np.array([[E if x in y else 1.0 for x in range(m)] for y in subsets])
+    c = np.array([res.weights[y] for y in subsets])
+    n = len(subsets)
+    eta = 2 ** (max(n, m) - 1) * gamma(max(n, m))
+    dc = float(np.linalg.norm(np.linalg.pinv(S.T), 2) * eta * np.linalg.norm(S) * np.linalg.norm(c))
+    return math.sqrt(n) * dc * m * E * sens
+
+
+def ss_mi_err(m: int, eps: float, k: int) -> float:
+    """|subset_selection_mutual_information (log(m / D) - eps (m - k) c0 / D, D = k + (m - k) c0) -
+    exact|: c0 (R_FN, sensitivities <= 1), D (2), m / D (1), the log (absolute (R_FN + 3) u + R_FN u
+    |log|), the second term (2 R_FN + 5 relative), the difference (u |I|)."""
+    c0 = math.exp(-eps)
+    D = k + (m - k) * c0
+    t1, t2 = math.log(m / D), eps * (m - k) * c0 / D
+    return U * ((R_FN + 3) + R_FN * abs(t1) + (2 * R_FN + 5) * abs(t2) + abs(t1 - t2))
+
+
+def entropy_diff_err(Q, prior):
+    """reference.mutual_information_naive's rounding: H(Y) - H(Y|X) from Python loops: each v log v
+    (log R_FN |log v|, the product u), the output masses p @ Q (m u relative: an absolute m u in the
+    log), the sums (n and m n terms) and the difference (u |I|, |I| <= H(Y))."""
+    Q = np.asarray(Q, float)
+    p = np.asarray(prior, float)
+    m, n = Q.shape
+    py = p @ Q
+    hy = float(np.sum(py * (U * (m + 1) + (R_FN + 1) * U * np.abs(np.log(py)))))
+    w = p[:, None] * Q
+    hyx = float(np.sum(w * (R_FN + 2) * U * np.abs(np.log(Q))))
+    sums = n * U * float(np.sum(np.abs(py * np.log(py)))) + m * n * U * float(np.sum(np.abs(w * np.log(Q))))
+    return hy + hyx + sums + U * float(np.sum(np.abs(py * np.log(py))))

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ldpopt
-from _errmodel import R_FN, U, mi_err, naive_bound, within, within_all
+from _errmodel import R_FN, U, entropy_diff_err, mi_err, naive_bound, within, within_all
 from _valuebounds import transform_bound, utility_bound
 from ldpopt.decision.objectives import (
     BayesRisk,
@@ -24,21 +24,6 @@ from reference import fisher_information_naive, mutual_information_naive, naive_
 
 #: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
 pytestmark = pytest.mark.numerics
-
-
-def entropy_diff_err(Q, prior):
-    """reference.mutual_information_naive's rounding: H(Y) - H(Y|X) from Python loops: each v log v
-    (log R_FN |log v|, the product u), the output masses p @ Q (m u relative: an absolute m u in the
-    log), the sums (n and m n terms) and the difference (u |I|, |I| <= H(Y))."""
-    Q = np.asarray(Q, float)
-    p = np.asarray(prior, float)
-    m, n = Q.shape
-    py = p @ Q
-    hy = float(np.sum(py * (U * (m + 1) + (R_FN + 1) * U * np.abs(np.log(py)))))
-    w = p[:, None] * Q
-    hyx = float(np.sum(w * (R_FN + 2) * U * np.abs(np.log(Q))))
-    sums = n * U * float(np.sum(np.abs(py * np.log(py)))) + m * n * U * float(np.sum(np.abs(w * np.log(Q))))
-    return hy + hyx + sums + U * float(np.sum(np.abs(py * np.log(py))))
 
 
 def fisher_err(Q, pmf, d):
