@@ -562,3 +562,16 @@ def kov_mu_max(p, q, eps: float, divergence) -> float:
     member = ((h[:, None] >> np.arange(k)[None, :]) & 1).astype(float)
     ph, qh = member @ u, member @ v
     return float(np.max(np.abs(div.perspective(c + A * ph, c + A * qh, A * (ph - qh)))))
+
+
+def baseline_utility_err(p, q, eps: float, which: str) -> float:
+    """|experiments' baseline value - its exact utility| ("rr": k-RR through p @ rr and
+    perspective(...).sum(), np.sum: k u of the absolute terms on top of utility_bound; "binary":
+    binary_mechanism(...).utility): the channel's entries (R_FN + 3) u relative (tests/test_mechanism.py)."""
+    import ldpopt
+
+    k = len(p)
+    mech = ldpopt.randomized_response(k, eps) if which == "rr" else ldpopt.binary_mechanism(p, q, eps)
+    m0, m1 = mech.matrix.T @ np.asarray(p, float), mech.matrix.T @ np.asarray(q, float)
+    extra = k * U * float(np.sum(np.abs(get_divergence("kl").perspective(m0, m1)))) if which == "rr" else 0.0
+    return utility_bound(mech.matrix, p, q, "kl", (R_FN + 3.0) * U) + extra
