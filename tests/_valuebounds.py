@@ -575,3 +575,30 @@ def baseline_utility_err(p, q, eps: float, which: str) -> float:
     m0, m1 = mech.matrix.T @ np.asarray(p, float), mech.matrix.T @ np.asarray(q, float)
     extra = k * U * float(np.sum(np.abs(get_divergence("kl").perspective(m0, m1)))) if which == "rr" else 0.0
     return utility_bound(mech.matrix, p, q, "kl", (R_FN + 3.0) * U) + extra
+
+
+def blocks_value_err(
+    u, v, eps: float, divergence, blocks, c: float | None = None, A: float | None = None
+) -> float:
+    """|sweeps.runner's block value (SPR eq. 30 from fsum block sums, c and A from numpy's exp and
+    expm1) - exact utility of RR on the blocks| (raw scale): each block's sums by fsum (u relative,
+    within the 3u of C_MASS's model), :func:`block_error` per score, the sum of s scores
+    ((s - 1) u sum|g|), den and the division ((R_FN + 3) u |R|)."""
+    div = get_divergence(divergence)
+    u, v = np.asarray(u, float), np.asarray(v, float)
+    if c is None:
+        c, A = _rescale(eps)
+    lf = _log_floor(eps, c)
+    errs, scores = [], []
+    for b in blocks:
+        idx = list(b)
+        dp, dq = math.fsum(u[idx].tolist()), math.fsum(v[idx].tolist())
+        dd = math.fsum((u[idx] - v[idx]).tolist())
+        a = np.array([dp]), np.array([dq]), np.array([dd])
+        errs.append(float(block_error(div, *a, c, A, eps, lf)[0]))
+        scores.append(float(div.perspective(c + A * a[0], c + A * a[1], A * a[2], log_floor=lf)[0]))
+    n = len(blocks)
+    den = 1.0 + (n - 1) * c
+    R = abs(math.fsum(scores)) / den
+    total = (sum(errs) + max(n - 1, 0) * U * sum(abs(s) for s in scores)) / den + (R_FN + 3.0) * U * R
+    return total if math.isfinite(total) else math.inf
