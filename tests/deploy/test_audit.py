@@ -12,6 +12,9 @@ from _errmodel import R_FN, U
 from ldpopt.deploy.audit import audit
 from ldpopt.mechanism import Mechanism
 
+#: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
+pytestmark = pytest.mark.numerics
+
 #: P(lower bound > true eps) per audit: the audit's Clopper-Pearson bounds at this level (seeded)
 AUDIT_ALPHA = 1e-6
 
