@@ -34,9 +34,6 @@ from ldpopt.sweeps.config import dirichlet_pair, parse_config
 from ldpopt.sweeps.store import COLUMNS, chunk_files
 from reference import reduced_cuts
 
-#: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
-pytestmark = pytest.mark.numerics
-
 #: relative error of an entry of the library's RR levels, units of u (tests/test_mechanism.py)
 C_RR_LIB = R_FN + 3.0
 
@@ -189,6 +186,7 @@ def test_rows_against_independent_evaluations(tmp_path):
             assert a2 - a <= 2 * fast_err(i, eps, div)
 
 
+@pytest.mark.numerics
 def test_file_instances_with_different_alphabets(tmp_path):
     pairs = tmp_path / "pairs.json"
     pairs.write_text(
