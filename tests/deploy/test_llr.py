@@ -90,6 +90,28 @@ def tail_rounding(value: float, length: int) -> float:
     return (length + R_FN * 751 + 2) * U * value
 
 
+def lattice_pvalue_err(test, n: int, t: int, expected: float) -> float:
+    """Bound of |lattice p-value P0(T >= t) - exact| (``expected``, the exact value, by enumeration).
+
+    The upper tail at t (law tilted at t), or one minus the lower tail below t (tilted at t - 1): the
+    absolute error of that tail, then 1 - (.) rounds once.  A law tilted elsewhere serves the query
+    only where its tilted log-pmf is within _TAIL_WINDOW_LOG = 4 of its peak (the library's
+    documented window): e^4 times the error.  The law is not renormalised (n |fsum(M0) - 1| + 4u).
+    """
+    z = test._lattice_law()[0]
+    a = test._law.a
+    m0 = test.output_distributions[0]
+    mean = n * float(np.dot(a, z))
+    length = n * int(z.max()) + 1
+    tt = np.arange(length)
+    renorm = n * (abs(math.fsum(m0.tolist()) - 1.0) + 4 * U)
+    q = t if t >= mean else t - 1
+    mask = tt >= t if t >= mean else tt <= t - 1
+    tilted = math.exp(4.0) * tilted_tail_err(a, z, n, (float(q),), mask)
+    err = tilted + tail_rounding(1.0 if t < mean else expected, length)
+    return err + (renorm + 2 * U) * max(expected, 1.0 if t < mean else 0.0)
+
+
 # ---------------------------------------------------------------------------------------------
 # independent oracles
 # ---------------------------------------------------------------------------------------------
@@ -184,14 +206,6 @@ def test_binomial_design_matches_direct_sums(n, hypotheses):
     assert within("binomial design: type II vs exact sums", d.type_ii, below1, bound)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="library bug: LikelihoodRatioTest._lattice_pvalue caches a tilted law with a window covering "
-    "every t when the query point is an unreachable lattice sum (its tilted log-pmf is -inf, so "
-    "lq >= lq[query] - 4 holds everywhere); later deep-tail p-values then come from that law: here "
-    "P0(T >= 600) has relative error 2.2e-9, and for n = 30 the p-value of all reports at the top "
-    "value is 0.0 instead of 2.2e-12",
-)
 def test_pvalues_match_enumeration(hypotheses):
     p0, p1 = hypotheses(3, 11)
     mech = ldpopt.randomized_response(3, 0.8)
@@ -200,26 +214,11 @@ def test_pvalues_match_enumeration(hypotheses):
     z, _ = test._lattice_law()
     zc = z[test._law.cls]
     law0 = enumerate_lattice_law(test.output_distributions[0], zc, n)
-    z = test._lattice_law()[0]
-    m0 = test.output_distributions[0]
-    a = test._law.a
-    mean = n * float(np.dot(a, z))
-    length = n * int(z.max()) + 1
-    tt = np.arange(length)
-    renorm = n * (abs(math.fsum(m0.tolist()) - 1.0) + 4 * U)
     for counts in ([12, 0, 0], [0, 12, 0], [0, 0, 12], [4, 4, 4], [2, 3, 7]):
         res = test.decide_counts(np.array(counts))
         t = int(np.dot(counts, zc))
         expected = float(sum((v for u, v in law0.items() if u >= t), Fraction(0)))
-        # the upper tail at t (law tilted at t), or one minus the lower tail below t (tilted at t - 1):
-        # the absolute error of that tail, then 1 - (.) rounds once
-        q = t if t >= mean else t - 1
-        mask = tt >= t if t >= mean else tt <= t - 1
-        # a law tilted elsewhere serves the query only where its tilted log-pmf is within
-        # _TAIL_WINDOW_LOG = 4 of its value there (the library's documented window): e^4 times the error
-        tilted = math.exp(4.0) * tilted_tail_err(a, z, n, (float(q),), mask)
-        err = tilted + tail_rounding(1.0 if t < mean else expected, length)
-        err += (renorm + 2 * U) * max(expected, 1.0 if t < mean else 0.0)
+        err = lattice_pvalue_err(test, n, t, expected)
         assert within("lattice p-value vs enumeration", res.p_value, expected, err)
         # fsum (correctly rounded) against np.dot of 3 terms (2u of the absolute terms)
         terms = np.abs(np.array(counts) * test.per_report_llr)
@@ -229,6 +228,28 @@ def test_pvalues_match_enumeration(hypotheses):
         # llr each round (4 and 3 roundings of magnitudes <= n max|lambda|)
         lam = float(np.max(np.abs(test.per_report_llr)))
         assert abs(res.statistic - res.llr) <= n * test.design(n).lattice_step / 2 + 8 * U * n * lam
+
+
+@pytest.mark.parametrize("n", [12, 30, 60])
+def test_pvalue_after_a_query_at_an_unreachable_lattice_sum(n, hypotheses):
+    # regression: the lattice steps are {0, 14, 50}, so the p-value of n reports at the lowest LLR is
+    # 1 - P0(T <= t - 1) with t - 1 a sum no reports reach (its tilted log-pmf is -inf); the law
+    # tilted there was cached for every t and served the far upper tail asked next (relative error
+    # 2.2e-9 at n = 12, 0.0 instead of 2.2e-12 at n = 30 and of 5e-24 at n = 60)
+    p0, p1 = hypotheses(3, 11)
+    test = LikelihoodRatioTest(ldpopt.randomized_response(3, 0.8), p0, p1, 0.05, lattice_size=50)
+    z, _ = test._lattice_law()
+    zc = z[test._law.cls]
+    law0 = enumerate_lattice_law(test.output_distributions[0], zc, n)
+    low = int(np.dot([n, 0, 0], zc))
+    assert low < n * float(np.dot(test._law.a, z)) and low - 1 not in law0  # the setup: lower tail, a gap
+    for counts in ([n, 0, 0], [0, 0, n]):
+        t = int(np.dot(counts, zc))
+        expected = float(sum((v for u, v in law0.items() if u >= t), Fraction(0)))
+        res = test.decide_counts(np.array(counts))
+        assert res.p_value > 0.0
+        err = lattice_pvalue_err(test, n, t, expected)
+        assert within("lattice p-value after an unreachable sum", res.p_value, expected, err)
 
 
 def test_binomial_pvalue_and_decision(hypotheses):
