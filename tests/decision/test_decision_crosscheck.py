@@ -30,7 +30,7 @@ from _errmodel import (
     within,
 )
 from _valuebounds import dp_value_bound, kov_bound, kov_mu_max
-from ldpopt.decision import lp
+from ldpopt.decision import lp, problems
 from ldpopt.decision.objectives import FDivergenceObjective, MutualInformation
 
 #: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
@@ -159,7 +159,7 @@ def test_fdivergence_objective_equals_spr_and_kov():
 
 def test_mary_testing_symmetric_closed_form_and_equalizer():
     for m, gamma, eps in [(4, 0.5, 1.0), (5, 0.8, 2.0), (6, 0.3, 0.5)]:
-        prob = ldpopt.decision.problems.mary_testing(m, gamma)
+        prob = problems.mary_testing(m, gamma)
         b_res = ldpopt.optimal_channel(prob, eps, risk="bayes", method="enumerate")
         mm_res = ldpopt.optimal_channel(prob, eps, risk="minimax", method="enumerate")
         bayes, minimax = b_res.value, mm_res.value
@@ -178,7 +178,7 @@ def test_mary_testing_symmetric_closed_form_and_equalizer():
 
 def test_circular_estimation_matches_closed_form():
     for m, gamma, eps in [(5, 0.7, 1.0), (6, 0.5, 2.0), (8, 0.9, 0.7)]:
-        obj = ldpopt.decision.problems.circular_estimation(m, gamma)
+        obj = problems.circular_estimation(m, gamma)
         res = ldpopt.optimal_channel(obj, eps)
         ks = np.arange(1, m)
         E = math.exp(eps)
@@ -241,7 +241,7 @@ def test_bad_inputs():
         ldpopt.DecisionProblem(likelihood=[[0.5, 0.7], [0.5, 0.7]], loss=[[0, 1], [1, 0]])
     with pytest.raises(ValueError):
         ldpopt.DecisionProblem(likelihood=[[0.5, 0.5], [0.5, 0.5]], loss=[[0, np.nan], [1, 0]])
-    prob = ldpopt.decision.problems.mary_testing(3, 0.5)
+    prob = problems.mary_testing(3, 0.5)
     with pytest.raises(ValueError, match="risk"):
         ldpopt.optimal_channel(prob, 1.0, risk="worst")
     with pytest.raises(ValueError, match="eps"):
