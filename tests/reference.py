@@ -216,7 +216,7 @@ def kl_spr_value_decimal(p, q, eps: float, blocks, digits: int = 60) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
-# Joint range of binary-output eps-LDP channels (issue 4): LPs and an exact acceptance integral
+# Joint range of binary-output eps-LDP channels: LPs and an exact acceptance integral
 # ---------------------------------------------------------------------------------------------
 
 
@@ -306,7 +306,7 @@ def binary_rejection_acceptance(eps: float, k: int, proposal: str) -> float:
     return float(val)
 
 
-# --- issue 6 (deployment) oracles: exact rationals and high-precision decimals ------------------
+# --- deployment oracles: exact rationals and high-precision decimals ------------------
 def exact_exp_interval(eps: float, digits: int = 90):
     """Rationals (lo, hi) bracketing e^eps, from a 90-digit decimal exp (independent of ldpopt)."""
     from fractions import Fraction
@@ -361,7 +361,7 @@ def enumerate_sum_law(probs, values, n: int) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# issue 5: decision problems over the maximal-channel polytope (independent re-implementations)
+# decision problems over the maximal-channel polytope (independent re-implementations)
 # ---------------------------------------------------------------------------------------------
 
 

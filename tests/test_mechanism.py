@@ -8,7 +8,19 @@ import numpy as np
 import pytest
 
 import ldpopt
+from _errmodel import KL, R_FN, U, fdiv_bound, naive_bound, within, within_all
+from _valuebounds import C_RR_ENTRY
 from reference import rr_on_blocks
+
+#: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
+pytestmark = pytest.mark.numerics
+
+#: relative error of an entry of the library's s-ary RR levels (mechanism._rr_levels), units of u:
+#: c = exp(-eps) (R_FN; the entries' sensitivity to c is (s-1)c/den <= 1 and 1/den <= 1), (s-1)*c
+#: (1), 1 + . (1), the division (1)
+C_RR_LIB = R_FN + 3.0
+#: ... so the library's and reference.rr_on_blocks's entries (C_RR_ENTRY) agree to this, relative
+RR_ENTRY_RTOL = (C_RR_LIB + C_RR_ENTRY) * U
 
 
 def test_randomized_response_matches_definition():
@@ -16,8 +28,12 @@ def test_randomized_response_matches_definition():
         for eps in (0.1, 1.0, 5.0):
             m = ldpopt.randomized_response(k, eps)
             ref = rr_on_blocks([[i] for i in range(k)], k, eps)
-            np.testing.assert_allclose(m.matrix, ref, rtol=1e-14)
-            assert m.privacy_level() == pytest.approx(eps if k > 1 else 0.0, abs=1e-12)
+            assert within_all("RR matrix vs eq. (11)", m.matrix, ref, RR_ENTRY_RTOL * ref)
+            # log(hi) - log(lo), exactly eps for the exact levels: each level C_RR_LIB u relative
+            # (absolute in its log), numpy's log R_FN u |log|, |log hi| <= log k, |log lo| <= eps +
+            # log k, the difference u eps; k = 1: log(1) - log(1) = 0 exactly
+            bound = U * (2 * C_RR_LIB + R_FN * (2 * math.log(k) + eps) + eps) if k > 1 else 0.0
+            assert within("RR privacy level", m.privacy_level(), eps if k > 1 else 0.0, bound)
             assert m.is_ldp(eps) and (k == 1 or not m.is_ldp(eps * 0.999))
 
 
@@ -27,13 +43,18 @@ def test_binary_mechanism_high_set():
     m = ldpopt.binary_mechanism(p, q, 1.0)
     assert m.partition == ((1,), (0, 2))
     e = math.e
-    np.testing.assert_allclose(m.matrix[1], [e / (1 + e), 1 / (1 + e)])
-    np.testing.assert_allclose(m.matrix[0], [1 / (1 + e), e / (1 + e)])
+    # the library's levels C_RR_LIB u; e / (1 + e), 1 / (1 + e): math.e (u / 2, sensitivity < 1),
+    # the sum and the division, 2.5 u relative
+    rtol = (C_RR_LIB + 2.5) * U
+    hi, lo = e / (1 + e), 1 / (1 + e)
+    assert within_all("binary mechanism vs closed form", m.matrix[1], [hi, lo], rtol * np.array([hi, lo]))
+    assert within_all("binary mechanism vs closed form", m.matrix[0], [lo, hi], rtol * np.array([lo, hi]))
 
 
 def test_spr_mechanism_eq11_and_validation():
     m = ldpopt.spr_mechanism([[0, 1], [2, 3, 4], [5]], 6, 2.0)
-    np.testing.assert_allclose(m.matrix, rr_on_blocks([[0, 1], [2, 3, 4], [5]], 6, 2.0))
+    ref = rr_on_blocks([[0, 1], [2, 3, 4], [5]], 6, 2.0)
+    assert within_all("SPR matrix vs eq. (11)", m.matrix, ref, RR_ENTRY_RTOL * ref)
     with pytest.raises(ValueError, match="twice"):
         ldpopt.spr_mechanism([[0, 1], [1, 2]], 3, 1.0)
     with pytest.raises(ValueError, match="cover"):
@@ -49,7 +70,8 @@ def test_privacy_level_and_zero_columns():
     assert math.isinf(m.privacy_level())
     assert m.is_ldp(math.inf) and not m.is_ldp(50.0)
     z = ldpopt.Mechanism([[0.5, 0.5, 0.0], [0.25, 0.75, 0.0]], math.log(2) + 1e-12)
-    assert z.privacy_level() == pytest.approx(math.log(2))
+    # log(0.5) - log(0.25) (numpy, R_FN u each, the difference u log 2) against math.log(2) (R_FN u)
+    assert within("privacy level log 2", z.privacy_level(), math.log(2), 13 * U * math.log(2))
 
 
 def test_constructor_rejects_bad_channels():
@@ -87,9 +109,11 @@ def test_utility_and_output_distributions():
     q = np.array([0.5, 0.3, 0.2])
     m = ldpopt.randomized_response(3, 1.0)
     m0, m1 = m.output_distributions(p, q)
-    np.testing.assert_allclose(m0, m.matrix.T @ p)
+    np.testing.assert_array_equal(m0, m.matrix.T @ p)  # the same product of the same arrays
     ref = float(np.sum(m0 * np.log(m0 / m1)))
-    assert m.utility(p, q, "kl") == pytest.approx(ref, rel=1e-12)
+    # the textbook sum in numpy (naive_bound's model) against the library's perspectives + fsum
+    bound = fdiv_bound(KL, 0.0, m0, m1) + naive_bound("kl", 0.0, m0, m1)
+    assert within("Mechanism.utility vs textbook KL", m.utility(p, q, "kl"), ref, bound)
     with pytest.raises(ValueError, match="inputs"):
         m.utility([0.5, 0.5], [0.5, 0.5])
 
@@ -98,7 +122,7 @@ def test_labelled_utility_aligns_by_label():
     m = ldpopt.randomized_response(3, 1.0, labels=("a", "b", "c"))
     u1 = m.utility({"a": 0.2, "b": 0.3, "c": 0.5}, {"c": 0.2, "b": 0.3, "a": 0.5})
     u2 = m.utility([0.2, 0.3, 0.5], [0.5, 0.3, 0.2])
-    assert u1 == pytest.approx(u2)
+    assert u1 == u2  # aligned by label: the same masses, the same function
 
 
 def test_baseline_argument_errors():

@@ -15,7 +15,32 @@ import pytest
 from scipy.optimize import linprog
 
 import ldpopt
+from _errmodel import (
+    R_FN,
+    U,
+    cert_err,
+    channel_err,
+    channel_lp_ref_err,
+    circular_err,
+    lp_err,
+    mi_err,
+    minimax_dual_lp_err,
+    minimax_risk_err,
+    pricing_err,
+    within,
+)
+from _valuebounds import dp_value_bound, kov_bound, kov_mu_max
+from ldpopt.decision import lp, problems
 from ldpopt.decision.objectives import FDivergenceObjective, MutualInformation
+
+#: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
+pytestmark = pytest.mark.numerics
+
+
+def direct_err(m, T, cmax):
+    """bayes_risk_direct's rounding: P^T Q (m terms), lam *, L^T @ (T terms), the min and the sum
+    over outputs: (m + T + 3) u cmax (the joint masses sum to 1)."""
+    return (m + T + 3) * U * cmax
 
 
 def random_problem(rng, m, T, A):
@@ -79,13 +104,19 @@ def test_bayes_risk_equals_lp_over_all_channels(seed):
     eps = float(rng.uniform(0.2, 3.0))
     prob = ldpopt.DecisionProblem(likelihood=P, loss=L, prior=lam)
     ref = bayes_lp_all_channels(P, L, lam, eps, A)
+    cmax = float(np.abs(L).max())
+    ref_err = channel_lp_ref_err(m, A, eps, cmax)  # the reference LP at HiGHS's default tolerance
     for method in ("enumerate", "colgen"):
         res = ldpopt.optimal_channel(prob, eps, risk="bayes", method=method)
-        assert res.value == pytest.approx(ref, rel=1e-8, abs=1e-10), method
+        assert within("Bayes LP vs LP over all channels", res.value, ref, lp_err(res, m, eps, cmax) + ref_err)
         Q = res.mechanism.matrix
         assert res.mechanism.is_ldp(eps)
         assert ldpopt.is_maximal(res.mechanism)
-        assert bayes_risk_direct(Q, P, L, lam) == pytest.approx(res.value, rel=1e-8, abs=1e-10)
+        # the same channel (its weights' rows normalised) evaluated from the definition
+        bound = channel_err(res, m, eps, cmax, m + T + 4) + direct_err(m, T, cmax)
+        assert within(
+            "Bayes risk of the channel from the definition", bayes_risk_direct(Q, P, L, lam), res.value, bound
+        )
 
 
 def test_minimax_methods_agree_and_bound_bayes():
@@ -94,14 +125,17 @@ def test_minimax_methods_agree_and_bound_bayes():
         P, L, lam = random_problem(rng, 4, 3, 3)
         prob = ldpopt.DecisionProblem(likelihood=P, loss=L, prior=lam)
         eps = 1.0
-        vals = {
-            meth: ldpopt.optimal_channel(prob, eps, risk="minimax", method=meth).value
+        res = {
+            meth: ldpopt.optimal_channel(prob, eps, risk="minimax", method=meth)
             for meth in ("enumerate", "colgen")
         }
-        assert vals["enumerate"] == pytest.approx(vals["colgen"], rel=1e-8, abs=1e-10)
-        # minimax risk >= Bayes risk for every prior
-        bayes = ldpopt.optimal_channel(prob, eps, risk="bayes").value
-        assert vals["enumerate"] >= bayes - 1e-9
+        vals = {meth: r.value for meth, r in res.items()}
+        cmax = float(np.abs(L).max())
+        errs = {meth: lp_err(r, 4, eps, cmax, "minimax") for meth, r in res.items()}
+        assert within("minimax: enumerate vs colgen", vals["enumerate"], vals["colgen"], sum(errs.values()))
+        # minimax risk >= Bayes risk for every prior (exactly; the values within their lp_err)
+        bayes = ldpopt.optimal_channel(prob, eps, risk="bayes")
+        assert vals["enumerate"] >= bayes.value - errs["enumerate"] - lp_err(bayes, 4, eps, cmax)
 
 
 def test_fdivergence_objective_equals_spr_and_kov():
@@ -113,34 +147,49 @@ def test_fdivergence_objective_equals_spr_and_kov():
         for div in ("kl", "tv", "hellinger"):
             res = ldpopt.optimal_channel(FDivergenceObjective(p, q, div), eps)
             spr = ldpopt.optimal_mechanism(p, q, eps, div, method="dp").value
-            assert res.value == pytest.approx(spr, rel=1e-8)
-            assert res.value == pytest.approx(ldpopt.kov_lp(p, q, eps, div).value, rel=1e-8)
+            # the LP's costs are the KOV scores (cmax = their largest magnitude); the readable DP within
+            # dp_value_bound, the KOV LP within kov_bound
+            err = lp_err(res, k, eps, kov_mu_max(p, q, eps, div))
+            assert within(
+                "f-divergence objective vs SPR", res.value, spr, err + dp_value_bound(p, q, eps, div)
+            )
+            kov = ldpopt.kov_lp(p, q, eps, div).value
+            assert within("f-divergence objective vs KOV LP", res.value, kov, err + kov_bound(p, q, eps, div))
 
 
 def test_mary_testing_symmetric_closed_form_and_equalizer():
     for m, gamma, eps in [(4, 0.5, 1.0), (5, 0.8, 2.0), (6, 0.3, 0.5)]:
-        prob = ldpopt.decision.problems.mary_testing(m, gamma)
-        bayes = ldpopt.optimal_channel(prob, eps, risk="bayes", method="enumerate").value
-        minimax = ldpopt.optimal_channel(prob, eps, risk="minimax", method="enumerate").value
-        assert minimax == pytest.approx(bayes, rel=1e-8)
-        # independent: best subset-selection channel, risk from the definition
+        prob = problems.mary_testing(m, gamma)
+        b_res = ldpopt.optimal_channel(prob, eps, risk="bayes", method="enumerate")
+        mm_res = ldpopt.optimal_channel(prob, eps, risk="minimax", method="enumerate")
+        bayes, minimax = b_res.value, mm_res.value
+        b_err, mm_err = lp_err(b_res, m, eps, 1.0), lp_err(mm_res, m, eps, 1.0, "minimax")  # loss 0/1
+        assert within("m-ary testing: minimax = Bayes", minimax, bayes, b_err + mm_err)
+        # independent: best subset-selection channel, risk from the definition (its entries (R_FN + 3) u
+        # relative: tests/test_mechanism.py; the loss is in [0, 1])
         P, L = prob.likelihood, prob.loss
         lam = np.full(m, 1.0 / m)
         best = min(
             bayes_risk_direct(ldpopt.subset_selection(m, eps, s).matrix, P, L, lam) for s in range(1, m)
         )
-        assert bayes == pytest.approx(best, rel=1e-8)
+        bound = b_err + direct_err(m, m, 1.0) + (R_FN + 3) * U
+        assert within("m-ary testing: LP vs best subset selection", bayes, best, bound)
 
 
 def test_circular_estimation_matches_closed_form():
     for m, gamma, eps in [(5, 0.7, 1.0), (6, 0.5, 2.0), (8, 0.9, 0.7)]:
-        obj = ldpopt.decision.problems.circular_estimation(m, gamma)
+        obj = problems.circular_estimation(m, gamma)
         res = ldpopt.optimal_channel(obj, eps)
         ks = np.arange(1, m)
         E = math.exp(eps)
         cf = 1 - gamma * (E - 1) * np.sin(np.pi * ks / m) / (2 * (ks * E + m - ks) * np.sin(np.pi / m))
-        assert res.value == pytest.approx(float(cf.min()), rel=1e-8)
-        assert obj.closed_form(eps) == pytest.approx(float(cf.min()), rel=1e-10)
+        # the objective's costs phi(v) = (sum v - gamma |Z| / 2) / m are at most 1 in magnitude
+        bound = lp_err(res, m, eps, 1.0) + circular_err(m, gamma, eps)
+        assert within("circular estimation: LP vs closed form", res.value, float(cf.min()), bound)
+        # the library's c0 form and this E form, each within circular_err
+        assert within(
+            "circular closed forms", obj.closed_form(eps), float(cf.min()), 2 * circular_err(m, gamma, eps)
+        )
 
 
 def test_mutual_information_maximised_by_subset_selection():
@@ -156,10 +205,20 @@ def test_mutual_information_maximised_by_subset_selection():
                 t = prior[:, None] * Q * np.log(Q / out[None, :])
             return float(np.nansum(t))
 
-        sizes = {s: mi(ldpopt.subset_selection(m, eps, s).matrix) for s in range(1, m)}
+        mats = {s: ldpopt.subset_selection(m, eps, s).matrix for s in range(1, m)}
+        sizes = {s: mi(mat) for s, mat in mats.items()}
         best = max(sizes, key=sizes.get)
-        assert res.value == pytest.approx(sizes[best], rel=1e-8)
-        assert sizes[mi_optimal_size(m, eps)] == pytest.approx(sizes[best], rel=1e-10)
+        # the LP (costs: MI contributions, at most eps in magnitude) against the textbook MI of the
+        # optimal subset selection (mi_err, its entries (R_FN + 3) u relative)
+        err = mi_err(mats[best], prior, (R_FN + 3) * U)
+        assert within(
+            "MI: LP vs best subset selection", res.value, sizes[best], lp_err(res, m, eps, eps) + err
+        )
+        # the predicted size attains the maximum: the same function of two matrices (equal bits when
+        # it is the same size, else a tie within the two evaluations' errors)
+        k = mi_optimal_size(m, eps)
+        err = mi_err(mats[k], prior, (R_FN + 3) * U) + mi_err(mats[best], prior, (R_FN + 3) * U)
+        assert within("MI: predicted subset size", sizes[k], sizes[best], err)
 
 
 def test_blackwell_and_canonical_form():
@@ -182,7 +241,7 @@ def test_bad_inputs():
         ldpopt.DecisionProblem(likelihood=[[0.5, 0.7], [0.5, 0.7]], loss=[[0, 1], [1, 0]])
     with pytest.raises(ValueError):
         ldpopt.DecisionProblem(likelihood=[[0.5, 0.5], [0.5, 0.5]], loss=[[0, np.nan], [1, 0]])
-    prob = ldpopt.decision.problems.mary_testing(3, 0.5)
+    prob = problems.mary_testing(3, 0.5)
     with pytest.raises(ValueError, match="risk"):
         ldpopt.optimal_channel(prob, 1.0, risk="worst")
     with pytest.raises(ValueError, match="eps"):
@@ -192,9 +251,19 @@ def test_bad_inputs():
 # ---------------------------------------------------------------------------------------------
 # losses at extreme scales: the LPs are solved at unit scale and the value is scaled back
 # ---------------------------------------------------------------------------------------------
-#: measured: value vs scale * (unit-scale value) within 4e-15, optimality vs the independent LPs
-#: within 7e-15 (7 problems x 3 eps x 6 scales x 3 methods x 2 risks)
-SCALE_RTOL = 1e-12
+# The library divides the loss by a power of two (exact), so L * scale (rounded: u relative, L >= 0
+# here) is solved as a unit-scale LP whose data differ from the unit problem's by u relative: its
+# exact optimum is within u |v| of scale times the unit one (the optimum is monotone and 1-homogeneous
+# in a nonnegative loss); each solve within its lp_err (tests/_errmodel.py).
+
+
+def scaled_err(res, base, m, eps, scale, cmax, risk):
+    """|res.value - scale * base.value| for the problems L * scale and L."""
+    return (
+        lp_err(res, m, eps, scale * cmax, risk)
+        + scale * lp_err(base, m, eps, cmax, risk)
+        + 3 * U * abs(res.value)
+    )
 
 
 def _scale_cases():
@@ -222,21 +291,51 @@ def test_losses_at_extreme_scales_give_the_scaled_optimum(scale, risk):
         else:
             ref = minimax_dual_lp(P, L, eps)[0]
         big = ldpopt.DecisionProblem(P, L * scale, lam)
+        m, T = P.shape
+        cmax = float(np.abs(L).max())
+        # the reference LP at HiGHS's default tolerance
+        ref_err = (
+            channel_lp_ref_err(m, L.shape[1], eps, cmax)
+            if risk == "bayes"
+            else minimax_dual_lp_err(m, eps, cmax)
+        )
         for method in ("auto", "enumerate", "colgen", "direct"):
             res = ldpopt.optimal_channel(big, eps, risk=risk, method=method)
             base = ldpopt.optimal_channel(unit, eps, risk=risk, method=method)
             assert res.status == 0 and math.isfinite(res.value), (method, res.message)
-            assert abs(res.value - scale * base.value) <= SCALE_RTOL * scale * abs(base.value), method
+            bound = scaled_err(res, base, m, eps, scale, cmax, risk)
+            assert within("extreme loss scale: value", res.value, scale * base.value, bound), method
             # the returned channel is optimal: its risk (evaluated on the unit-scale problem, from
-            # the definition) equals the optimum of an LP that shares no code with the library
+            # the definition) equals the optimum of an LP that shares no code with the library; the
+            # channel is optimal for L (1 + u) within lp_err / scale, its risk under L within 2u more,
+            # evaluated through its normalised rows (channel_err; minimax_risk is an LP at HIGHS_TOL)
             direct = unit.bayes_risk(res.mechanism) if risk == "bayes" else unit.minimax_risk(res.mechanism)
-            assert direct == pytest.approx(ref, rel=SCALE_RTOL), method
-            assert res.value / scale == pytest.approx(ref, rel=SCALE_RTOL), method
-            # the certificate is scaled back too
+            own = lp_err(res, m, eps, scale * cmax, risk) / scale + 3 * U * abs(direct)
+            d_err = channel_err(res, m, eps, cmax, m + T + 4)
+            if risk == "minimax":
+                d_err += minimax_risk_err(res.mechanism.num_outputs, cmax)
+            assert within("extreme loss scale: optimality", direct, ref, own + d_err + ref_err), method
+            assert within("extreme loss scale: value vs reference", res.value / scale, ref, own + ref_err), (
+                method
+            )
+            # the certificate is scaled back too: its bound within cert_err of its value, and its dual
+            # divided by scale certifies the unit problem (reduced costs scale with the loss, up to the
+            # loss's rounding and the division: pricing_err on |d| and 2u |d|)
             cert = res.certificate
             assert cert.verified
-            assert cert.bound == pytest.approx(scale * base.certificate.bound, rel=SCALE_RTOL)
-            assert np.allclose(cert.dual, scale * base.certificate.dual, rtol=1e-9, atol=0)
+            bound = cert_err(res, m, eps, scale * cmax, risk) + scale * cert_err(base, m, eps, cmax, risk)
+            bound += scaled_err(res, base, m, eps, scale, cmax, risk)
+            assert within(
+                "extreme loss scale: certificate bound", cert.bound, scale * base.certificate.bound, bound
+            )
+            c0 = math.exp(-eps)
+            u_back = cert.dual / scale
+            Beff = unit.bayes_matrix() if risk == "bayes" else lp.effective_B(P, L, cert.prior)
+            rc = lp.min_reduced_cost(Beff, u_back, c0)
+            d = (Beff - u_back[:, None]).ravel()
+            assert rc >= min(0.0, cert.min_reduced_cost) / scale - pricing_err(d, c0) - 2 * U * float(
+                np.abs(d).sum()
+            )
 
 
 def test_objective_with_extreme_linear_pieces_gives_the_scaled_optimum():
@@ -263,7 +362,9 @@ def test_objective_with_extreme_linear_pieces_gives_the_scaled_optimum():
         for scale in (1e-300, 1e300):
             res = ldpopt.optimal_channel(Pieces(scale), 1.0, method=method)
             assert res.status == 0, res.message
-            assert res.value == pytest.approx(scale * base.value, rel=SCALE_RTOL)
+            # the pieces' costs are at most 1 (B0's column sums... the extreme rows' costs <= max|B0| = 1)
+            bound = scaled_err(res, base, 3, 1.0, scale, 1.0, "bayes")
+            assert within("extreme piece scale: value", res.value, scale * base.value, bound)
             assert res.certificate.verified
 
 

@@ -7,12 +7,32 @@ import math
 
 import numpy as np
 import pytest
-from decision_cases import TOL, check_channel, random_problem
+from decision_cases import check_channel, random_problem
 
 import ldpopt
+from _errmodel import (
+    HIGHS_TOL,
+    LIB_LP_TOL,
+    SUPPORT_RTOL,
+    U,
+    channel_err,
+    decision_lp_err,
+    dual_value_err,
+    kappa,
+    lp_err,
+    pricing_err,
+    within,
+    within_all,
+)
 from ldpopt.decision import lp
 from ldpopt.decision.problem import DecisionProblem
 from reference import proper_subsets
+
+#: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
+pytestmark = pytest.mark.numerics
+
+#: ldpopt.decision.lp.RC_RTOL, repeated on purpose: column generation prices down to -RC_RTOL max(scale, |v|)
+RC_RTOL = 1e-9
 
 
 def test_colgen_backends_and_iteration_limit():
@@ -20,17 +40,23 @@ def test_colgen_backends_and_iteration_limit():
     prob = random_problem(rng, 9, 4, 4)
     B = prob.bayes_matrix()
     c0 = math.exp(-1.0)
+    # the master values (not polished: HiGHS's residual LIB_LP_TOL plus the support's dropped weights)
+    rho = LIB_LP_TOL + 10 * SUPPORT_RTOL * kappa(9, 1.0)
     for duals in ("lagrangian", "in-out"):
         a = lp.column_generation(c0, B=B, backend="linprog", duals=duals)
         b = lp.column_generation(c0, B=B, backend="auto", duals=duals)
-        assert a.status == 0 and a.value == pytest.approx(b.value, abs=TOL)
+        bound = 2 * decision_lp_err(9, 1.0, 1.0, rho, "colgen")
+        assert a.status == 0 and within("colgen backends agree", a.value, b.value, bound)
     full = ldpopt.optimal_channel(prob, 2.0, risk="minimax", method="colgen")
     assert full.iterations > 1
     capped = ldpopt.optimal_channel(prob, 2.0, risk="minimax", method="colgen", max_iter=1)
-    # stopped early: still a feasible eps-LDP maximal channel and a valid dual bound
+    # stopped early: still a feasible eps-LDP maximal channel and a valid dual bound: exactly
+    # capped >= v* >= bound; the values within their residual's and tolerance's errors
     assert capped.status == 1 and not capped.success and "iteration limit" in capped.message
-    assert capped.value >= full.value - TOL
-    assert capped.certificate.bound <= full.value + TOL
+    cmax = float(np.abs(prob.loss).max())
+    full_err = lp_err(full, 9, 2.0, cmax, "minimax")
+    assert capped.value >= full.value - full_err - lp_err(capped, 9, 2.0, cmax, "minimax", "enumerate")
+    assert capped.certificate.bound <= full.value + full_err + dual_value_err(capped, 9, 2.0, cmax)
     assert ldpopt.is_maximal(capped.mechanism)
 
 
@@ -44,11 +70,19 @@ def test_colgen_warm_start_seed_keeps_the_optimum():
     arbitrary = (rng.random((12, 9)) < 0.5, rng.integers(0, 4, 12))
     arbitrary[0][:, 0] = True
     arbitrary[0][:, 1] = False  # non-empty proper subsets
+    rho = LIB_LP_TOL + 10 * SUPPORT_RTOL * kappa(9, 1.0)  # master values: HiGHS's own residual
+    scale = float(np.abs(B).sum(axis=0).max())
     for seed in ((ref.rows, ref.actions), arbitrary, (np.eye(9, dtype=bool), np.zeros(9, int))):
         for duals in ("lagrangian", "in-out"):
             res = lp.column_generation(c0, B=B, seed=seed, duals=duals)
-            assert res.status == 0 and res.value == pytest.approx(ref.value, abs=TOL)
-            assert lp.min_reduced_cost(B, res.u, c0) >= -1e-9
+            bound = decision_lp_err(9, 1.0, 1.0, rho, "colgen") + decision_lp_err(
+                9, 1.0, 1.0, rho, "enumerate"
+            )
+            assert res.status == 0 and within("colgen warm start vs all pairs", res.value, ref.value, bound)
+            # the returned duals: the master's when no column prices below -RC_RTOL max(scale, |v|), else
+            # the proven bound's (exactly dual feasible, lifted in float): the minimum recomputed
+            rc_floor = RC_RTOL * max(scale, abs(res.value)) + pricing_err(B.ravel() - np.repeat(res.u, 4), c0)
+            assert lp.min_reduced_cost(B, res.u, c0) >= -rc_floor
 
 
 def _all_pairs(m, K):
@@ -67,12 +101,19 @@ def test_colgen_stopped_after_purging_returns_a_consistent_channel():
     assert full.status == 0 and full.iterations > 5
     early = lp.column_generation(c0, B=B, purge=1, max_iter=full.iterations - 2, duals="in-out")
     assert early.status == 1
-    # the returned support is a feasible point of the polytope with the reported master value
+    # the returned support is a feasible point of the polytope with the reported master value: the
+    # master's weights (HiGHS's residual LIB_LP_TOL, plus the weights dropped from the support: at most
+    # m + 1 basic ones below SUPPORT_RTOL max z, max z <= kappa) and the product's rounding (n u kappa)
     S = np.where(early.rows, 1.0, c0)
-    assert np.allclose(early.z @ S, 1.0, atol=1e-9)
-    assert float(early.z @ lp.pair_costs(early.rows, early.actions, B, c0)) == pytest.approx(
-        early.value, abs=1e-9
-    )
+    n = early.rows.shape[0]
+    k = kappa(40, 1.0)
+    resid = LIB_LP_TOL + 41 * SUPPORT_RTOL * k + (n + 1) * U * k
+    assert within_all("colgen master: row residual", early.z @ S, 1.0, resid)
+    # HiGHS's objective counts the dropped weights too (costs <= max column sum of B), both round
+    cost = float(early.z @ lp.pair_costs(early.rows, early.actions, B, c0))
+    scale = float(np.abs(B).sum(axis=0).max())
+    bound = scale * (41 * SUPPORT_RTOL * k + 2 * (n + 1) * U * k)
+    assert within("colgen master: value of the support", cost, early.value, bound)
 
 
 # --------------------------------------------------------------------------------------------
@@ -110,7 +151,12 @@ def test_lagrangian_pieces_against_brute_force():
         u = rng.normal(size=m)
         D = B - u[:, None]
         every = c0 * D.sum(axis=0)[None, :] + (1 - c0) * _subset_matrix(m) @ D
-        assert np.allclose(lp.action_slacks(B, u, c0), every.min(axis=0), atol=1e-12)
+        # the same D; sum_x min(D, c0 D) ((m + 2) u sum|D|) against c0 sum(D) + (1 - c0) S @ D, each an
+        # m-term sum ((2m + 4) u sum|D|); the minimum over subsets is 1-Lipschitz
+        bound = (3 * m + 6) * U * np.abs(D).sum(axis=0)
+        assert within_all(
+            "action slacks vs every subset", lp.action_slacks(B, u, c0), every.min(axis=0), bound
+        )
 
         # lagrangian_point maximises L(u, h) = sum(u) + h . g(u): L is separable and concave along
         # each u_x, so no single-coordinate move to any breakpoint or nearby point improves it
@@ -120,29 +166,41 @@ def test_lagrangian_pieces_against_brute_force():
         def lag(v, h=h, B=B, c0=c0):
             return v.sum() + h @ lp.action_slacks(B, v, c0)
 
-        best = lag(ustar)
+        def lag_err(v, h=h, B=B, n=m + K):
+            # sum(v) (m u), the slacks ((m + 2) u sum|B - v| each), their h-weighted sum (K u)
+            return (n + 2) * U * (np.abs(v).sum() + h @ np.abs(B - v[:, None]).sum(axis=0))
+
+        best = lag(ustar)  # ustar is a breakpoint B[x, a]: an exact maximiser of the exact L
         for x in range(m):
             for cand in np.concatenate([B[x], B[x] + 1e-3, B[x] - 1e-3, [ustar[x] + 10, ustar[x] - 10]]):
                 v = ustar.copy()
                 v[x] = cand
-                assert lag(v) <= best + 1e-12
+                assert lag(v) <= best + lag_err(v) + lag_err(ustar)
 
         # _certify: exactly dual feasible over the proper subsets, and as high as possible
         cert, order, rc_cert = lp._certify(B, u, c0)
         # the pricing it returns is the pricing at the lifted point (the shift keeps the order)
         order_ref, rc_ref = lp.price(B - cert[:, None], c0)
-        assert np.allclose(rc_cert, rc_ref, atol=1e-12)
-        assert np.allclose(
-            np.take_along_axis(B - cert[:, None], order, axis=0),
-            np.take_along_axis(B - cert[:, None], order_ref, axis=0),
-            atol=1e-12,
-        )
+        # rc - t w against a pricing at the rounded u + t: each price is two m-term sums of |d| <=
+        # |B| + |u| + |t| ((m + 3) u (1 + c0) each), the shift t w and u + t round once more: per action
+        t = float(np.max(np.abs(cert - u)))
+        mag = np.abs(B).sum(axis=0) + np.abs(u).sum() + m * abs(t)
+        lift_err = 2 * (2 * m + 6) * U * (1 + c0) * mag
+        assert within_all("certify: returned pricing vs recomputed", rc_cert, rc_ref, lift_err[None, :])
+        # the same array under two sorting orders: they differ only where the rounded shift reordered
+        # values closer than its rounding, 4u (|B| + |u| + |t|)
+        shifted = B - cert[:, None]
+        swap = 4 * U * float(np.max(np.abs(B) + np.abs(u)[:, None] + abs(t)))
+        a1 = np.take_along_axis(shifted, order, axis=0)
+        a2 = np.take_along_axis(shifted, order_ref, axis=0)
+        assert within_all("certify: the shift keeps the order", a1, a2, swap)
         Dc = B - cert[:, None]
         S = _subset_matrix(m, proper=True)
         rc = c0 * Dc.sum(axis=0)[None, :] + (1 - c0) * S @ Dc
-        assert rc.min() >= -1e-12
+        # exactly >= 0 and 0 at the tightest subset, up to lift_err (w >= 1)
+        assert np.all(rc >= -lift_err[None, :])
         w = S.sum(axis=1) + c0 * (m - S.sum(axis=1))
-        assert np.min(rc / w[:, None]) == pytest.approx(0.0, abs=1e-12)
+        assert within("certify: tight", np.min(rc / w[:, None]), 0.0, float(np.max(lift_err)))
 
 
 def test_lagrangian_dual_function_is_the_channel_lp_with_fixed_column_maxima():
@@ -156,7 +214,9 @@ def test_lagrangian_dual_function_is_the_channel_lp_with_fixed_column_maxima():
         B, eps = prob.bayes_matrix(), float(rng.uniform(0.2, 3.0))
         c0 = math.exp(-eps)
         m, K = B.shape
-        opt = ldpopt.optimal_channel(prob, eps, method="enumerate").value
+        opt_res = ldpopt.optimal_channel(prob, eps, method="enumerate")
+        opt = opt_res.value
+        cmax = float(np.abs(prob.loss).max())  # B's column sums, the costs, are <= max |loss| <= 1
         for _ in range(5):
             h = _random_weights(rng, K, c0)
             u = lp.lagrangian_point(B, h, c0)
@@ -170,14 +230,29 @@ def test_lagrangian_dual_function_is_the_channel_lp_with_fixed_column_maxima():
                 method="highs",
             )
             assert res.status == 0
-            assert D_h == pytest.approx(c0 * h @ B.sum(axis=0) + res.fun, abs=1e-10)
-            assert D_h >= opt - 1e-10
+            # D_h's rounding: sum(u) (m u), the slacks ((m + 2) u sum|B - u|), h . g (K u)
+            dh_err = (m + K + 2) * U * (np.abs(u).sum() + h @ np.abs(B - u[:, None]).sum(axis=0))
+            # that LP at HiGHS's default HIGHS_TOL: reduced costs on ||s*||_1 <= m; rows violated by tol
+            # times their duals (|y_x| <= max|B|) and the bound duals of the m K basis candidates
+            # (<= 2 max|B|); c0 h . colsum(B) rounds (K + 2) u
+            lp_ref = HIGHS_TOL * m * (1 + (2 * K + 1) * float(np.abs(B).max()))
+            ref = c0 * h @ B.sum(axis=0) + res.fun
+            bound = dh_err + lp_ref + (m + K + 2) * U * float(np.abs(B).sum())
+            assert within("Lagrangian D(h) vs fixed-maxima LP", D_h, ref, bound)
+            # weak duality, exactly D(h) >= opt: within D_h's rounding and the optimum's lp_err
+            assert D_h >= opt - dh_err - lp_err(opt_res, m, eps, cmax)
             # the greedy inner solution is that LP's optimum: a channel with column maxima <= h
             _, s = lp._inner(B, h, c0)
             W = c0 * h[None, :] + s
-            assert np.all(s >= 0) and np.all(s <= (1 - c0) * h[None, :] + 1e-15)
-            assert np.allclose(W.sum(axis=1), 1.0, atol=1e-12)
-            assert float((W * B).sum()) == pytest.approx(D_h, abs=1e-10)
+            # s is clipped to cap = (1.0 - c0) * h: the same product as here, the same bits
+            assert np.all(s >= 0) and np.all(s <= (1 - c0) * h[None, :])
+            # sum_a s = 1 - c0 sum(h) exactly in exact arithmetic: the cumulative fill (K u sum(cap)),
+            # the K products c0 h_a and the row sum (2K + 4) u in all, on terms <= 1
+            assert within_all("inner solution: rows", W.sum(axis=1), 1.0, (3 * K + 6) * U)
+            # primal-dual pair: sum W B = D(h); m K products and sums, and D_h's own rounding
+            wb = float((W * B).sum())
+            bound = dh_err + (m * K + 2) * U * float(np.abs(W * B).sum())
+            assert within("inner solution: value vs D(h)", wb, D_h, bound)
             for y, a in lp._layers(s):  # layers: nested level sets of each column
                 assert y.any() and np.all(s[y, a] >= s[~y, a].max(initial=0.0))
 
@@ -190,16 +265,28 @@ def test_lagrangian_colgen_large_random_problems_match_the_channel_lp(m, T, A, s
     for eps in (0.5, 1.0, 3.0):
         res = ldpopt.optimal_channel(prob, eps, method="colgen")
         direct = ldpopt.optimal_channel(prob, eps, method="direct")
-        assert res.status == 0 and res.value == pytest.approx(direct.value, abs=TOL)
+        cmax = float(np.abs(prob.loss).max())
+        bound = lp_err(res, m, eps, cmax) + lp_err(direct, m, eps, cmax)
+        assert res.status == 0 and within("Lagrangian colgen vs channel LP", res.value, direct.value, bound)
         assert res.iterations <= 60  # pricing at the master's own duals needs > 1000 rounds at m = 256
         assert res.mechanism.is_ldp(eps) and ldpopt.is_maximal(res.mechanism)
-        assert prob.bayes_risk(res.mechanism) == pytest.approx(res.value, abs=TOL)
-        # the certificate, by an independent pricing: every action's cheapest subset has rc >= 0
+        risk = prob.bayes_risk(res.mechanism)
+        assert within(
+            "decision: risk of the channel vs value",
+            risk,
+            res.value,
+            channel_err(res, m, eps, cmax, m + T + 4),
+        )
+        # the certificate, by an independent pricing: every action's cheapest subset has rc >= 0, up
+        # to the certificate's own min_reduced_cost and the two pricings' rounding
         u, B, c0 = res.certificate.dual, prob.bayes_matrix(), math.exp(-eps)
+        floor = min(0.0, res.certificate.min_reduced_cost)
         for a in range(A):
             d = np.sort(B[:, a] - u)
-            assert np.min(c0 * d.sum() + (1 - c0) * np.cumsum(d)[:-1]) >= -1e-9
-        assert u.sum() == pytest.approx(res.value, abs=TOL)
+            assert np.min(c0 * d.sum() + (1 - c0) * np.cumsum(d)[:-1]) >= floor - pricing_err(d, c0)
+        assert within(
+            "certificate: dual value vs value", u.sum(), res.value, dual_value_err(res, m, eps, cmax)
+        )
 
 
 def _coarse_problem(rng):
@@ -219,10 +306,12 @@ def test_lagrangian_colgen_edge_cases_match_enumeration():
         _coarse_problem(rng),  # repeated likelihoods and integer losses: many exact ties
     ]
     for prob in cases:
+        m, cmax = prob.num_inputs, float(np.abs(prob.loss).max())
         for eps in (1e-3, 1.0, 30.0):
-            ref = ldpopt.optimal_channel(prob, eps, method="enumerate").value
+            ref_res = ldpopt.optimal_channel(prob, eps, method="enumerate")
             res = ldpopt.optimal_channel(prob, eps, method="colgen")
-            assert res.status == 0 and res.value == pytest.approx(ref, abs=TOL)
+            bound = lp_err(ref_res, m, eps, cmax) + lp_err(res, m, eps, cmax)
+            assert res.status == 0 and within("Lagrangian colgen edge cases", res.value, ref_res.value, bound)
             check_channel(res, prob, eps, "bayes")
 
 

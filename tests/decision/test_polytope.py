@@ -11,8 +11,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ldpopt
+from _errmodel import HIGHS_TOL, R_FN, U, gamma, within, within_all
 from ldpopt.decision import polytope
 from reference import polytope_vertices_bruteforce
+
+#: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
+pytestmark = pytest.mark.numerics
+
+#: ldpopt.decision.polytope.BLACKWELL_TOL, repeated on purpose: the garbling LP's accepted residual
+BLACKWELL_TOL = 1e-9
+
+
+def vertex_solve_err(S_B, c):
+    """|computed - exact| (2-norm) of a vertex c solving S_B^T c = 1 on its support by Gaussian
+    elimination with partial pivoting (cddlib's pivots counted the same): the exact solution for a
+    matrix within eta = 2^(n-1) gamma_n relative (Wilkinson), so ||dc|| <= ||pinv|| eta ||S_B||_F ||c||."""
+    n = S_B.shape[0]
+    eta = 2 ** (n - 1) * gamma(n)
+    return float(np.linalg.norm(np.linalg.pinv(S_B.T), 2) * eta * np.linalg.norm(S_B) * np.linalg.norm(c))
 
 
 def _rr_weights(m, eps):
@@ -24,8 +40,10 @@ def test_s_matrix_entries_and_order():
     S = polytope.s_matrix(3, 1.0)
     assert S.shape == (6, 3)
     e = math.e
-    # bitmask order: {0}, {1}, {0,1}, {2}, {0,2}, {1,2}
-    assert np.allclose(S[0], [e, 1, 1]) and np.allclose(S[2], [e, e, 1]) and np.allclose(S[5], [1, e, e])
+    # bitmask order: {0}, {1}, {0,1}, {2}, {0,2}, {1,2}; exp(1) (R_FN) against math.e (u / 2)
+    rtol = (R_FN + 1) * U
+    for row, ref in ((0, [e, 1, 1]), (2, [e, e, 1]), (5, [1, e, e])):
+        assert within_all("S matrix entries", S[row], ref, rtol * np.array(ref))
     assert polytope.subset_rows(4).sum() == sum(bin(h).count("1") for h in range(1, 15))
 
 
@@ -37,7 +55,11 @@ def test_subset_rows_refuses_large_m_and_points_to_other_methods():
 def test_q_ex_is_column_stochastic_ldp_and_maximal():
     m, eps = 4, 0.7
     mech = polytope.q_ex(_rr_weights(m, eps), eps, m)
-    assert np.allclose(mech.matrix, ldpopt.randomized_response(m, eps).matrix)
+    rr = ldpopt.randomized_response(m, eps).matrix
+    # the weights 1 / (e^eps + m - 1) (R_FN + 3), / c0 (R_FN + 1), times the scaled rows (R_FN + 1),
+    # the column sums (m) and the normalisation (1); RR's levels R_FN + 3 (tests/test_mechanism.py)
+    rtol = (4 * R_FN + m + 9) * U
+    assert within_all("Q_ex of RR weights vs RR", mech.matrix, rr, rtol * rr)
     assert ldpopt.is_maximal(mech)
     with pytest.raises(ValueError, match="polytope"):
         polytope.q_ex({(0,): 0.5, (1,): 0.5}, eps, 3)
@@ -47,7 +69,12 @@ def test_binary_inputs_have_a_single_maximal_channel():
     # Corollary 3.13: for |X| = 2 the polytope is one point and Q_ex is binary RR
     rows, verts = polytope.polytope_vertices(2, 1.3)
     assert verts.shape == (1, 2)
-    assert np.allclose(verts[0], 1 / (math.exp(1.3) + 1))
+    ref = 1 / (math.exp(1.3) + 1)
+    # cdd's float solve of S^T c = 1 on the 2 x 2 support (vertex_solve_err), the closed form's
+    # rounding (exp R_FN, + 1, /: (R_FN + 2) u)
+    S = polytope.s_matrix(2, 1.3)
+    bound = vertex_solve_err(S, verts[0]) + (R_FN + 2) * U * ref
+    assert within_all("binary polytope vertex", verts[0], ref, bound)
 
 
 @pytest.mark.parametrize("m", [3, 4])
@@ -62,12 +89,22 @@ def test_vertices_match_bruteforce_bases(m):
 
     ref_subs = [frozenset(c) for r in range(1, m) for c in itertools.combinations(range(m), r)]
     pos = [ref_subs.index(s) for s in subs]
-    mine = {tuple(np.round(v, 9)) for v in verts}
-    theirs = {tuple(np.round(v[pos], 9)) for v in ref}
-    assert mine == theirs
-    # every vertex is a point of the polytope
     S = polytope.s_matrix(m, eps)
-    assert np.allclose(verts @ S, 1.0)
+    # the same exact vertices, computed by cdd and by numpy's LU: each within vertex_solve_err of
+    # the exact one (the support's own system); a one-to-one match within the sum of the two
+    theirs = [v[pos] for v in ref]
+    used = set()
+    for v in verts:
+        sup = v > 1e-12 * v.max()
+        tol = 2 * vertex_solve_err(S[sup], v[sup])
+        dist = [float(np.linalg.norm(v - t)) for t in theirs]
+        j = int(np.argmin(dist))
+        assert j not in used and within("vertex vs brute-force basis", dist[j], 0.0, tol)
+        used.add(j)
+    # every vertex is a point of the polytope: a backward stable solve has residual at most
+    # eta |S^T| |c| (eta = 2^(m-1) gamma_m), and the product adds n u |S^T| |c|
+    eta = 2 ** (m - 1) * gamma(m) + S.shape[0] * U
+    assert within_all("vertex residual", verts @ S, 1.0, eta * (np.abs(verts) @ np.abs(S)))
 
 
 def test_vertex_enumeration_refuses_m6():
@@ -131,7 +168,8 @@ def test_canonical_form_merges_splits_and_drops_zero_outputs():
     a = ldpopt.canonical_form(q)
     b = ldpopt.canonical_form(rr)
     assert a.num_outputs == 3
-    assert np.allclose(a.matrix, b.matrix)
+    # 0.3 M0 + 0.7 M0 = M0 (the two products and the sum: 3u relative), the rest unchanged
+    assert within_all("canonical form merges splits", a.matrix, b.matrix, 4 * U * b.matrix)
 
 
 @settings(max_examples=25)
@@ -153,7 +191,11 @@ def test_blackwell_garbling_properties(m, n, eps, seed):
     assert ldpopt.blackwell_dominates(ref, base)
     # garblings really reproduce the target
     Kf = polytope.garbling(base, g)
-    assert np.allclose(base @ Kf, g, atol=1e-8)
+    # the LP's residual t* <= BLACKWELL_TOL (library), its rows violated by at most HIGHS_TOL (scipy's
+    # default), its negative entries (>= -HIGHS_TOL) clipped and its rows (summing to 1 within
+    # HIGHS_TOL, n2 entries each) renormalised: (3 + 2 n2) HIGHS_TOL more; the products (n u)
+    bound = BLACKWELL_TOL + (3 + 2 * g.shape[1]) * HIGHS_TOL + (n + 2) * U
+    assert within_all("garbling reproduces the target", base @ Kf, g, bound)
 
 
 def test_blackwell_order_of_randomized_responses():

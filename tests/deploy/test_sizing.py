@@ -10,6 +10,9 @@ import ldpopt
 from ldpopt.deploy.sizing import sample_size
 from ldpopt.deploy.testing import LikelihoodRatioTest
 
+#: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
+pytestmark = pytest.mark.numerics
+
 
 # ---------------------------------------------------------------------------------------------
 # sample sizes

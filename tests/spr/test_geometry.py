@@ -11,8 +11,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ldpopt
+from _errmodel import HIGHS_TOL, R_FN, U, within, within_all
+from _valuebounds import ldp_excess
 from ldpopt.spr.joint_range import HULL_TOL, JointRange, _exact_hull, joint_range
 from reference import binary_channel_support, extreme_margin, ldp_channel_vertices
+
+#: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
+pytestmark = pytest.mark.numerics
+
+#: relative error of a candidate's coordinate (c + A m) / (1 + c), units of u: c and A (R_FN each;
+#: the coordinate's sensitivity to each is at most 1), c / (1 + c) in the denominator (R_FN), the
+#: block mass m (compensated prefix, 2), A * m, + c, 1 + c and the division (1 each)
+C_POINT = 2 * R_FN + 6.0
+#: relative error of an output mass of a k-input SPR channel, units of u, plus k: its entries
+#: (R_FN + 3, tests/test_mechanism.py) and the dot product (k: any order, the products included)
+C_OUTPUT = R_FN + 3.0
+#: error of outside_distance at a point of [0, 1]^2 (absolute): ((px - ax) dy - (py - ay) dx) / L,
+#: each product of two differences (3 roundings) is at most L (|px - ax| <= 1, |dy| <= L), the
+#: difference (1), the division and hypot (1 + 1 relative to the distance, <= 1)
+OUTSIDE_ERR = 9.0 * U
 
 P = (0.04, 0.09, 0.22, 0.47, 0.18)
 Q = (0.25, 0.49, 0.13, 0.10, 0.03)
@@ -72,9 +89,11 @@ def test_paper_points_closed_form():
     i = jr.labels.index("{1,2} | {3,4,5} [1,2]")
     e = math.exp(2.0)
     pb, qb = 0.04 + 0.09, 0.25 + 0.49
-    assert jr.points[i] == pytest.approx(
-        [(e * pb + 1 - pb) / (e + 1), (e * qb + 1 - qb) / (e + 1)], abs=1e-15
-    )
+    ref = np.array([(e * pb + 1 - pb) / (e + 1), (e * qb + 1 - qb) / (e + 1)])
+    # the same exact value; the closed form's rounding: e (R_FN, sensitivity <= 1), pb (1), e * pb,
+    # + 1, - pb (the last with an amplification (e pb + 1) / (e pb + 1 - pb) <= 2), e + 1 and the
+    # division: (R_FN + 8) u relative; the library's C_POINT u
+    assert within_all("joint range point vs closed form", jr.points[i], ref, (C_POINT + R_FN + 8) * U * ref)
 
 
 # --------------------------------------------------------------------------------------------
@@ -96,9 +115,22 @@ def test_hull_is_the_joint_range_support_lp(inst):
     jr = joint_range(p, q, eps)
     assert jr.num_candidates == 2 * (jr_reduced_k(p, q) - 1) + 2
     rng = np.random.default_rng(seed)
+    E = math.exp(eps)
     for w in rng.normal(size=(3, 2)):
         ours = float(np.max(jr.points @ w))
-        assert ours == pytest.approx(binary_channel_support(p, q, eps, w), abs=1e-9)
+        # the exact support is the max over the exact candidates (Theorem 3.1): ours within
+        # (|w0| + |w1|) C_POINT u (coordinates <= 1) and the dot product (2u).  The LP (HiGHS, default
+        # tolerance HIGHS_TOL, z in [0, 1]^k, objective a = w0 p + w1 q): its reduced costs are within
+        # tol, so at most tol ||z*||_1 <= tol k below; a point violating the rows (and E's rounding,
+        # R_FN u E) by tau is made feasible by mixing it with z = 1/2 (slack (E - 1) / 2 in every
+        # row, 1/2 in the bounds): theta = 2 tau max(1, 1 / (E - 1)), the objective moves by at most
+        # theta ||a||_1 / 2: at most tau ||a||_1 max(1, 1 / (E - 1)) above
+        a1 = float(np.sum(np.abs(w[0] * p + w[1] * q)))
+        tau = HIGHS_TOL + R_FN * U * E
+        lp_err = HIGHS_TOL * k + tau * a1 * max(1.0, 1.0 / (E - 1.0))
+        bound = (abs(w[0]) + abs(w[1])) * (C_POINT + 2) * U + lp_err
+        ref = binary_channel_support(p, q, eps, w)
+        assert within("joint range support vs LP", ours, ref, bound), (ours, ref, bound)
 
 
 def jr_reduced_k(p, q) -> int:
@@ -111,14 +143,17 @@ def test_extremality_matches_lp_margin(inst):
     seed, k, alpha, eps = inst
     p, q = _pair(seed, k, alpha)
     jr = joint_range(p, q, eps)
+    # the LP margin (HiGHS, default tolerance; variables w in [-1, 1]^2 and t, |t| <= 2): at most
+    # HIGHS_TOL (|w0| + |w1| + |t|) <= 4 HIGHS_TOL off through the reduced costs, and a (w, t)
+    # violating a row by tau stays feasible with t - tau: HIGHS_TOL more; the float points move
+    # w . (x_i - x_j) by at most 2 * 2 C_POINT u.  The exact margin is 0 for a non-vertex
+    margin_err = 5 * HIGHS_TOL + 4 * C_POINT * U
     ambiguous = 0
     for i in range(jr.num_candidates):
         margin = extreme_margin(jr.points, i)  # > 0 iff vertex, exactly 0 otherwise (w = 0)
-        if margin > 1e-9:
+        if margin > margin_err:
             assert jr.is_extreme[i], (jr.labels[i], margin)
-        elif margin <= 1e-12:
-            assert not jr.is_extreme[i], (jr.labels[i], margin)
-        else:  # a vertex with a numerically tiny margin: only the exact test can decide
+        elif jr.is_extreme[i]:  # a vertex whose margin the LP cannot resolve: the exact test decides
             ambiguous += 1
     assert ambiguous <= 1
 
@@ -132,14 +167,21 @@ def test_hull_equals_image_of_channel_polytope_vertices(seed, eps):
     jr = joint_range(p, q, eps)
     verts = ldp_channel_vertices(4, 2, eps)
     img = np.stack([verts[:, :, 0] @ p, verts[:, :, 0] @ q], axis=1)
-    assert np.all(jr.outside_distance(img) <= 1e-12)
+    # cddlib's float vertices, a posteriori: within relative 2 rho (rows summing to 1 within s) of
+    # eps-LDP channels, whose images are in the exact hull; each image coordinate moves by at most
+    # 2 rho + s and the product rounds (4u: 4 inputs); our hull vertices are within C_POINT u
+    rho = max(ldp_excess(np.clip(Q, 0.0, None), eps) for Q in verts)
+    s = float(np.max(np.abs(verts.sum(axis=2) - 1.0)))
+    img_err = math.sqrt(2) * (2 * rho + s + 4 * U + C_POINT * U)
+    outside = np.maximum(jr.outside_distance(img), 0.0)  # one-sided: inside is fine
+    assert within_all("channel vertex images inside the hull", outside, 0.0, img_err + OUTSIDE_ERR)
     hull = ConvexHull(img)
     vimg = img[hull.vertices]
-    # same vertex set both ways
+    # same vertex set both ways (the exact vertex sets are equal)
     for v in vimg:
-        assert np.min(np.hypot(*(jr.hull - v).T)) < 1e-9
+        assert within("hull vertex vs image vertex", np.min(np.hypot(*(jr.hull - v).T)), 0.0, img_err)
     for v in jr.hull:
-        assert np.min(np.hypot(*(vimg - v).T)) < 1e-9
+        assert within("hull vertex vs image vertex", np.min(np.hypot(*(vimg - v).T)), 0.0, img_err)
 
 
 @settings(max_examples=20)
@@ -152,7 +194,9 @@ def test_candidates_are_the_images_of_their_mechanisms(inst):
         mech = jr.mechanism(i)
         assert mech.num_outputs == 2 and mech.is_ldp(eps)
         m0, m1 = mech.output_distributions(p, q)
-        assert jr.points[i] == pytest.approx([m0[0], m1[0]], abs=1e-14)
+        # the same exact masses: C_POINT u against (C_OUTPUT + k) u relative
+        ref = np.array([m0[0], m1[0]])
+        assert within_all("candidate vs its mechanism", jr.points[i], ref, (C_POINT + C_OUTPUT + k) * U * ref)
 
 
 def test_agrees_with_scipy_on_generic_instances():
@@ -196,7 +240,8 @@ def test_zero_mass_symbols_and_infinite_ratios():
     assert jr.num_candidates == 2 * (3 - 1) + 2
     for i in range(jr.num_candidates):
         m0, m1 = jr.mechanism(i).output_distributions(p, q)
-        assert jr.points[i] == pytest.approx([m0[0], m1[0]], abs=1e-14)
+        ref = np.array([m0[0], m1[0]])
+        assert within_all("candidate vs its mechanism", jr.points[i], ref, (C_POINT + C_OUTPUT + 4) * U * ref)
 
 
 def test_eps_infinite_gives_deterministic_quantizers():
@@ -205,8 +250,9 @@ def test_eps_infinite_gives_deterministic_quantizers():
     # every LR-threshold quantizer is extreme when there is no privacy (strictly concave ROC)
     assert jr.num_extreme == jr.num_candidates
     red = ldpopt.likelihood_ratio_reduction(p, q)
-    # candidate 0 sends the lowest-ratio symbol alone to output 1
-    assert jr.points[0] == pytest.approx([red.p[0], red.q[0]], abs=1e-15)
+    # candidate 0 sends the lowest-ratio symbol alone to output 1: c = 0, A = 1 and the first prefix
+    # sum is the mass itself, (0 + 1 * m) / (1 + 0) = m exactly
+    np.testing.assert_array_equal(jr.points[0], [red.p[0], red.q[0]])
 
 
 def test_small_eps_keeps_only_binary_mechanism_and_constants():
@@ -215,7 +261,14 @@ def test_small_eps_keeps_only_binary_mechanism_and_constants():
     assert jr.num_extreme == 4
     b = ldpopt.binary_mechanism(p, q, 1e-6)
     m0, m1 = b.output_distributions(p, q)
-    assert np.min(np.hypot(*(jr.points[jr.is_extreme] - [m0[0], m1[0]]).T)) < 1e-15
+    # the binary mechanism is one of the candidates: C_POINT u against (C_OUTPUT + 7) u per coordinate
+    dist = np.min(np.hypot(*(jr.points[jr.is_extreme] - [m0[0], m1[0]]).T))
+    assert within(
+        "binary mechanism among the extreme candidates",
+        dist,
+        0.0,
+        math.sqrt(2) * (C_POINT + C_OUTPUT + 7) * U,
+    )
 
 
 def test_exact_hull_collinear_and_duplicate_points():
@@ -242,9 +295,15 @@ def test_exact_hull_collinear_and_duplicate_points():
 
 def test_outside_distance():
     jr = joint_range(P, Q, 2.0)
-    assert np.all(jr.outside_distance(jr.points) <= HULL_TOL)
+    # the candidates are in the hull of themselves: the computed signed distance is at most its
+    # rounding (the hull's vertices are the candidates' own floats)
+    outside = np.maximum(jr.outside_distance(jr.points), 0.0)
+    assert within_all("candidates inside their own hull", outside, 0.0, OUTSIDE_ERR)
     rng = np.random.default_rng(0)
     w = rng.dirichlet(np.ones(jr.num_candidates), size=200)
+    # a convex combination of n = 10 candidates rounds by at most n u per coordinate (weights sum to 1
+    # within n u): the library's HULL_TOL (1e-12) is far above (n + 2) u + OUTSIDE_ERR
+    assert (jr.num_candidates + 2) * U * math.sqrt(2) + OUTSIDE_ERR <= HULL_TOL
     assert np.all(jr.contains(w @ jr.points))
     d = jr.outside_distance([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
     assert d[0] > 0.1 and d[1] > 0.1 and d[2] < 0

@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 
 import ldpopt
-from reference import naive_divergence, vertex_enumeration_optimum
+from _errmodel import R_FN, R_TANH, U, naive_bound, within
+from _valuebounds import dp_value_bound, kov_bound, kov_residual, utility_bound, vertex_bound
+from reference import ldp_channel_vertices, naive_divergence, vertex_enumeration_optimum
+
+#: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
+pytestmark = pytest.mark.numerics
 
 
 def test_kov_lp_equals_egamma_closed_form():
@@ -20,8 +25,14 @@ def test_kov_lp_equals_egamma_closed_form():
         g = float(rng.uniform(1, 3))
         lp = ldpopt.kov_lp(p, q, eps, ldpopt.egamma(g))
         e_in = naive_divergence(p, q, "egamma", g)
-        bound = max(0.0, math.tanh(eps / 2) * e_in + (1 - g) / (math.exp(eps) + 1))
-        assert lp.value == pytest.approx(bound, rel=1e-9, abs=1e-12)
+        t1, t2 = math.tanh(eps / 2) * e_in, (1 - g) / (math.exp(eps) + 1)
+        bound = max(0.0, t1 + t2)
+        # eq. (17)'s rounding: tanh (R_TANH) and the product, e_in (naive_bound); exp (R_FN), + 1,
+        # 1 - g and the division; the sum; the clamp is 1-Lipschitz.  The LP: kov_bound.
+        cf_err = (R_TANH + 1) * U * abs(t1) + math.tanh(eps / 2) * naive_bound("egamma", g, p, q)
+        cf_err += (R_FN + 3.0) * U * abs(t2) + U * abs(t1 + t2)
+        err = kov_bound(p, q, eps, ldpopt.egamma(g)) + cf_err
+        assert within("KOV LP vs eq. (17)", lp.value, bound, err), (lp.value, bound, err)
 
 
 def test_kov_lp_equals_vertex_enumeration_k3():
@@ -32,7 +43,14 @@ def test_kov_lp_equals_vertex_enumeration_k3():
         eps = float(rng.uniform(0.1, 4))
         lp = ldpopt.kov_lp(p, q, eps, "kl")
         # with k = 3 an optimal mechanism needs at most 3 outputs (Corollary 3.2)
-        assert lp.value == pytest.approx(vertex_enumeration_optimum(p, q, eps, kl, 3), rel=1e-9)
+        verts = ldp_channel_vertices(3, 3, eps)
+        ref = vertex_enumeration_optimum(p, q, eps, kl, 3, vertices=verts)
+        # the LP (kov_bound) and the float vertices (vertex_bound, its lower side through the SPR
+        # optimum's channel, a vertex, optimal up to twice the readable program's bound)
+        dpb = dp_value_bound(p, q, eps, kl)
+        spr = ldpopt.optimal_mechanism(p, q, eps, kl, method="dp").mechanism.matrix
+        bound = kov_bound(p, q, eps, kl) + vertex_bound(p, q, eps, kl, verts, spr, 2 * dpb)
+        assert within("KOV LP vs vertex enumeration", lp.value, ref, bound), (lp.value, ref, bound)
 
 
 def test_kov_lp_mechanism_is_valid():
@@ -41,7 +59,13 @@ def test_kov_lp_mechanism_is_valid():
     res = ldpopt.kov_lp(p, q, 1.5, "chi2")
     assert res.status == 0 and res.method == "kov_lp"
     assert res.mechanism.is_ldp(1.5)
-    assert res.mechanism.utility(p, q, "chi2") == pytest.approx(res.value, rel=1e-9)
+    # the channel is Z theta with its rows normalised: within relative kov_residual of the theta
+    # whose value sum theta mu the LP reports (that sum's rounding: kov_bound(rounding_only))
+    rho = kov_residual(7, 1.5) + 3 * U
+    bound = utility_bound(res.mechanism.matrix, p, q, "chi2", rho) + kov_bound(
+        p, q, 1.5, "chi2", rounding_only=True
+    )
+    assert within("KOV mechanism utility vs value", res.mechanism.utility(p, q, "chi2"), res.value, bound)
     assert res.num_outputs <= 7
 
 

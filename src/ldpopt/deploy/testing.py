@@ -54,7 +54,8 @@ __all__ = [
     "check_level",
 ]
 
-#: a cached tilted law serves p-values where its tilted log-pmf is within this of the tilt point
+#: a cached tilted law serves p-values where its tilted log-pmf is within this of its peak (FFT
+#: round-off is relative to the peak)
 _TAIL_WINDOW_LOG = 4.0
 
 
@@ -306,9 +307,7 @@ class LikelihoodRatioTest:
                 break
         else:
             lp, lq = lattice_logpmf(z, a, n, float(query), with_tilted=True)
-            ok = lq >= lq[query] - _TAIL_WINDOW_LOG
-            lo = query - int(np.argmin(ok[query::-1])) + 1 if not ok[: query + 1].all() else 0
-            hi = query + int(np.argmin(ok[query:])) - 1 if not ok[query:].all() else lq.size - 1
+            lo, hi = _tail_window(lq, query)
             up, low = upper_tail(lp), lower_tail(lp)
             windows.append((lo, hi, up, low))
         if t >= mean:
@@ -342,6 +341,23 @@ class LikelihoodRatioTest:
         return BayesDecision(
             decision=int(llr > thr), posterior1=post, llr=llr, threshold=thr, prior1=pi1, n=int(c.sum())
         )
+
+
+def _tail_window(lq: np.ndarray, query: int) -> tuple[int, int]:
+    """The lattice points a law tilted at ``query`` serves: the run of t around ``query`` where its
+    tilted log-pmf ``lq`` is within ``_TAIL_WINDOW_LOG`` of its peak.
+
+    Empty (``lo > hi``) when ``query`` itself is not: in particular when ``query`` is a lattice sum
+    that cannot occur (``lq[query] = -inf``), so the law serves that query only.
+    """
+    ok = lq >= float(np.max(lq)) - _TAIL_WINDOW_LOG
+    if not ok[query]:
+        return query + 1, query - 1
+    below = np.flatnonzero(~ok[:query])
+    above = np.flatnonzero(~ok[query + 1 :])
+    lo = int(below[-1]) + 1 if below.size else 0
+    hi = query + int(above[0]) if above.size else lq.size - 1
+    return lo, hi
 
 
 def _coin(gamma: float, rng: Any) -> bool:
