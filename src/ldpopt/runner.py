@@ -58,6 +58,7 @@ from ldpopt._sweep_store import (
     read_results,
 )
 from ldpopt._warnings import LdpoptWarning
+from ldpopt.divergences import CODE_POWER_DOWN, CODE_POWER_UP, _renyi_value
 
 __all__ = [
     "run_sweep",
@@ -135,19 +136,37 @@ def _rescaled(eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.exp(-eps), -np.expm1(-eps)
 
 
-def _transform(div, raw: np.ndarray) -> np.ndarray:
-    if div.value_transform is None:
-        return raw
-    return np.array([div.transform(float(r)) for r in raw])
+def _outputs_value(div, x: np.ndarray, y: np.ndarray, d: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    r"""Utility of s-ary RR on a block label, :math:`D(\sum_t g(x_t, y_t)/(1 + (s-1)c))` per eps (SPR eq. 30).
+
+    ``x, y, d`` (E, s) are the rescaled output masses ``c + A P_t``, ``c + A Q_t`` and
+    ``A (P_t - Q_t)`` of the s blocks at each eps.  Every value is >= 0 (a divergence of two
+    distributions; the built-in terms are >= 0); Renyi is evaluated as ``optimal_mechanism``
+    reports it (log domain far from S = 1: no overflow).
+    """
+    c, _ = _rescaled(eps)
+    denom = 1.0 + (x.shape[1] - 1) * c
+    lf = np.where((c == 0.0) & np.isfinite(eps), -eps, -np.inf)  # spr._log_floor
+    if div.code in (CODE_POWER_UP, CODE_POWER_DOWN):
+        return np.array(
+            [
+                _renyi_value(div.code, div.param, x[e], y[e], d[e], denom[e], lf[e])
+                for e in range(eps.shape[0])
+            ]
+        )
+    terms = div.perspective(x, y, d)
+    for e in np.flatnonzero(lf > -np.inf):  # e^{-eps} underflowed: keep log(e^{-eps}) = -eps
+        terms[e] = div.perspective(x[e], y[e], d[e], log_floor=float(lf[e]))
+    raw = terms.sum(axis=1) / denom
+    out = raw if div.value_transform is None else np.array([div.transform(float(r)) for r in raw])
+    return np.where(out < 0.0, 0.0, out)
 
 
 def _blocks_value(div, sums: list[tuple[float, float, float]], eps: np.ndarray) -> np.ndarray:
     r"""Utility of s-ary RR on a block label: :math:`\sum_t g(c + A P_t, c + A Q_t)/(1 + (s-1)c)` (SPR eq. 30)."""
     c, A = _rescaled(eps)
-    total = np.zeros_like(eps)
-    for P, Q, D in sums:
-        total = total + div.perspective(c + A * P, c + A * Q, A * D)
-    return _transform(div, total / (1.0 + (len(sums) - 1) * c))
+    P, Q, D = (np.array([s[j] for s in sums], dtype=float) for j in range(3))
+    return _outputs_value(div, c[:, None] + A[:, None] * P, c[:, None] + A[:, None] * Q, A[:, None] * D, eps)
 
 
 def _baseline_binary(u, v, eps, div):
@@ -164,13 +183,14 @@ def _baseline_binary(u, v, eps, div):
 def _baseline_rr(u, v, eps, div):
     """k-ary randomized response = SPR with singleton blocks; every symbol is its own output."""
     c, A = _rescaled(eps)
-    terms = div.perspective(
+    value = _outputs_value(
+        div,
         c[:, None] + A[:, None] * u[None, :],
         c[:, None] + A[:, None] * v[None, :],
         A[:, None] * (u - v)[None, :],
+        eps,
     )
-    raw = terms.sum(axis=1) / (1.0 + (u.shape[0] - 1) * c)
-    return _transform(div, raw), np.full(eps.shape, u.shape[0], dtype=np.int64), None
+    return value, np.full(eps.shape, u.shape[0], dtype=np.int64), None
 
 
 def _baseline_kov_lp(u, v, eps, div):
@@ -379,7 +399,8 @@ def _compute_chunk(task: ChunkTask):
     denom = inputs[:, div_of_group][:, :, None]
     ok = (denom != 0) & np.isfinite(denom) & np.isfinite(values)
     with np.errstate(all="ignore"):
-        normalized = np.where(ok, values / np.where(ok, denom, 1.0), np.nan)
+        # in [0, 1] by data processing (outside only by rounding); nan where D(P0||P1) = 0
+        normalized = np.where(ok, np.clip(values / np.where(ok, denom, 1.0), 0.0, 1.0), np.nan)
     per_inst = G * E
     group_div = np.array([task.divergences[di] for di, _, _ in groups], dtype=object)
     group_mech = np.array([m for _, m, _ in groups], dtype=object)
