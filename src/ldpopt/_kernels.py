@@ -84,16 +84,20 @@ SERIES_E_MAX = _dv.SERIES_E_MAX
 SERIES_E_TERMS = _dv.SERIES_E_TERMS
 LOG1P_MAX = _dv.LOG1P_MAX
 JS_NEAR_MAX = _dv.JS_NEAR_MAX
-_E_LOG_FORM = _dv._E_LOG_FORM
+_R_MIN = _dv._R_MIN
+_R_MAX = _dv._R_MAX
 #: exp / expm1 overflow beyond log(DBL_MAX)
 _EXPM1_MAX = _dv._EXP_MAX
 
 
 @njit(cache=True, error_model="numpy")
 def log_ratio(x, y, d):
-    """log(x / y): log1p(d / y) when x and y are close, else a difference of logs."""
+    """log(x / y): log1p(d / y) when x and y are close, else of the ratio (divergences._log_ratio)."""
     if abs(d) < LOG1P_MAX * y:
         return math.log1p(d / y)
+    r = x / y
+    if _R_MIN < r < _R_MAX:
+        return math.log(r)
     return math.log(x) - math.log(y)
 
 
@@ -121,16 +125,16 @@ def _u_series(u, coef):
 
 
 @njit(cache=True, error_model="numpy")
-def _xe(x, z):
-    """x (e^z - 1 - z) (divergences._xe)."""
+def _xe(x, y, b, l):
+    """x E(b l) = x (e^(b l) - 1 - b l), l = log(x/y) (divergences._xe and _pow_term)."""
+    z = b * l
     if abs(z) < SERIES_E_MAX:
         s = 1.0
         for n in range(SERIES_E_TERMS, 2, -1):
             s = 1.0 + z * s / n
         return x * (0.5 * z * z * s)
-    if z < _E_LOG_FORM:
-        return x * (math.expm1(z) - z)
-    return _exp(math.log(x) + z) - x * (1.0 + z)
+    h = x * math.exp(z) if z < _EXPM1_MAX else _exp(math.log(x) + z)
+    return h - x * (1.0 + z)
 
 
 @njit(cache=True, error_model="numpy")
@@ -149,7 +153,7 @@ def _kl_like(x, y, d, lf, reverse):
     u = d / y
     if abs(u) < SERIES_U_MAX:
         return y * _u_series(u, _RKL_COEF if reverse else _KL_COEF)
-    lr = math.log1p(u) if abs(u) < LOG1P_MAX else math.log(x) - math.log(y)
+    lr = log_ratio(x, y, d)
     return d - y * lr if reverse else x * lr - d
 
 
@@ -174,8 +178,7 @@ def _power(code, a, x, y, d, lf):
         if x == 0.0:
             return (a - 1.0) * y
         b = a - 1.0
-        l = log_ratio(x, y, d)
-        return _xe(x, b * l) + b * _xe(x, -l)
+        return _xe(x, y, b, log_ratio(x, y, d)) + b * _kl_like(x, y, d, lf, False)
     if y == 0.0:
         return a * x
     if x == 0.0:
@@ -183,7 +186,7 @@ def _power(code, a, x, y, d, lf):
     b = 1.0 - a
     l = log_ratio(x, y, d)
     if l <= 1.0:
-        return b * _xe(x, -l) - _xe(x, -b * l)
+        return b * _kl_like(x, y, d, lf, False) - _xe(x, y, -b, l)
     return x * (b * math.expm1(-l) - math.expm1(-b * l))
 
 

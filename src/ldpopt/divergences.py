@@ -89,9 +89,10 @@ JS_NEAR_MAX = 0.5
 RENYI_NEAR_MAX = 0.5
 #: exp / expm1 overflow above log(DBL_MAX)
 _EXP_MAX = 709.782712893384
-#: E(z) with z beyond this is x e^z - x (1 + z) evaluated as exp(log x + z) (x e^z may be finite
-#: while e^z overflows)
-_E_LOG_FORM = 700.0
+#: x / y strictly between these is a normal number: log(x / y) and (x / y)^b are then taken of
+#: the rounded ratio (error ~ulp, where log x - log y carries ~ulp (|log x| + |log y|))
+_R_MIN = 1e-300
+_R_MAX = 1e300
 
 #: series coefficients: (1+u) log1p(u) - u = u^2 sum_{n>=2} (-u)^(n-2) / (n (n-1)) (KL) and
 #: u - log1p(u) = u^2 sum_{n>=2} (-u)^(n-2) / n (reverse KL)
@@ -121,20 +122,32 @@ def _e_series(z: float) -> float:
     return 0.5 * z * z * s
 
 
-def _xe(x: float, z: float) -> float:
-    """x E(z) = x (e^z - 1 - z) >= 0 for x >= 0, without cancellation or spurious overflow."""
-    if abs(z) < SERIES_E_MAX:
-        return x * _e_series(z)
-    if z < _E_LOG_FORM:
-        return x * (math.expm1(z) - z)
-    return _exp(math.log(x) + z) - x * (1.0 + z)
-
-
 def _log_ratio(x: float, y: float, d: float) -> float:
-    """log(x / y) computed stably: log1p(d / y) when x and y are close, else a difference of logs."""
+    """log(x / y) computed stably: log1p(d / y) when x and y are close, else of the ratio."""
     if abs(d) < LOG1P_MAX * y:
         return math.log1p(d / y)
+    r = x / y
+    if _R_MIN < r < _R_MAX:
+        return math.log(r)
     return math.log(x) - math.log(y)
+
+
+def _pow_term(x: float, b: float, l: float) -> float:
+    """x (x/y)^b = x e^(b l), l = log(x/y) (relative error ~ulp |b l|: that of e^z for z known to
+    ~ulp |z|); past exp's overflow exp(log x + b l), inf when that overflows too."""
+    z = b * l
+    if z < _EXP_MAX:
+        return x * math.exp(z)
+    return _exp(math.log(x) + z)
+
+
+def _xe(x: float, y: float, b: float, l: float) -> float:
+    """x E(b l) = x (e^(b l) - 1 - b l) >= 0, l = log(x/y): a series for small |b l|, else
+    x (x/y)^b - x (1 + b l) (cancels by at most 4.7 at the switch)."""
+    z = b * l
+    if abs(z) < SERIES_E_MAX:
+        return x * _e_series(z)
+    return _pow_term(x, b, l) - x * (1.0 + z)
 
 
 # One small function per built-in code: g(x, y, d, log_floor) = y f(x / y) with d = x - y.
@@ -159,9 +172,7 @@ def _g_kl(param, x, y, d, lf):
     u = d / y
     if abs(u) < SERIES_U_MAX:
         return y * _u_series(u, _KL_COEF)
-    if abs(u) < LOG1P_MAX:
-        return x * math.log1p(u) - d
-    return x * (math.log(x) - math.log(y)) - d
+    return x * _log_ratio(x, y, d) - d
 
 
 def _g_reverse_kl(param, x, y, d, lf):
@@ -173,9 +184,7 @@ def _g_reverse_kl(param, x, y, d, lf):
     u = d / y
     if abs(u) < SERIES_U_MAX:
         return y * _u_series(u, _RKL_COEF)
-    if abs(u) < LOG1P_MAX:
-        return d - y * math.log1p(u)
-    return d - y * (math.log(x) - math.log(y))
+    return d - y * _log_ratio(x, y, d)
 
 
 def _g_chi2(param, x, y, d, lf):
@@ -200,14 +209,14 @@ def _g_js(param, x, y, d, lf):
 
 
 def _g_power_up(param, x, y, d, lf):
-    # f(t) = t^a - 1 - a (t - 1), a > 1, b = a - 1:  g = x E(b l) + b x E(-l), l = log(x/y)
+    # f(t) = t^a - 1 - a (t - 1), a > 1, b = a - 1:  g = x E(b l) + b x E(-l), l = log(x/y),
+    # where x E(-l) = x l - d is the KL term: two nonnegative terms
     if y == 0.0:
         return _exp(param * math.log(x) - (param - 1.0) * lf) - param * x
     if x == 0.0:
         return (param - 1.0) * y
     b = param - 1.0
-    l = _log_ratio(x, y, d)
-    return _xe(x, b * l) + b * _xe(x, -l)
+    return _xe(x, y, b, _log_ratio(x, y, d)) + b * _g_kl(param, x, y, d, lf)
 
 
 def _g_power_down(param, x, y, d, lf):
@@ -220,7 +229,7 @@ def _g_power_down(param, x, y, d, lf):
     b = 1.0 - param
     l = _log_ratio(x, y, d)
     if l <= 1.0:
-        return b * _xe(x, -l) - _xe(x, -b * l)
+        return b * _g_kl(param, x, y, d, lf) - _xe(x, y, -b, l)
     return x * (b * math.expm1(-l) - math.expm1(-b * l))
 
 
@@ -272,23 +281,34 @@ def _e_series_array(z):
     return 0.5 * z * z * s
 
 
-def _xe_array(x, z):
-    out = np.empty(x.shape)
-    a = np.abs(z) < SERIES_E_MAX
-    b = ~a & (z < _E_LOG_FORM)
-    c = ~a & ~b
-    out[a] = x[a] * _e_series_array(z[a])
-    out[b] = x[b] * (np.expm1(z[b]) - z[b])
-    out[c] = np.exp(np.log(x[c]) + z[c]) - x[c] * (1.0 + z[c])
-    return out
-
-
 def _log_ratio_array(x, y, d):
     out = np.empty(x.shape)
     near = np.abs(d) < LOG1P_MAX * y
     out[near] = np.log1p(d[near] / y[near])
-    far = ~near
+    r = x / y
+    ratio = ~near & (r > _R_MIN) & (r < _R_MAX)
+    out[ratio] = np.log(r[ratio])
+    far = ~near & ~ratio
     out[far] = np.log(x[far]) - np.log(y[far])
+    return out
+
+
+def _pow_term_array(x, b, l):
+    z = b * l
+    out = np.empty(x.shape)
+    e = z < _EXP_MAX
+    out[e] = x[e] * np.exp(z[e])
+    out[~e] = np.exp(np.log(x[~e]) + z[~e])
+    return out
+
+
+def _xe_array(x, y, b, l):
+    z = b * l
+    out = np.empty(x.shape)
+    s = np.abs(z) < SERIES_E_MAX
+    out[s] = x[s] * _e_series_array(z[s])
+    n = ~s
+    out[n] = _pow_term_array(x[n], b, l[n]) - x[n] * (1.0 + z[n])
     return out
 
 
@@ -303,17 +323,12 @@ def _a_egamma(param, x, y, d, lf, out):
 def _kl_like_array(x, y, d, coef, reverse):
     """KL (y [(1+u) log1p(u) - u]) or, ``reverse``, reverse-KL (y [u - log1p(u)]) terms, x, y > 0."""
     u = d / y
-    au = np.abs(u)
     out = np.empty(x.shape)
-    s = au < SERIES_U_MAX
+    s = np.abs(u) < SERIES_U_MAX
     out[s] = y[s] * _u_series_array(u[s], coef)
-    m = ~s & (au < LOG1P_MAX)
-    f = ~s & ~m
-    lr = np.empty(x.shape)
-    lr[m] = np.log1p(u[m])
-    lr[f] = np.log(x[f]) - np.log(y[f])
     n = ~s
-    out[n] = d[n] - y[n] * lr[n] if reverse else x[n] * lr[n] - d[n]
+    lr = _log_ratio_array(x[n], y[n], d[n])
+    out[n] = d[n] - y[n] * lr if reverse else x[n] * lr - d[n]
     return out
 
 
@@ -365,9 +380,9 @@ def _a_js(param, x, y, d, lf, out):
 def _a_power_up(param, x, y, d, lf, out):
     b = param - 1.0
     both = (x > 0) & (y > 0)
-    xb = x[both]
-    l = _log_ratio_array(xb, y[both], d[both])
-    out[both] = _xe_array(xb, b * l) + b * _xe_array(xb, -l)
+    xb, yb, db = x[both], y[both], d[both]
+    l = _log_ratio_array(xb, yb, db)
+    out[both] = _xe_array(xb, yb, b, l) + b * _kl_like_array(xb, yb, db, _KL_COEF, False)
     xo = (x > 0) & (y == 0)
     out[xo] = np.exp(param * np.log(x[xo]) - b * lf) - param * x[xo]
     yo = (x == 0) & (y > 0)
@@ -377,11 +392,12 @@ def _a_power_up(param, x, y, d, lf, out):
 def _a_power_down(param, x, y, d, lf, out):
     b = 1.0 - param
     both = (x > 0) & (y > 0)
-    xb = x[both]
-    l = _log_ratio_array(xb, y[both], d[both])
+    xb, yb, db = x[both], y[both], d[both]
+    l = _log_ratio_array(xb, yb, db)
     v = np.empty(xb.shape)
     le = l <= 1.0
-    v[le] = b * _xe_array(xb[le], -l[le]) - _xe_array(xb[le], -b * l[le])
+    kl = _kl_like_array(xb[le], yb[le], db[le], _KL_COEF, False)
+    v[le] = b * kl - _xe_array(xb[le], yb[le], -b, l[le])
     gt = ~le
     v[gt] = xb[gt] * (b * np.expm1(-l[gt]) - np.expm1(-b * l[gt]))
     out[both] = v
@@ -436,10 +452,11 @@ def _power_log_terms(
     with np.errstate(all="ignore"):
         both = (x > 0) & (y > 0)
         out[both] = np.log(y[both]) + alpha * _log_ratio_array(x[both], y[both], d[both])
-        rest = ~both
+        rest = ~both & ((x > 0) | (y > 0))  # x = y = 0 adds nothing: -inf
         lx = np.where(x[rest] > 0, np.log(np.where(x[rest] > 0, x[rest], 1.0)), log_floor)
         ly = np.where(y[rest] > 0, np.log(np.where(y[rest] > 0, y[rest], 1.0)), log_floor)
         out[rest] = alpha * lx + (1.0 - alpha) * ly
+        out[(x == 0) & (y == 0)] = -np.inf
     return out
 
 
@@ -595,7 +612,7 @@ def _renyi_value(code: int, alpha: float, x, y, d, total: float, log_floor: floa
     value = log_s / (alpha - 1.0)
     # D_alpha >= 0 for two distributions (S >= 1 for alpha > 1, S <= 1 for alpha < 1): a
     # negative value is rounding of a divergence that is 0 to working precision
-    return value if value > 0.0 else 0.0
+    return 0.0 if value < 0.0 else value
 
 
 def _limit_at_zero(f: Callable) -> float:

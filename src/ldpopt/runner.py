@@ -57,6 +57,7 @@ from ldpopt._sweep_store import (
     read_manifest,
     read_results,
 )
+from ldpopt._validation import check_distribution_pair
 from ldpopt._warnings import LdpoptWarning
 from ldpopt.divergences import CODE_POWER_DOWN, CODE_POWER_UP, _renyi_value
 
@@ -200,7 +201,10 @@ def _baseline_kov_lp(u, v, eps, div):
     vals = np.full(eps.shape, np.nan)
     nout = np.zeros(eps.shape, dtype=np.int64)
     for j, e in enumerate(eps):
-        res = kov_lp(u, v, float(e), div)
+        try:
+            res = kov_lp(u, v, float(e), div)
+        except ValueError:  # refused at this eps (e.g. infinite objective coefficients): no value
+            continue
         if res.status == 0:
             vals[j] = res.value
             nout[j] = res.num_outputs
@@ -342,6 +346,9 @@ def _compute_chunk(task: ChunkTask):
         if task.pairs is not None
         else [dirichlet_pair(task.spec, i) for i in range(task.start, task.stop)]
     )
+    # renormalised exactly as every solver does (a Dirichlet draw sums to 1 only to rounding):
+    # the input divergence, the baselines and the optimum then see the same distributions
+    pairs = [check_distribution_pair(u, v, names=("p0", "p1")) for u, v in pairs]
     n, E = len(pairs), len(task.eps)
     eps = np.asarray(task.eps, dtype=float)
     groups = []  # (divergence index, mechanism, budget)

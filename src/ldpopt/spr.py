@@ -545,12 +545,14 @@ def _solve_power_far(p, q, eps, div, l, cuts, fast: bool):
     """
     L = _power_log_table(p, q, eps, div.param)
     c = _rescale(eps)[0]
-    k = p.shape[0]
     up = div.code == CODE_POWER_UP
+    solve = _table_solver(p, q, eps, div, l, fast)
     if up:
         K = float(np.max(L))
         if math.isinf(K):
-            return cuts  # an infinite Renyi sum (eps = inf, q = 0 where p > 0): the optimum is inf
+            # eps = inf and a block with q = 0 < p: the optimum is inf, attained by any partition
+            # with such a block (the overflowing finite blocks must not be taken for one)
+            return solve(np.isposinf(L).astype(float))
     else:
         K = _log_sum_of(L, cuts, c)
         if math.isinf(K):
@@ -560,17 +562,22 @@ def _solve_power_far(p, q, eps, div, l, cuts, fast: bool):
             table = np.exp(L - K)
         if not up:
             table = -table
-        if fast:
-            from ldpopt import _fast
-
-            cuts = _fast.solve_scores(table, k, l, c)[1]
-        else:
-            cuts = _dp_readable(p, q, eps, div, l, table)[1]
+        cuts = solve(table)
         log_s = _log_sum_of(L, cuts, c)
         if up or not log_s < K - _RESCALE_GAP:
             break
         K = log_s
     return cuts
+
+
+def _table_solver(p, q, eps, div, l, fast: bool):
+    """table -> optimal cuts: the compiled table path (``fast``) or the readable program."""
+    c = _rescale(eps)[0]
+    if fast:
+        from ldpopt import _fast
+
+        return lambda table: _fast.solve_scores(table, p.shape[0], l, c)[1]
+    return lambda table: _dp_readable(p, q, eps, div, l, table)[1]
 
 
 def _partition_value(p, q, eps, div: FDivergence, cuts, raw: float) -> float:
