@@ -92,9 +92,10 @@ _EXPM1_MAX = _dv._EXP_MAX
 
 @njit(cache=True, error_model="numpy")
 def log_ratio(x, y, d):
-    """log(x / y): log1p(d / y) when x and y are close, else of the ratio (divergences._log_ratio)."""
-    if abs(d) < LOG1P_MAX * y:
-        return math.log1p(d / y)
+    """log(x / y): log1p(d / y) unless x << y, else of the ratio (divergences._log_ratio)."""
+    u = d / y
+    if -LOG1P_MAX < u < _R_MAX:
+        return math.log1p(u)
     r = x / y
     if _R_MIN < r < _R_MAX:
         return math.log(r)
@@ -125,7 +126,7 @@ def _u_series(u, coef):
 
 
 @njit(cache=True, error_model="numpy")
-def _xe(x, y, b, l):
+def _xe(x, b, l):
     """x E(b l) = x (e^(b l) - 1 - b l), l = log(x/y) (divergences._xe and _pow_term)."""
     z = b * l
     if abs(z) < SERIES_E_MAX:
@@ -178,7 +179,7 @@ def _power(code, a, x, y, d, lf):
         if x == 0.0:
             return (a - 1.0) * y
         b = a - 1.0
-        return _xe(x, y, b, log_ratio(x, y, d)) + b * _kl_like(x, y, d, lf, False)
+        return _xe(x, b, log_ratio(x, y, d)) + b * _kl_like(x, y, d, lf, False)
     if y == 0.0:
         return a * x
     if x == 0.0:
@@ -186,7 +187,7 @@ def _power(code, a, x, y, d, lf):
     b = 1.0 - a
     l = log_ratio(x, y, d)
     if l <= 1.0:
-        return b * _kl_like(x, y, d, lf, False) - _xe(x, y, -b, l)
+        return b * _kl_like(x, y, d, lf, False) - _xe(x, -b, l)
     return x * (b * math.expm1(-l) - math.expm1(-b * l))
 
 

@@ -79,7 +79,9 @@ SERIES_U_TERMS = 17
 SERIES_E_MAX = 0.5
 #: ... with the terms z^n / n!, n = 2..15: the first dropped one is < 2 |z|^14 / 16! = 6e-18 of the sum
 SERIES_E_TERMS = 15
-#: |log(x/y)| at which log1p(d / y) gives way to log(x) - log(y) (as in the score bounds)
+#: log(x/y) is log1p(u), u = d / y, for -LOG1P_MAX < u < _R_MAX (u known to ~ulp: log1p(u)
+#: is then accurate to ~ulp); below, 1 + u would carry the absolute error of u, and the ratio
+#: x / y (or log x - log y) is used
 LOG1P_MAX = 0.5
 #: JS: |w| = |d / (x + y)| below this uses 2 w atanh(w) + log1p(-w^2) (cancels by a factor <= 2.1)
 JS_NEAR_MAX = 0.5
@@ -123,9 +125,11 @@ def _e_series(z: float) -> float:
 
 
 def _log_ratio(x: float, y: float, d: float) -> float:
-    """log(x / y) computed stably: log1p(d / y) when x and y are close, else of the ratio."""
-    if abs(d) < LOG1P_MAX * y:
-        return math.log1p(d / y)
+    """log(x / y) computed stably: log1p(d / y) unless x << y (or the ratio overflows), else of
+    the ratio x / y when it is a normal number, else log x - log y."""
+    u = d / y
+    if -LOG1P_MAX < u < _R_MAX:
+        return math.log1p(u)
     r = x / y
     if _R_MIN < r < _R_MAX:
         return math.log(r)
@@ -141,7 +145,7 @@ def _pow_term(x: float, b: float, l: float) -> float:
     return _exp(math.log(x) + z)
 
 
-def _xe(x: float, y: float, b: float, l: float) -> float:
+def _xe(x: float, b: float, l: float) -> float:
     """x E(b l) = x (e^(b l) - 1 - b l) >= 0, l = log(x/y): a series for small |b l|, else
     x (x/y)^b - x (1 + b l) (cancels by at most 4.7 at the switch)."""
     z = b * l
@@ -216,7 +220,7 @@ def _g_power_up(param, x, y, d, lf):
     if x == 0.0:
         return (param - 1.0) * y
     b = param - 1.0
-    return _xe(x, y, b, _log_ratio(x, y, d)) + b * _g_kl(param, x, y, d, lf)
+    return _xe(x, b, _log_ratio(x, y, d)) + b * _g_kl(param, x, y, d, lf)
 
 
 def _g_power_down(param, x, y, d, lf):
@@ -229,7 +233,7 @@ def _g_power_down(param, x, y, d, lf):
     b = 1.0 - param
     l = _log_ratio(x, y, d)
     if l <= 1.0:
-        return b * _g_kl(param, x, y, d, lf) - _xe(x, y, -b, l)
+        return b * _g_kl(param, x, y, d, lf) - _xe(x, -b, l)
     return x * (b * math.expm1(-l) - math.expm1(-b * l))
 
 
@@ -281,34 +285,34 @@ def _e_series_array(z):
     return 0.5 * z * z * s
 
 
-def _log_ratio_array(x, y, d):
-    out = np.empty(x.shape)
-    near = np.abs(d) < LOG1P_MAX * y
-    out[near] = np.log1p(d[near] / y[near])
-    r = x / y
-    ratio = ~near & (r > _R_MIN) & (r < _R_MAX)
-    out[ratio] = np.log(r[ratio])
-    far = ~near & ~ratio
-    out[far] = np.log(x[far]) - np.log(y[far])
+def _log_ratio_array(x, y, d, u=None):
+    """Vectorised :func:`_log_ratio` (``u = d / y`` when the caller has it)."""
+    u = d / y if u is None else u
+    out = np.log1p(u)
+    fix = ~((u > -LOG1P_MAX) & (u < _R_MAX))
+    if fix.any():
+        xf, yf = x[fix], y[fix]
+        r = xf / yf
+        ok = (r > _R_MIN) & (r < _R_MAX)
+        out[fix] = np.where(ok, np.log(np.where(ok, r, 1.0)), np.log(xf) - np.log(yf))
     return out
 
 
 def _pow_term_array(x, b, l):
     z = b * l
-    out = np.empty(x.shape)
-    e = z < _EXP_MAX
-    out[e] = x[e] * np.exp(z[e])
-    out[~e] = np.exp(np.log(x[~e]) + z[~e])
+    out = x * np.exp(z)
+    big = ~(z < _EXP_MAX)
+    if big.any():
+        out[big] = np.exp(np.log(x[big]) + z[big])
     return out
 
 
-def _xe_array(x, y, b, l):
+def _xe_array(x, b, l):
     z = b * l
-    out = np.empty(x.shape)
+    out = _pow_term_array(x, b, l) - x * (1.0 + z)
     s = np.abs(z) < SERIES_E_MAX
-    out[s] = x[s] * _e_series_array(z[s])
-    n = ~s
-    out[n] = _pow_term_array(x[n], b, l[n]) - x[n] * (1.0 + z[n])
+    if s.any():
+        out[s] = x[s] * _e_series_array(z[s])
     return out
 
 
@@ -323,18 +327,26 @@ def _a_egamma(param, x, y, d, lf, out):
 def _kl_like_array(x, y, d, coef, reverse):
     """KL (y [(1+u) log1p(u) - u]) or, ``reverse``, reverse-KL (y [u - log1p(u)]) terms, x, y > 0."""
     u = d / y
-    out = np.empty(x.shape)
+    lr = _log_ratio_array(x, y, d, u)
+    out = d - y * lr if reverse else x * lr - d
     s = np.abs(u) < SERIES_U_MAX
-    out[s] = y[s] * _u_series_array(u[s], coef)
-    n = ~s
-    lr = _log_ratio_array(x[n], y[n], d[n])
-    out[n] = d[n] - y[n] * lr if reverse else x[n] * lr - d[n]
+    if s.any():
+        out[s] = y[s] * _u_series_array(u[s], coef)
     return out
 
 
-def _a_kl(param, x, y, d, lf, out):
+def _on_positive(x, y, d, out, fn):
+    """out[x > 0 & y > 0] = fn(those x, y, d), without copies when every entry is positive."""
     both = (x > 0) & (y > 0)
-    out[both] = _kl_like_array(x[both], y[both], d[both], _KL_COEF, False)
+    if both.all():
+        out[:] = fn(x, y, d)
+    elif both.any():
+        out[both] = fn(x[both], y[both], d[both])
+    return both
+
+
+def _a_kl(param, x, y, d, lf, out):
+    _on_positive(x, y, d, out, lambda a, b, c: _kl_like_array(a, b, c, _KL_COEF, False))
     xo = (x > 0) & (y == 0)
     out[xo] = np.maximum(x[xo] * (np.log(x[xo]) - lf - 1.0), 0.0)
     yo = (x == 0) & (y > 0)
@@ -342,8 +354,7 @@ def _a_kl(param, x, y, d, lf, out):
 
 
 def _a_reverse_kl(param, x, y, d, lf, out):
-    both = (x > 0) & (y > 0)
-    out[both] = _kl_like_array(x[both], y[both], d[both], _RKL_COEF, True)
+    _on_positive(x, y, d, out, lambda a, b, c: _kl_like_array(a, b, c, _RKL_COEF, True))
     yo = (x == 0) & (y > 0)
     out[yo] = np.maximum(y[yo] * (np.log(y[yo]) - lf - 1.0), 0.0)
     xo = (x > 0) & (y == 0)
@@ -362,45 +373,54 @@ def _a_hellinger(param, x, y, d, lf, out):
     out[pos] = d[pos] * d[pos] / (s[pos] * s[pos])
 
 
-def _a_js(param, x, y, d, lf, out):
+def _js_array(x, y, d):
+    """JS terms for x + y > 0 (:func:`_g_js`): the atanh form where |w| < JS_NEAR_MAX, else logs."""
     s = x + y
-    pos = s > 0
-    w = np.zeros(x.shape)
-    w[pos] = d[pos] / s[pos]
-    near = pos & (np.abs(w) < JS_NEAR_MAX)
-    wn = w[near]
-    out[near] = 0.25 * s[near] * (2.0 * wn * np.arctanh(wn) + np.log1p(-wn * wn))
-    far = pos & ~near
-    xf, yf, sf = x[far], y[far], s[far]
-    a = np.where(xf > 0, xf * np.log(np.where(xf > 0, 2.0 * xf / sf, 1.0)), 0.0)
-    b = np.where(yf > 0, yf * np.log(np.where(yf > 0, 2.0 * yf / sf, 1.0)), 0.0)
-    out[far] = 0.5 * (a + b)
+    w = d / s
+    out = 0.25 * s * (2.0 * w * np.arctanh(w) + np.log1p(-w * w))
+    far = ~(np.abs(w) < JS_NEAR_MAX)
+    if far.any():
+        xf, yf, sf = x[far], y[far], s[far]
+        a = np.where(xf > 0, xf * np.log(np.where(xf > 0, 2.0 * xf / sf, 1.0)), 0.0)
+        b = np.where(yf > 0, yf * np.log(np.where(yf > 0, 2.0 * yf / sf, 1.0)), 0.0)
+        out[far] = 0.5 * (a + b)
+    return out
+
+
+def _a_js(param, x, y, d, lf, out):
+    pos = x + y > 0
+    if pos.all():
+        out[:] = _js_array(x, y, d)
+    elif pos.any():
+        out[pos] = _js_array(x[pos], y[pos], d[pos])
+
+
+def _power_up_array(a, x, y, d):
+    b = a - 1.0
+    return _xe_array(x, b, _log_ratio_array(x, y, d)) + b * _kl_like_array(x, y, d, _KL_COEF, False)
+
+
+def _power_down_array(a, x, y, d):
+    b = 1.0 - a
+    l = _log_ratio_array(x, y, d)
+    out = b * _kl_like_array(x, y, d, _KL_COEF, False) - _xe_array(x, -b, l)
+    gt = l > 1.0
+    if gt.any():
+        lg = l[gt]
+        out[gt] = x[gt] * (b * np.expm1(-lg) - np.expm1(-b * lg))
+    return out
 
 
 def _a_power_up(param, x, y, d, lf, out):
-    b = param - 1.0
-    both = (x > 0) & (y > 0)
-    xb, yb, db = x[both], y[both], d[both]
-    l = _log_ratio_array(xb, yb, db)
-    out[both] = _xe_array(xb, yb, b, l) + b * _kl_like_array(xb, yb, db, _KL_COEF, False)
+    _on_positive(x, y, d, out, lambda u, v, w: _power_up_array(param, u, v, w))
     xo = (x > 0) & (y == 0)
-    out[xo] = np.exp(param * np.log(x[xo]) - b * lf) - param * x[xo]
+    out[xo] = np.exp(param * np.log(x[xo]) - (param - 1.0) * lf) - param * x[xo]
     yo = (x == 0) & (y > 0)
-    out[yo] = b * y[yo]
+    out[yo] = (param - 1.0) * y[yo]
 
 
 def _a_power_down(param, x, y, d, lf, out):
-    b = 1.0 - param
-    both = (x > 0) & (y > 0)
-    xb, yb, db = x[both], y[both], d[both]
-    l = _log_ratio_array(xb, yb, db)
-    v = np.empty(xb.shape)
-    le = l <= 1.0
-    kl = _kl_like_array(xb[le], yb[le], db[le], _KL_COEF, False)
-    v[le] = b * kl - _xe_array(xb[le], yb[le], -b, l[le])
-    gt = ~le
-    v[gt] = xb[gt] * (b * np.expm1(-l[gt]) - np.expm1(-b * l[gt]))
-    out[both] = v
+    _on_positive(x, y, d, out, lambda u, v, w: _power_down_array(param, u, v, w))
     xo = (x > 0) & (y == 0)
     out[xo] = param * x[xo]
     yo = (x == 0) & (y > 0)
