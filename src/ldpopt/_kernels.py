@@ -192,7 +192,7 @@ def _power(code, a, x, y, d, lf):
 
 
 @njit(cache=True, error_model="numpy")
-def perspective(code, param, x, y, d, log_floor):  # noqa: C901 - one branch per divergence code
+def perspective(code, param, x, y, d, log_floor):
     """Scalar perspective for built-in ``code``; ``d`` = x - y known accurately.
 
     ``log_floor`` is the log of a lower bound of x and y that survives their underflow to 0
