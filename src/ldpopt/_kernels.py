@@ -79,9 +79,9 @@ COARSE_GROUPS = 1024
 # the thresholds and series of the readable perspectives, so both take the same branches
 _KL_COEF = np.array(_dv._KL_COEF)
 _RKL_COEF = np.array(_dv._RKL_COEF)
+_E_COEF = np.array(_dv._E_COEF)
 SERIES_U_MAX = _dv.SERIES_U_MAX
 SERIES_E_MAX = _dv.SERIES_E_MAX
-SERIES_E_TERMS = _dv.SERIES_E_TERMS
 LOG1P_MAX = _dv.LOG1P_MAX
 JS_NEAR_MAX = _dv.JS_NEAR_MAX
 _R_MIN = _dv._R_MIN
@@ -130,10 +130,7 @@ def _xe(x, b, l):
     """x E(b l) = x (e^(b l) - 1 - b l), l = log(x/y) (divergences._xe and _pow_term)."""
     z = b * l
     if abs(z) < SERIES_E_MAX:
-        s = 1.0
-        for n in range(SERIES_E_TERMS, 2, -1):
-            s = 1.0 + z * s / n
-        return x * (0.5 * z * z * s)
+        return x * _u_series(-z, _E_COEF)
     h = x * math.exp(z) if z < _EXPM1_MAX else _exp(math.log(x) + z)
     return h - x * (1.0 + z)
 
@@ -159,6 +156,15 @@ def _kl_like(x, y, d, lf, reverse):
 
 
 @njit(cache=True, error_model="numpy")
+def _kl_term(x, y, d, l):
+    """x log(x/y) - d for x, y > 0 given l = log(x/y) (divergences._kl_term)."""
+    u = d / y
+    if abs(u) < SERIES_U_MAX:
+        return y * _u_series(u, _KL_COEF)
+    return x * l - d
+
+
+@njit(cache=True, error_model="numpy")
 def _js(x, y, d):
     """(s/4) [2 w atanh(w) + log1p(-w^2)] near x = y, plain logs away from it (divergences._g_js)."""
     s = x + y
@@ -179,7 +185,8 @@ def _power(code, a, x, y, d, lf):
         if x == 0.0:
             return (a - 1.0) * y
         b = a - 1.0
-        return _xe(x, b, log_ratio(x, y, d)) + b * _kl_like(x, y, d, lf, False)
+        l = log_ratio(x, y, d)
+        return _xe(x, b, l) + b * _kl_term(x, y, d, l)
     if y == 0.0:
         return a * x
     if x == 0.0:
@@ -187,7 +194,7 @@ def _power(code, a, x, y, d, lf):
     b = 1.0 - a
     l = log_ratio(x, y, d)
     if l <= 1.0:
-        return b * _kl_like(x, y, d, lf, False) - _xe(x, -b, l)
+        return b * _kl_term(x, y, d, l) - _xe(x, -b, l)
     return x * (b * math.expm1(-l) - math.expm1(-b * l))
 
 

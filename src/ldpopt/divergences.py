@@ -100,6 +100,8 @@ _R_MAX = 1e300
 #: u - log1p(u) = u^2 sum_{n>=2} (-u)^(n-2) / n (reverse KL)
 _KL_COEF = tuple(1.0 / (n * (n - 1)) for n in range(2, SERIES_U_TERMS + 1))
 _RKL_COEF = tuple(1.0 / n for n in range(2, SERIES_U_TERMS + 1))
+#: E(z) = e^z - 1 - z = z^2 sum_{n>=2} z^(n-2) / n!
+_E_COEF = tuple(1.0 / math.factorial(n) for n in range(2, SERIES_E_TERMS + 1))
 
 
 def _exp(t: float) -> float:
@@ -117,11 +119,8 @@ def _u_series(u: float, coef: tuple) -> float:
 
 
 def _e_series(z: float) -> float:
-    """E(z) = e^z - 1 - z = (z^2 / 2)(1 + z/3 (1 + z/4 (...))) for small |z|."""
-    s = 1.0
-    for n in range(SERIES_E_TERMS, 2, -1):
-        s = 1.0 + z * s / n
-    return 0.5 * z * z * s
+    """E(z) = e^z - 1 - z = z^2 sum_j z^j / (j + 2)! for small |z| (Horner, as :func:`_u_series`)."""
+    return _u_series(-z, _E_COEF)
 
 
 def _log_ratio(x: float, y: float, d: float) -> float:
@@ -166,6 +165,14 @@ def _g_egamma(param, x, y, d, lf):
     return v if v > 0.0 else 0.0
 
 
+def _kl_term(x: float, y: float, d: float, l: float) -> float:
+    """x log(x/y) - d = y [(1+u) log1p(u) - u] >= 0 for x, y > 0, given l = log(x/y)."""
+    u = d / y
+    if abs(u) < SERIES_U_MAX:
+        return y * _u_series(u, _KL_COEF)
+    return x * l - d
+
+
 def _g_kl(param, x, y, d, lf):
     # f(t) = t log t - t + 1: g = x log(x/y) - d = y [(1+u) log1p(u) - u], u = d / y
     if x == 0.0:
@@ -173,10 +180,7 @@ def _g_kl(param, x, y, d, lf):
     if y == 0.0:
         # x (log(x/y) - 1) + y with y = e^lf below the smallest subnormal (dropped): >= 0 exactly
         return max(x * (math.log(x) - lf - 1.0), 0.0)
-    u = d / y
-    if abs(u) < SERIES_U_MAX:
-        return y * _u_series(u, _KL_COEF)
-    return x * _log_ratio(x, y, d) - d
+    return _kl_term(x, y, d, _log_ratio(x, y, d))
 
 
 def _g_reverse_kl(param, x, y, d, lf):
@@ -220,7 +224,8 @@ def _g_power_up(param, x, y, d, lf):
     if x == 0.0:
         return (param - 1.0) * y
     b = param - 1.0
-    return _xe(x, b, _log_ratio(x, y, d)) + b * _g_kl(param, x, y, d, lf)
+    l = _log_ratio(x, y, d)
+    return _xe(x, b, l) + b * _kl_term(x, y, d, l)
 
 
 def _g_power_down(param, x, y, d, lf):
@@ -233,7 +238,7 @@ def _g_power_down(param, x, y, d, lf):
     b = 1.0 - param
     l = _log_ratio(x, y, d)
     if l <= 1.0:
-        return b * _g_kl(param, x, y, d, lf) - _xe(x, -b, l)
+        return b * _kl_term(x, y, d, l) - _xe(x, -b, l)
     return x * (b * math.expm1(-l) - math.expm1(-b * l))
 
 
@@ -279,10 +284,7 @@ def _u_series_array(u, coef):
 
 
 def _e_series_array(z):
-    s = np.ones(z.shape)
-    for n in range(SERIES_E_TERMS, 2, -1):
-        s = 1.0 + z * s / n
-    return 0.5 * z * z * s
+    return _u_series_array(-z, _E_COEF)
 
 
 def _log_ratio_array(x, y, d, u=None):
@@ -324,10 +326,11 @@ def _a_egamma(param, x, y, d, lf, out):
     out[:] = np.maximum(d - (param - 1.0) * y, 0.0)
 
 
-def _kl_like_array(x, y, d, coef, reverse):
-    """KL (y [(1+u) log1p(u) - u]) or, ``reverse``, reverse-KL (y [u - log1p(u)]) terms, x, y > 0."""
+def _kl_like_array(x, y, d, coef, reverse, lr=None):
+    """KL (y [(1+u) log1p(u) - u]) or, ``reverse``, reverse-KL (y [u - log1p(u)]) terms, x, y > 0
+    (``lr`` = log(x/y) when the caller has it)."""
     u = d / y
-    lr = _log_ratio_array(x, y, d, u)
+    lr = _log_ratio_array(x, y, d, u) if lr is None else lr
     out = d - y * lr if reverse else x * lr - d
     s = np.abs(u) < SERIES_U_MAX
     if s.any():
@@ -397,13 +400,14 @@ def _a_js(param, x, y, d, lf, out):
 
 def _power_up_array(a, x, y, d):
     b = a - 1.0
-    return _xe_array(x, b, _log_ratio_array(x, y, d)) + b * _kl_like_array(x, y, d, _KL_COEF, False)
+    l = _log_ratio_array(x, y, d)
+    return _xe_array(x, b, l) + b * _kl_like_array(x, y, d, _KL_COEF, False, l)
 
 
 def _power_down_array(a, x, y, d):
     b = 1.0 - a
     l = _log_ratio_array(x, y, d)
-    out = b * _kl_like_array(x, y, d, _KL_COEF, False) - _xe_array(x, -b, l)
+    out = b * _kl_like_array(x, y, d, _KL_COEF, False, l) - _xe_array(x, -b, l)
     gt = l > 1.0
     if gt.any():
         lg = l[gt]
