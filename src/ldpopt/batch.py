@@ -28,7 +28,7 @@ import numpy as np
 
 from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int
 from ldpopt._warnings import LdpoptWarning
-from ldpopt.divergences import FDivergence, get_divergence
+from ldpopt.divergences import CODE_POWER_DOWN, CODE_POWER_UP, FDivergence, get_divergence
 from ldpopt.spr import (
     _NEAR_TIE_RTOL,
     LRReduction,
@@ -268,6 +268,8 @@ def _resolve_far_cells(reds, ls, grid, div, raw, values, nb, bounds) -> None:
     overflow for alpha > 1, a Renyi sum below 1/2 for alpha < 1) are solved again as
     ``optimal_mechanism`` does, on the scaled Renyi sum (``spr._solve_power_far``); ``values``,
     ``nb`` and ``bounds`` are updated in place."""
+    if div.code not in (CODE_POWER_UP, CODE_POWER_DOWN):
+        return
     for t, e in zip(*np.nonzero([[_power_far(div, float(r)) for r in row] for row in raw]), strict=True):
         r = reds[t]
         eps = float(grid[e])
