@@ -240,6 +240,10 @@ _PH, _PL, _QH, _QL, _SPH, _SPL, _SQH, _SQL, _PX, _QX = 0, 1, 2, 3, 4, 5, 6, 7, 8
 _DH, _DL, _SDH, _SDL = 10, 11, 12, 13
 #: number of rows of a prefix table
 PRE_ROWS = 14
+#: a block's difference from the sums of p - q is kept within this times (dP + dQ) of dP - dQ:
+#: dP and dQ are each within ~2 ulp of themselves, so the true difference is within ~4 ulp of
+#: dP - dQ; 8 ulp leaves a margin (shared with spr._Prefix.sums)
+DIFF_CLIP = 8 * 2.0**-52
 
 
 @njit(cache=True, error_model="numpy")
@@ -345,33 +349,39 @@ def block_sums(pre, a, b):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def block_diff(pre, a, b):
-    """dP - dQ over the reduced symbols a..b-1, to ~ulp of itself (spr._Prefix.sums).
+def block_diff(pre, a, b, dp, dq):
+    """dP - dQ over the reduced symbols a..b-1, given their sums dp, dq (spr._Prefix.sums).
 
-    From the compensated sums of p - q on the side with the smaller total mass, whose
-    compensation error (~n ulp^2 times that mass) is then negligible even for tiny blocks.
+    From the compensated sums of p - q, on the side from which dP is summed, kept within
+    DIFF_CLIP (dp + dq) of dp - dq: about one ulp of itself where dP and dQ nearly cancel, and
+    never worse than dp - dq where that side's compensation (~n ulp^2 times its mass) is not
+    negligible next to a tiny block.
     """
-    if pre[_PH, b] + pre[_QH, b] <= pre[_SPH, a] + pre[_SQH, a]:
-        return (pre[_DH, b] - pre[_DH, a]) + (pre[_DL, b] - pre[_DL, a])
-    return (pre[_SDH, a] - pre[_SDH, b]) + (pre[_SDL, a] - pre[_SDL, b])
+    if pre[_PH, b] <= pre[_SPH, a]:
+        dd = (pre[_DH, b] - pre[_DH, a]) + (pre[_DL, b] - pre[_DL, a])
+    else:
+        dd = (pre[_SDH, a] - pre[_SDH, b]) + (pre[_SDL, a] - pre[_SDL, b])
+    plain = dp - dq
+    e = DIFF_CLIP * (dp + dq)
+    return min(max(dd, plain - e), plain + e)
 
 
 @njit(cache=True, error_model="numpy")
 def score(pre, a, b, code, param, c, A, lf):
     """Rescaled interval score mu'[a:b) = g(c + A dP, c + A dQ, A (dP - dQ)) (eq. 31 over e^eps)."""
     dp, dq = block_sums(pre, a, b)
-    return perspective(code, param, c + A * dp, c + A * dq, A * block_diff(pre, a, b), lf)
+    return perspective(code, param, c + A * dp, c + A * dq, A * block_diff(pre, a, b, dp, dq), lf)
 
 
 @njit(cache=True, error_model="numpy")
-def diff_table(pre, pos):
-    """dP - dQ of every block [pos[t], pos[i]), packed as :func:`sums_tables`."""
+def diff_table(pre, pos, sp, sq):
+    """dP - dQ of every block [pos[t], pos[i]) whose sums are ``sp, sq`` (:func:`sums_tables`)."""
     m = pos.shape[0] - 1
     sd = np.empty(m * (m + 1) // 2)
     j = 0
     for i in range(1, m + 1):
         for t in range(i):
-            sd[j] = block_diff(pre, pos[t], pos[i])
+            sd[j] = block_diff(pre, pos[t], pos[i], sp[j], sq[j])
             j += 1
     return sd
 
@@ -639,7 +649,7 @@ def carry_bounds(val, state, sp, sq, c0, A0, c1, A1):
 @njit(cache=True, error_model="numpy")
 def fill_cache(pre, pos, sp, sq, val, state, code, param, c, A, lf):
     """Fresh bounds (or exact scores, for cheap divergences) of every block of an empty cache."""
-    bounds_into(sp, sq, diff_table(pre, pos), sp.shape[0], code, param, c, A, lf, val, state)
+    bounds_into(sp, sq, diff_table(pre, pos, sp, sq), sp.shape[0], code, param, c, A, lf, val, state)
 
 
 #: split points are pruned in groups of GROUP, and GROUP groups form a super group, when there
@@ -683,7 +693,7 @@ def _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH):
     """
     b = pos[i]
     dp, dq = block_sums(pre, pos[h], b)
-    w = perspective(code, param, c + A * dp, c + A * dq, A * block_diff(pre, pos[h], b), lf)
+    w = perspective(code, param, c + A * dp, c + A * dq, A * block_diff(pre, pos[h], b, dp, dq), lf)
     best = H[h] + (w - pen)
     bc = cnt[h] + 1
     bt = h
@@ -707,7 +717,7 @@ def _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH):
                 dp, dq = block_sums(pre, pos[t], b)
                 x = c + A * dp
                 y = c + A * dq
-                d = A * block_diff(pre, pos[t], b)
+                d = A * block_diff(pre, pos[t], b, dp, dq)
                 w, exact = score_bound(code, param, x, y, d, lf)
                 u = H[t] + (w - pen)
                 if u < best:
@@ -791,7 +801,7 @@ def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, 
                     umax = u
                     h = t
         if sts[h] != _EXACT:
-            dh = A * block_diff(pre, pos[h], pos[i])
+            dh = A * block_diff(pre, pos[h], pos[i], dps[h], dqs[h])
             src[h] = perspective(code, param, c + A * dps[h], c + A * dqs[h], dh, lf)
             sts[h] = _EXACT
         best = H[h] + (src[h] - pen)
@@ -806,7 +816,7 @@ def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, 
             if st != _EXACT:
                 x = c + A * dps[t]
                 y = c + A * dqs[t]
-                d = A * block_diff(pre, pos[t], pos[i])
+                d = A * block_diff(pre, pos[t], pos[i], dps[t], dqs[t])
                 if st == _CARRIED:
                     # a bound carried from a larger eps: tighten it first
                     w, exact = score_bound(code, param, x, y, d, lf)
@@ -979,7 +989,7 @@ def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
             dp, dq = block_sums(pre, t, i)
             DPr[t] = dp
             DQr[t] = dq
-            DDr[t] = block_diff(pre, t, i)
+            DDr[t] = block_diff(pre, t, i, dp, dq)
         bounds_into(DPr, DQr, DDr, i, code, param, c, A, lf, W, EX)
         if EX[0] != _EXACT:
             W[0] = perspective(code, param, c + A * DPr[0], c + A * DQr[0], A * DDr[0], lf)
@@ -1151,7 +1161,7 @@ def table_args(pre, c, A, i0, i1, x, y, d):
             dp, dq = block_sums(pre, t, i)
             x[j] = c + A * dp
             y[j] = c + A * dq
-            d[j] = A * block_diff(pre, t, i)
+            d[j] = A * block_diff(pre, t, i, dp, dq)
             j += 1
 
 

@@ -57,8 +57,8 @@ CODE_CHI2 = 3
 CODE_HELLINGER = 4
 CODE_JS = 5
 CODE_EGAMMA = 6
-CODE_POWER_UP = 7  # f(t) = t^a - 1, a > 1 (Renyi, a > 1)
-CODE_POWER_DOWN = 8  # f(t) = 1 - t^a, 0 < a < 1 (Renyi, a < 1)
+CODE_POWER_UP = 7  # f(t) = t^a - 1 - a (t - 1), a > 1 (Renyi, a > 1)
+CODE_POWER_DOWN = 8  # f(t) = 1 - t^a + a (t - 1), 0 < a < 1 (Renyi, a < 1)
 
 #: relative tolerance of the f(1) = 0 check for user-supplied generators
 F_ONE_TOL = 1e-9
@@ -77,7 +77,8 @@ SERIES_U_TERMS = 17
 #: |z| below this: E(z) = expm1(z) - z is summed as its Taylor series (the direct form cancels
 #: by a factor <= 4.7 at the switch) ...
 SERIES_E_MAX = 0.5
-#: ... with the terms z^n / n!, n = 2..15: the first dropped one is < 2 |z|^14 / 16! = 6e-18 of the sum
+#: ... with the terms z^n / n!, n = 2..15: the first dropped one is < 2 |z|^14 / 16! = 6e-18 of
+#: the sum
 SERIES_E_TERMS = 15
 #: log(x/y) is log1p(u), u = d / y, for -LOG1P_MAX < u < _R_MAX (u known to ~ulp: log1p(u)
 #: is then accurate to ~ulp); below, 1 + u would carry the absolute error of u, and the ratio
@@ -91,8 +92,8 @@ JS_NEAR_MAX = 0.5
 RENYI_NEAR_MAX = 0.5
 #: exp / expm1 overflow above log(DBL_MAX)
 _EXP_MAX = 709.782712893384
-#: x / y strictly between these is a normal number: log(x / y) and (x / y)^b are then taken of
-#: the rounded ratio (error ~ulp, where log x - log y carries ~ulp (|log x| + |log y|))
+#: x / y strictly between these is a normal number: log(x / y) is then taken of the rounded
+#: ratio (error ~ulp, where log x - log y carries ~ulp (|log x| + |log y|))
 _R_MIN = 1e-300
 _R_MAX = 1e300
 

@@ -179,9 +179,8 @@ def kov_lp(p0: Any, p1: Any, eps: float, divergence: str | FDivergence = "kl", *
     if power:
         w = theta_s
         value = _renyi_value(div.code, div.param, w * x[support], w * y[support], w * d[support], 1.0, lf)
-    else:
-        mu0 = div.perspective(x, y, d, log_floor=lf)
-        value = max(div.transform(math.fsum((theta_s * mu0[support]).tolist())), 0.0)
+    else:  # >= 0: the built-in terms are, and a user's D_f of two distributions is (Jensen)
+        value = max(div.transform(math.fsum((theta_s * mu[support]).tolist())), 0.0)
     matrix = Z[:, support] * theta_s[None, :]
     matrix = matrix / matrix.sum(axis=1, keepdims=True)
     mech = Mechanism(matrix, eps, labels=labels, name="kov_lp")

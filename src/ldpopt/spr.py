@@ -55,6 +55,9 @@ __all__ = [
 
 #: keys closer than this (relative, on the log-ratio) are ordered/merged with exact rational arithmetic
 _NEAR_TIE_RTOL = 1e-9
+#: a block's difference from the sums of p - q is kept within this times (dP + dQ) of dP - dQ
+#: (dP and dQ are each within ~2 ulp, so the true difference is within ~4 ulp of dP - dQ)
+_DIFF_CLIP = 8 * 2.0**-52
 #: Renyi far from S = 1 (``_solve_power_far``): a solve on S e^{-K} is redone with the scale of
 #: the partition it found when that partition's log S is more than this below K (its blocks
 #: may then have underflowed; e^{-600} is still ~1e43 times the smallest normal number)
@@ -317,16 +320,20 @@ class _Prefix:
     def sums(self, a, b):
         """(dP, dQ, dP - dQ) over reduced symbols a..b-1 (arrays allowed).
 
-        The difference comes from the compensated sums of p - q, on the side with the smaller
-        total mass (prefix when P_b + Q_b <= S_a + T_a), so it is accurate to ~ulp of itself.
+        The difference comes from the compensated sums of p - q, on the side from which dP is
+        summed, kept within ``_DIFF_CLIP (dP + dQ)`` of ``dP - dQ``: about one ulp of itself
+        where dP and dQ nearly cancel, never worse than ``dP - dQ`` for a tiny block next to a
+        side whose compensation (~n ulp^2 times its mass) is not negligible.
         """
         a = np.asarray(a)
         dp = self._interval(self.p, self.P, self.SP, a, b)
         dq = self._interval(self.q, self.Q, self.SQ, a, b)
         (dh, dl), (sdh, sdl) = self.D, self.SD
-        use_prefix = self.P[0][b] + self.Q[0][b] <= self.SP[0][a] + self.SQ[0][a]
+        use_prefix = self.P[0][b] <= self.SP[0][a]
         dd = np.where(use_prefix, (dh[b] - dh[a]) + (dl[b] - dl[a]), (sdh[a] - sdh[b]) + (sdl[a] - sdl[b]))
-        return dp, dq, dd
+        plain = dp - dq
+        e = _DIFF_CLIP * (dp + dq)
+        return dp, dq, np.minimum(np.maximum(dd, plain - e), plain + e)
 
 
 def _suffix(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -516,13 +523,17 @@ def _power_far(div: FDivergence, raw: float) -> bool:
 
 
 def _power_log_table(p: np.ndarray, q: np.ndarray, eps: float, alpha: float) -> np.ndarray:
-    """log(x^a y^(1-a)) of every block [t, i), packed at i (i - 1) / 2 + t (O(k^2) memory)."""
+    """log(x^a y^(1-a)) of every block [t, i), packed at i (i - 1) / 2 + t (k (k+1) / 2 values;
+    one end point at a time, so the temporaries are O(k))."""
     k = p.shape[0]
-    i_idx = np.repeat(np.arange(1, k + 1), np.arange(1, k + 1))
-    t_idx = np.arange(i_idx.shape[0]) - i_idx * (i_idx - 1) // 2
     c, A = _rescale(eps)
-    dp, dq, dd = _Prefix(p, q).sums(t_idx, i_idx)
-    return _power_log_terms(alpha, c + A * dp, c + A * dq, A * dd, _log_floor(eps, c))
+    lf = _log_floor(eps, c)
+    pre = _Prefix(p, q)
+    L = np.empty(k * (k + 1) // 2)
+    for i in range(1, k + 1):
+        dp, dq, dd = pre.sums(np.arange(i), i)
+        L[i * (i - 1) // 2 : i * (i + 1) // 2] = _power_log_terms(alpha, c + A * dp, c + A * dq, A * dd, lf)
+    return L
 
 
 def _log_sum_of(L: np.ndarray, cuts, c: float) -> float:
