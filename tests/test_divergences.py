@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import mpmath
 import numpy as np
 import pytest
 from hypothesis import given
@@ -70,17 +71,20 @@ def test_renyi_reports_renyi(alpha):
 
 
 def test_boundary_conventions():
+    # built-in generators have f'(1) = 0: KL is t log t - t + 1 (f(0) = 1), reverse KL t - 1 - log t
     kl = ldpopt.get_divergence("kl")
     out = kl.perspective([0.0, 0.0, 0.3], [0.0, 0.2, 0.0])
-    assert out[0] == 0.0 and out[1] == 0.0 and math.isinf(out[2])
+    assert out[0] == 0.0 and out[1] == 0.2 and math.isinf(out[2])
     rkl = ldpopt.get_divergence("reverse_kl")
-    assert math.isinf(rkl.perspective([0.0], [0.2])[0]) and rkl.perspective([0.3], [0.0])[0] == 0.0
+    assert math.isinf(rkl.perspective([0.0], [0.2])[0]) and rkl.perspective([0.3], [0.0])[0] == 0.3
     tv = ldpopt.get_divergence("tv")
     np.testing.assert_allclose(tv.perspective([0.0, 0.3], [0.2, 0.0]), [0.1, 0.15])
     js = ldpopt.get_divergence("js")
     assert js.perspective([0.3], [0.0])[0] == pytest.approx(0.3 * math.log(2) / 2)
     # the log floor keeps KL finite when the lower bound underflowed
-    assert kl.perspective([0.5], [0.0], log_floor=-1000.0)[0] == pytest.approx(0.5 * (math.log(0.5) + 1000))
+    assert kl.perspective([0.5], [0.0], log_floor=-1000.0)[0] == pytest.approx(
+        0.5 * (math.log(0.5) + 1000 - 1)
+    )
 
 
 def test_user_divergence_conventions_match_builtin():
@@ -114,14 +118,19 @@ def test_scalar_and_array_perspectives_agree():
 
 
 def test_stable_near_one():
-    # x, y = 1 + tiny: the accurate difference d must be used
+    # x, y = 1 + tiny: the accurate difference d must be used, and the term (of order d^2)
+    # must not be a difference of order-d numbers
     kl = ldpopt.get_divergence("kl")
     d = 1e-12
     x, y = 1.0 + 2 * d, 1.0 + d  # representable pair; true x - y is d up to rounding
     val = kl.perspective([x], [y], [d])[0]
-    # numpy's log1p vs math.log1p, the same formula at the same inputs
+    with mpmath.workdps(50):
+        u = mpmath.mpf(d) / mpmath.mpf(y)
+        ref = float(mpmath.mpf(y) * ((1 + u) * mpmath.log1p(u) - u))
+    assert val == pytest.approx(ref, rel=1e-12)
+    # numpy's and the scalar (math) evaluation of the same formula at the same inputs
     bound = float(mirror_bound(kl.code, kl.param, x, y, d))
-    assert within("KL near x = y: numpy vs math", val, x * math.log1p(d / y), bound)
+    assert within("KL near x = y: numpy vs math", val, _perspective_scalar(kl.code, kl.param, x, y, d), bound)
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,16 @@ from _valuebounds import brute_force_agreement, dinkelbach_slack, eval_bound, pa
 from ldpopt.divergences import _perspective_array, _perspective_scalar, get_divergence
 from ldpopt.spr import _fast
 from ldpopt.spr import _kernels as K
-from ldpopt.spr.solve import _dp_readable, _Prefix, _reduce, interval_scores, spr_value
+from ldpopt.spr.solve import (
+    _dp_readable,
+    _partition_value,
+    _power_far,
+    _Prefix,
+    _reduce,
+    _solve_power_far,
+    interval_scores,
+    spr_value,
+)
 from reference import brute_force_argmax, reduced_cuts
 
 #: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
@@ -143,25 +152,37 @@ def assert_raw_optimum(red, eps, divergence, l, raw, cuts, method, path, ref_raw
     )
 
 
+def reported(red, eps, div, l, raw, cuts, fast):
+    """``(value, cuts)`` that ``optimal_mechanism`` reports for the centred optimum ``(raw, cuts)``:
+    Renyi far from S = 1 solved again on the scaled Renyi sum (``fast``: on the table path), and
+    the value of that partition (the transformed ``raw``, or D_alpha evaluated from the blocks)."""
+    if _power_far(div, raw):
+        cuts = _solve_power_far(red.p, red.q, eps, div, l, cuts, fast)
+    return _partition_value(red.p, red.q, eps, div, cuts, raw), cuts
+
+
 def assert_same_optimum(p, q, eps, divergence, l, paths=PATHS):
     """Both fast paths give the readable optimum up to :func:`assert_raw_optimum`'s bounds.
 
-    The public API is checked to report the transform of ``_fast.solve``'s raw value and the lift
-    of its cuts (the same function: exact).  Returns ``{path: result}``.
+    The public API is checked to report :func:`reported` of ``_fast.solve``'s raw value and
+    cuts, lifted (the same functions: exact).  Returns ``{path: result}``.
     """
     ref = ldpopt.optimal_mechanism(p, q, eps, divergence, l, method="dp")
     div = get_divergence(divergence)
-    red = _reduce(np.asarray(p, float), np.asarray(q, float))
+    red = ldpopt.likelihood_ratio_reduction(p, q)  # of the renormalised inputs, as the solvers
     ll = red.k if l is None else min(l, red.k)
     ref_raw, ref_cuts = _dp_readable(red.p, red.q, eps, div, ll)
-    assert same(div.transform(ref_raw), ref.value) and red.lift_blocks(ref_cuts) == ref.partition
+    ref_value, ref_reported = reported(red, eps, div, ll, ref_raw, ref_cuts, fast=False)
+    assert same(ref_value, ref.value) and red.lift_blocks(ref_reported) == ref.partition
     out = {}
     for path in paths:
         with solver_path(path):
             fast = ldpopt.optimal_mechanism(p, q, eps, divergence, l, method="fast")
         raw, cuts, method = _fast.solve(red.p, red.q, eps, div, ll, path=path)
-        assert fast.method == method and fast.partition == red.lift_blocks(cuts), (path, fast.partition, cuts)
-        assert same(fast.value, div.transform(raw)), (path, fast.value, raw)
+        value, fast_reported = reported(red, eps, div, ll, raw, cuts, fast=True)
+        assert fast.method == method, (path, fast.method, method)
+        assert fast.partition == red.lift_blocks(fast_reported), (path, fast.partition)
+        assert same(fast.value, value), (path, fast.value, raw)
         if l is not None:
             assert fast.num_outputs <= l
         assert_raw_optimum(red, eps, divergence, l, raw, cuts, method, path, ref_raw, ref_cuts, (len(p),))

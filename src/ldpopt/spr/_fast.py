@@ -130,11 +130,13 @@ def _prefix_table(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """``_kernels.prefix_table(p, q)`` assembled from ``spr._Prefix`` (nothing to compile)."""
     ref = _Prefix(p, q)
     k = p.shape[0]
-    pre = np.zeros((10, k + 1))
+    pre = np.zeros((K.PRE_ROWS, k + 1))
     pre[K._PH], pre[K._PL] = ref.P
     pre[K._QH], pre[K._QL] = ref.Q
     pre[K._SPH], pre[K._SPL] = ref.SP
     pre[K._SQH], pre[K._SQL] = ref.SQ
+    pre[K._DH], pre[K._DL] = ref.D
+    pre[K._SDH], pre[K._SDL] = ref.SD
     pre[K._PX, :k] = p
     pre[K._QX, :k] = q
     return pre
@@ -243,7 +245,19 @@ def _budget_table(S: np.ndarray, k: int, l: int, c: float):
 
 def _solve_table(p, q, k, l, code, param, c, A, lf):
     """``(raw, bounds, method code)``: the decisions of ``_kernels.solve_ws``, over exact tables."""
-    S = score_table(p, q, c, A, lf, code, param)
+    return _solve_score_table(score_table(p, q, c, A, lf, code, param), k, l, c)
+
+
+def solve_scores(S: np.ndarray, k: int, l: int, c: float):
+    r"""``(raw, cuts)``: the optimum over partitions with at most ``l`` blocks of
+    :math:`\sum_t S[B_t] / (1 + (s-1) c)` for a given packed score table ``S`` (as
+    :func:`score_table`), by the table path (used for Renyi far from S = 1, ``spr._solve_power_far``).
+    """
+    raw, bounds, _ = _solve_score_table(np.ascontiguousarray(S, dtype=np.float64), k, min(max(l, 1), k), c)
+    return float(raw), [(int(bounds[j]), int(bounds[j + 1])) for j in range(len(bounds) - 1)]
+
+
+def _solve_score_table(S, k, l, c):
     if k == 1 or l == 1:
         return float(S[_at(0, k)]) / 1.0, [0, k], 2
     bounds = [0, k] if c == 0.0 else _best_two_blocks(S, k, c)

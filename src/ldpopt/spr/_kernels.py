@@ -41,6 +41,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from ldpopt import divergences as _dv
+
 # Keep in sync with ldpopt.divergences.CODE_*
 CODE_KL = 0
 CODE_REVERSE_KL = 1
@@ -74,16 +76,30 @@ COARSE_GROUPS = 1024
 # ---------------------------------------------------------------------------------------------
 # Perspective g(x, y) = y f(x / y) (mirror of divergences._perspective_scalar)
 # ---------------------------------------------------------------------------------------------
+# the thresholds and series of the readable perspectives, so both take the same branches
+_KL_COEF = np.array(_dv._KL_COEF)
+_RKL_COEF = np.array(_dv._RKL_COEF)
+_E_COEF = np.array(_dv._E_COEF)
+SERIES_U_MAX = _dv.SERIES_U_MAX
+SERIES_E_MAX = _dv.SERIES_E_MAX
+LOG1P_MAX = _dv.LOG1P_MAX
+JS_NEAR_MAX = _dv.JS_NEAR_MAX
+_R_MIN = _dv._R_MIN
+_R_MAX = _dv._R_MAX
+#: exp / expm1 overflow beyond log(DBL_MAX)
+_EXPM1_MAX = _dv._EXP_MAX
+
+
 @njit(cache=True, error_model="numpy")
 def log_ratio(x, y, d):
-    """log(x / y): log1p(d / y) when x and y are close, else a difference of logs."""
-    if abs(d) < 0.5 * y:
-        return math.log1p(d / y)
+    """log(x / y): log1p(d / y) unless x << y, else of the ratio (divergences._log_ratio)."""
+    u = d / y
+    if -LOG1P_MAX < u < _R_MAX:
+        return math.log1p(u)
+    r = x / y
+    if _R_MIN < r < _R_MAX:
+        return math.log(r)
     return math.log(x) - math.log(y)
-
-
-#: expm1 overflows beyond log(DBL_MAX)
-_EXPM1_MAX = 709.782712893384
 
 
 @njit(cache=True, error_model="numpy")
@@ -94,31 +110,113 @@ def _expm1(t):
 
 
 @njit(cache=True, error_model="numpy")
+def _exp(t):
+    return math.inf if t > _EXPM1_MAX else math.exp(t)
+
+
+@njit(cache=True, error_model="numpy")
+def _u_series(u, coef):
+    """u^2 sum_j coef[j] (-u)^j (divergences._u_series)."""
+    v = -u
+    n = coef.shape[0]
+    s = coef[n - 1]
+    for j in range(n - 2, -1, -1):
+        s = s * v + coef[j]
+    return u * u * s
+
+
+@njit(cache=True, error_model="numpy")
+def _xe(x, b, l):
+    """x E(b l) = x (e^(b l) - 1 - b l), l = log(x/y) (divergences._xe and _pow_term)."""
+    z = b * l
+    if abs(z) < SERIES_E_MAX:
+        return x * _u_series(-z, _E_COEF)
+    h = x * math.exp(z) if z < _EXPM1_MAX else _exp(math.log(x) + z)
+    return h - x * (1.0 + z)
+
+
+@njit(cache=True, error_model="numpy")
+def _kl_like(x, y, d, lf, reverse):
+    """KL: x log(x/y) - d; reverse KL: d - y log(x/y) (divergences._g_kl / _g_reverse_kl)."""
+    if reverse:
+        if y == 0.0:
+            return x
+        if x == 0.0:
+            return max(y * (math.log(y) - lf - 1.0), 0.0)
+    else:
+        if x == 0.0:
+            return y
+        if y == 0.0:
+            return max(x * (math.log(x) - lf - 1.0), 0.0)
+    u = d / y
+    if abs(u) < SERIES_U_MAX:
+        return y * _u_series(u, _RKL_COEF if reverse else _KL_COEF)
+    lr = log_ratio(x, y, d)
+    return d - y * lr if reverse else x * lr - d
+
+
+@njit(cache=True, error_model="numpy")
+def _kl_term(x, y, d, l):
+    """x log(x/y) - d for x, y > 0 given l = log(x/y) (divergences._kl_term)."""
+    u = d / y
+    if abs(u) < SERIES_U_MAX:
+        return y * _u_series(u, _KL_COEF)
+    return x * l - d
+
+
+@njit(cache=True, error_model="numpy")
+def _js(x, y, d):
+    """(s/4) [2 w atanh(w) + log1p(-w^2)] near x = y, plain logs away from it (divergences._g_js)."""
+    s = x + y
+    w = d / s
+    if abs(w) < JS_NEAR_MAX:
+        return 0.25 * s * (2.0 * w * math.atanh(w) + math.log1p(-w * w))
+    a = x * math.log(2.0 * x / s) if x > 0.0 else 0.0
+    b = y * math.log(2.0 * y / s) if y > 0.0 else 0.0
+    return 0.5 * (a + b)
+
+
+@njit(cache=True, error_model="numpy")
+def _power(code, a, x, y, d, lf):
+    """Centred power terms, a > 1 (code 7) or 0 < a < 1 (divergences._g_power_up / _down)."""
+    if code == CODE_POWER_UP:
+        if y == 0.0:
+            return _exp(a * math.log(x) - (a - 1.0) * lf) - a * x
+        if x == 0.0:
+            return (a - 1.0) * y
+        b = a - 1.0
+        l = log_ratio(x, y, d)
+        return _xe(x, b, l) + b * _kl_term(x, y, d, l)
+    if y == 0.0:
+        return a * x
+    if x == 0.0:
+        return (1.0 - a) * y
+    b = 1.0 - a
+    l = log_ratio(x, y, d)
+    if l <= 1.0:
+        return b * _kl_term(x, y, d, l) - _xe(x, -b, l)
+    return x * (b * math.expm1(-l) - math.expm1(-b * l))
+
+
+@njit(cache=True, error_model="numpy")
 def perspective(code, param, x, y, d, log_floor):
     """Scalar perspective for built-in ``code``; ``d`` = x - y known accurately.
 
     ``log_floor`` is the log of a lower bound of x and y that survives their underflow to 0
-    (``-inf`` for a true zero), exactly as in the readable version.
+    (``-inf`` for a true zero), exactly as in the readable version.  The generators are those
+    of :mod:`ldpopt.divergences` (f'(1) = 0: every term >= 0, no cancellation).
     """
     if x == 0.0 and y == 0.0:
         return 0.0
+    if code == CODE_KL:
+        return _kl_like(x, y, d, log_floor, False)
+    if code == CODE_REVERSE_KL:
+        return _kl_like(x, y, d, log_floor, True)
     if code == CODE_TV:
         return 0.5 * abs(d)
     if code == CODE_EGAMMA:
         v = d - (param - 1.0) * y
         return v if v > 0.0 else 0.0
-    if code == CODE_KL:
-        if x == 0.0:
-            return 0.0
-        if y == 0.0:
-            return x * (math.log(x) - log_floor)
-        return x * log_ratio(x, y, d)
-    if code == CODE_REVERSE_KL:
-        if y == 0.0:
-            return 0.0
-        if x == 0.0:
-            return y * (math.log(y) - log_floor)
-        return -y * log_ratio(x, y, d)
     if code == CODE_CHI2:
         if y == 0.0:
             return math.inf
@@ -127,28 +225,9 @@ def perspective(code, param, x, y, d, log_floor):
         s = math.sqrt(x) + math.sqrt(y)
         return d * d / (s * s)
     if code == CODE_JS:
-        # 2x/s = 1 + d/s and 2y/s = 1 - d/s: log1p while x, y are comparable, plain logs otherwise
-        s = x + y
-        close = abs(d) < 0.5 * s
-        a = 0.0
-        if x > 0.0:
-            a = x * (math.log1p(d / s) if close else math.log(2.0 * x / s))
-        b = 0.0
-        if y > 0.0:
-            b = y * (math.log1p(-d / s) if close else math.log(2.0 * y / s))
-        return 0.5 * (a + b)
-    if code == CODE_POWER_UP:
-        if y == 0.0:
-            return math.inf
-        if x == 0.0:
-            return -y
-        return y * _expm1(param * log_ratio(x, y, d))
-    if code == CODE_POWER_DOWN:
-        if y == 0.0:
-            return 0.0
-        if x == 0.0:
-            return y
-        return -y * _expm1(param * log_ratio(x, y, d))
+        return _js(x, y, d)
+    if code == CODE_POWER_UP or code == CODE_POWER_DOWN:
+        return _power(code, param, x, y, d, log_floor)
     return math.nan
 
 
@@ -157,6 +236,14 @@ def perspective(code, param, x, y, d, log_floor):
 # ---------------------------------------------------------------------------------------------
 # rows of the table built by prefix_table
 _PH, _PL, _QH, _QL, _SPH, _SPL, _SQH, _SQL, _PX, _QX = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
+# compensated prefix and suffix sums (hi, lo) of the differences p - q
+_DH, _DL, _SDH, _SDL = 10, 11, 12, 13
+#: number of rows of a prefix table
+PRE_ROWS = 14
+#: a block's difference from the sums of p - q is kept within this times (dP + dQ) of dP - dQ:
+#: dP and dQ are each within ~2 ulp of themselves, so the true difference is within ~4 ulp of
+#: dP - dQ; 8 ulp leaves a margin (shared with spr._Prefix.sums)
+DIFF_CLIP = 8 * 2.0**-52
 
 
 @njit(cache=True, error_model="numpy")
@@ -190,14 +277,45 @@ def _compensated_into(x, hi, lo, reverse):
 
 
 @njit(cache=True, error_model="numpy")
+def _compensated_diff_into(p, q, hi, lo, reverse):
+    # Neumaier summation of p[i] and -q[i] in turn, as spr.compensated_prefix_diff: hi + lo holds
+    # the prefix (or suffix) sums of p - q to ~ulp^2, so a block's difference keeps its own ulp
+    n = p.shape[0]
+    s = 0.0
+    comp = 0.0
+    if reverse:
+        hi[n] = 0.0
+        lo[n] = 0.0
+    else:
+        hi[0] = 0.0
+        lo[0] = 0.0
+    for j in range(n):
+        i = n - 1 - j if reverse else j
+        for v in (p[i], -q[i]):
+            t = s + v
+            if abs(s) >= abs(v):
+                comp += (s - t) + v
+            else:
+                comp += (v - t) + s
+            s = t
+        if reverse:
+            hi[i] = s
+            lo[i] = comp
+        else:
+            hi[i + 1] = s
+            lo[i + 1] = comp
+
+
+@njit(cache=True, error_model="numpy")
 def prefix_table(p, q):
-    """(10, k+1) table of what the interval sums need, as ``spr._Prefix`` keeps it.
+    """(PRE_ROWS, k+1) table of what the interval sums need, as ``spr._Prefix`` keeps it.
 
     Rows: compensated prefix sums (hi, lo) of p and q, compensated suffix sums (hi, lo) of p
-    and q, and p, q themselves (for the endpoint floor; entry k unused).
+    and q, p and q themselves (for the endpoint floor; entry k unused), and compensated
+    prefix and suffix sums (hi, lo) of p - q.
     """
     k = p.shape[0]
-    pre = np.zeros((10, k + 1))
+    pre = np.zeros((PRE_ROWS, k + 1))
     _compensated_into(p, pre[_PH], pre[_PL], False)
     _compensated_into(q, pre[_QH], pre[_QL], False)
     _compensated_into(p, pre[_SPH], pre[_SPL], True)
@@ -205,6 +323,8 @@ def prefix_table(p, q):
     for i in range(k):
         pre[_PX, i] = p[i]
         pre[_QX, i] = q[i]
+    _compensated_diff_into(p, q, pre[_DH], pre[_DL], False)
+    _compensated_diff_into(p, q, pre[_SDH], pre[_SDL], True)
     return pre
 
 
@@ -228,11 +348,42 @@ def block_sums(pre, a, b):
     return dp, dq
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def block_diff(pre, a, b, dp, dq):
+    """dP - dQ over the reduced symbols a..b-1, given their sums dp, dq (spr._Prefix.sums).
+
+    From the compensated sums of p - q, on the side from which dP is summed, kept within
+    DIFF_CLIP (dp + dq) of dp - dq: about one ulp of itself where dP and dQ nearly cancel, and
+    never worse than dp - dq where that side's compensation (~n ulp^2 times its mass) is not
+    negligible next to a tiny block.
+    """
+    if pre[_PH, b] <= pre[_SPH, a]:
+        dd = (pre[_DH, b] - pre[_DH, a]) + (pre[_DL, b] - pre[_DL, a])
+    else:
+        dd = (pre[_SDH, a] - pre[_SDH, b]) + (pre[_SDL, a] - pre[_SDL, b])
+    plain = dp - dq
+    e = DIFF_CLIP * (dp + dq)
+    return min(max(dd, plain - e), plain + e)
+
+
 @njit(cache=True, error_model="numpy")
 def score(pre, a, b, code, param, c, A, lf):
     """Rescaled interval score mu'[a:b) = g(c + A dP, c + A dQ, A (dP - dQ)) (eq. 31 over e^eps)."""
     dp, dq = block_sums(pre, a, b)
-    return perspective(code, param, c + A * dp, c + A * dq, A * (dp - dq), lf)
+    return perspective(code, param, c + A * dp, c + A * dq, A * block_diff(pre, a, b, dp, dq), lf)
+
+
+@njit(cache=True, error_model="numpy")
+def diff_table(pre, pos, sp, sq):
+    """dP - dQ of every block [pos[t], pos[i]) whose sums are ``sp, sq`` (:func:`sums_tables`)."""
+    m = pos.shape[0] - 1
+    sd = np.empty(m * (m + 1) // 2)
+    j = 0
+    for i in range(1, m + 1):
+        for t in range(i):
+            sd[j] = block_diff(pre, pos[t], pos[i], sp[j], sq[j])
+            j += 1
+    return sd
 
 
 @njit(cache=True, error_model="numpy")
@@ -272,13 +423,12 @@ def sums_tables(pre, pos):
 # ---------------------------------------------------------------------------------------------
 # Cheap upper bounds of the scores (exact pruning of split points, docs/fast.md)
 # ---------------------------------------------------------------------------------------------
-#: relative slack added to every bound (the bound and the score are each computed to a few ulp)
+#: relative slack added to every bound (the bound and the score are each computed to a few ulp;
+#: the centred near-x = y scores cancel by at most a factor 20, ~45 ulp = 1e-14)
 BOUND_SLACK_REL = 1e-12
 #: slack relative to the block mass for the difference-of-logs forms, whose absolute rounding
 #: error is at most ~ulp (|log x| + |log y|) x <= 1490 ulp x ~ 3.3e-13 x
 BOUND_SLACK_FAR = 1e-11
-#: slack relative to |d| for JS near x = y, where a + b cancels down to ~d^2/s
-BOUND_SLACK_JS = 1e-13
 #: states of a cached score: not computed yet, an upper bound, the exact score, and an upper
 #: bound carried over from a larger eps (:func:`carry_bounds`)
 _EMPTY, _BOUND, _EXACT, _CARRIED = 0, 1, 2, 3
@@ -344,30 +494,32 @@ def _log_ub_far(z):
 
 @njit(cache=True, error_model="numpy")
 def _kl_ub(x, y, d):
-    """Upper bound of the computed KL score x log(x/y) (NaN: no cheap bound, score it exactly)."""
+    """Upper bound of the computed KL score x log(x/y) - d (NaN: no cheap bound, score it exactly)."""
     if x > 0.0 and y > 0.0:
-        if abs(d) < 0.5 * y:  # the log1p(d / y) branch of perspective
-            v = x * d * (6.0 * y + d) / (y * (6.0 * y + 4.0 * d))
-            return v + BOUND_SLACK_REL * abs(v)
+        if abs(d) < LOG1P_MAX * y:
+            # y [(1+u) log1p(u) - u] <= y u^2 (3 + u) / (6 + 4u), u = d / y (log1p(u) <= u(6+u)/(6+4u))
+            v = d * d * (3.0 * y + d) / (y * (6.0 * y + 4.0 * d))
+            return v + BOUND_SLACK_REL * v
         z = x / y
         if _Z_MIN < z < _Z_MAX:  # the log(x) - log(y) branch
-            v = x * _log_ub_far(z)
-            return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_FAR * x
+            v = x * _log_ub_far(z) - d
+            return v + BOUND_SLACK_REL * (abs(v) + abs(d)) + BOUND_SLACK_FAR * x
     return math.nan
 
 
 @njit(cache=True, error_model="numpy")
 def _rkl_ub(x, y, d):
-    """Upper bound of the computed reverse-KL score -y log(x/y) (NaN: none)."""
+    """Upper bound of the computed reverse-KL score d - y log(x/y) (NaN: none)."""
     if x > 0.0 and y > 0.0:
-        if abs(d) < 0.5 * y:
-            # -log1p(u) = log1p(v) with v = -d / (y + d)
-            v = -y * d * (6.0 * y + 5.0 * d) / ((y + d) * (6.0 * y + 2.0 * d))
-            return v + BOUND_SLACK_REL * abs(v)
+        if abs(d) < LOG1P_MAX * y:
+            # y [u - log1p(u)] with -log1p(u) = log1p(v) <= v(6+v)/(6+4v), v = -u / (1 + u):
+            # <= y u^2 (3 + 2u) / ((1 + u)(6 + 2u))
+            v = d * d * (3.0 * y + 2.0 * d) / ((y + d) * (6.0 * y + 2.0 * d))
+            return v + BOUND_SLACK_REL * v
         z = y / x
         if _Z_MIN < z < _Z_MAX:
-            v = y * _log_ub_far(z)
-            return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_FAR * y
+            v = y * _log_ub_far(z) + d
+            return v + BOUND_SLACK_REL * (abs(v) + abs(d)) + BOUND_SLACK_FAR * y
     return math.nan
 
 
@@ -376,11 +528,12 @@ def _js_ub(x, y, d):
     """Upper bound of the computed JS score (NaN: none)."""
     if x > 0.0 and y > 0.0:
         s = x + y
-        if abs(d) < 0.5 * s:
-            a = x * d * (6.0 * s + d) / (s * (6.0 * s + 4.0 * d))
-            b = -y * d * (6.0 * s - d) / (s * (6.0 * s - 4.0 * d))
-            v = 0.5 * (a + b)
-            return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_JS * abs(d)
+        w = d / s
+        if abs(w) < JS_NEAR_MAX:
+            # (s/4) h(w), h(w) = sum_{n>=1} w^(2n) / (n (2n - 1)) <= w^2 + w^4 / (6 (1 - w^2))
+            w2 = w * w
+            v = 0.25 * s * (w2 + w2 * w2 / (6.0 * (1.0 - w2)))
+            return v + BOUND_SLACK_REL * v
         z1 = 2.0 * x / s
         z2 = 2.0 * y / s
         if _Z_MIN < z1 < _Z_MAX and _Z_MIN < z2 < _Z_MAX:
@@ -393,12 +546,13 @@ def _js_ub(x, y, d):
 def score_bound(code, param, x, y, d, lf):
     r"""``(v, exact)``: the score itself when it is cheap (``exact``), else a bound it cannot exceed.
 
-    KL, reverse KL and JS bound every logarithm of :func:`perspective` on the same argument
-    and branch: near x = y (the ``log1p(u)`` forms) by the Pade-type inequality
-    :math:`\log(1+u) \le u(6+u)/(6+4u)` written in d so it stays accurate for tiny u, away
-    from it by :func:`_log_ub_far`.  A slack larger than the rounding errors of both
-    evaluations is added, so the *computed* score never exceeds ``v``.  Everything else
-    (cheap divergences, power divergences, zero masses, extreme ratios) is evaluated exactly.
+    KL, reverse KL and JS are bounded near x = y (|u| = |d/y| or |d/(x+y)| below 1/2) by
+    closed forms of order d^2 without cancellation: for KL and reverse KL from the Pade-type
+    inequality :math:`\log(1+u) \le u(6+u)/(6+4u)`, for JS from its series in w = d/(x+y);
+    away from x = y every logarithm is bounded by :func:`_log_ub_far`.  A slack larger than
+    the rounding errors of both evaluations is added, so the *computed* score never exceeds
+    ``v``.  Everything else (cheap divergences, power divergences, zero masses, extreme ratios)
+    is evaluated exactly.
     """
     v = math.nan
     if code == CODE_KL:
@@ -413,8 +567,9 @@ def score_bound(code, param, x, y, d, lf):
 
 
 @njit(cache=True, error_model="numpy")
-def bounds_into(sp, sq, n, code, param, c, A, lf, out, st):
-    """``out[j], st[j]`` = :func:`score_bound` of the blocks with sums ``sp[j], sq[j]``, j < n.
+def bounds_into(sp, sq, sd, n, code, param, c, A, lf, out, st):
+    """``out[j], st[j]`` = :func:`score_bound` of the blocks with sums ``sp[j], sq[j]``, j < n,
+    and differences ``sd[j]`` (:func:`block_diff`).
 
     One loop per divergence, so the hot loop holds only that divergence's bound.
     """
@@ -422,7 +577,7 @@ def bounds_into(sp, sq, n, code, param, c, A, lf, out, st):
         for j in range(n):
             x = c + A * sp[j]
             y = c + A * sq[j]
-            d = A * (sp[j] - sq[j])
+            d = A * sd[j]
             v = _kl_ub(x, y, d)
             if v == v:
                 out[j] = v
@@ -434,7 +589,7 @@ def bounds_into(sp, sq, n, code, param, c, A, lf, out, st):
         for j in range(n):
             x = c + A * sp[j]
             y = c + A * sq[j]
-            d = A * (sp[j] - sq[j])
+            d = A * sd[j]
             v = _rkl_ub(x, y, d)
             if v == v:
                 out[j] = v
@@ -446,7 +601,7 @@ def bounds_into(sp, sq, n, code, param, c, A, lf, out, st):
         for j in range(n):
             x = c + A * sp[j]
             y = c + A * sq[j]
-            d = A * (sp[j] - sq[j])
+            d = A * sd[j]
             v = _js_ub(x, y, d)
             if v == v:
                 out[j] = v
@@ -456,7 +611,7 @@ def bounds_into(sp, sq, n, code, param, c, A, lf, out, st):
                 st[j] = _EXACT
     else:
         for j in range(n):
-            out[j] = perspective(code, param, c + A * sp[j], c + A * sq[j], A * (sp[j] - sq[j]), lf)
+            out[j] = perspective(code, param, c + A * sp[j], c + A * sq[j], A * sd[j], lf)
             st[j] = _EXACT
 
 
@@ -493,9 +648,9 @@ def carry_bounds(val, state, sp, sq, c0, A0, c1, A1):
 
 
 @njit(cache=True, error_model="numpy")
-def fill_cache(sp, sq, val, state, code, param, c, A, lf):
+def fill_cache(pre, pos, sp, sq, val, state, code, param, c, A, lf):
     """Fresh bounds (or exact scores, for cheap divergences) of every block of an empty cache."""
-    bounds_into(sp, sq, sp.shape[0], code, param, c, A, lf, val, state)
+    bounds_into(sp, sq, diff_table(pre, pos, sp, sq), sp.shape[0], code, param, c, A, lf, val, state)
 
 
 #: split points are pruned in groups of GROUP, and GROUP groups form a super group, when there
@@ -539,7 +694,7 @@ def _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH):
     """
     b = pos[i]
     dp, dq = block_sums(pre, pos[h], b)
-    w = perspective(code, param, c + A * dp, c + A * dq, A * (dp - dq), lf)
+    w = perspective(code, param, c + A * dp, c + A * dq, A * block_diff(pre, pos[h], b, dp, dq), lf)
     best = H[h] + (w - pen)
     bc = cnt[h] + 1
     bt = h
@@ -563,7 +718,7 @@ def _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH):
                 dp, dq = block_sums(pre, pos[t], b)
                 x = c + A * dp
                 y = c + A * dq
-                d = A * (dp - dq)
+                d = A * block_diff(pre, pos[t], b, dp, dq)
                 w, exact = score_bound(code, param, x, y, d, lf)
                 u = H[t] + (w - pen)
                 if u < best:
@@ -647,7 +802,8 @@ def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, 
                     umax = u
                     h = t
         if sts[h] != _EXACT:
-            src[h] = perspective(code, param, c + A * dps[h], c + A * dqs[h], A * (dps[h] - dqs[h]), lf)
+            dh = A * block_diff(pre, pos[h], pos[i], dps[h], dqs[h])
+            src[h] = perspective(code, param, c + A * dps[h], c + A * dqs[h], dh, lf)
             sts[h] = _EXACT
         best = H[h] + (src[h] - pen)
         bc = cnt[h] + 1
@@ -661,7 +817,7 @@ def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, 
             if st != _EXACT:
                 x = c + A * dps[t]
                 y = c + A * dqs[t]
-                d = A * (dps[t] - dqs[t])
+                d = A * block_diff(pre, pos[t], pos[i], dps[t], dqs[t])
                 if st == _CARRIED:
                     # a bound carried from a larger eps: tighten it first
                     w, exact = score_bound(code, param, x, y, d, lf)
@@ -734,7 +890,7 @@ def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, code, param, c, A, lf, bou
             par[i] = hint[i]
     if state.shape[0] > 0 and state[0] == _EMPTY:
         # a cache is either empty (fresh) or complete for this eps (filled or carried)
-        fill_cache(sp, sq, val, state, code, param, c, A, lf)
+        fill_cache(pre, pos, sp, sq, val, state, code, param, c, A, lf)
     if c == 0.0:
         # every partition has denominator 1: one unpenalised pass is the optimum
         penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, 0.0, H, cnt, par, hinted, GH, SH)
@@ -824,6 +980,7 @@ def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
     EX = np.empty(k, dtype=np.uint8)
     DPr = np.empty(k)
     DQr = np.empty(k)
+    DDr = np.empty(k)
     for i in range(1, k + 1):
         smax = min(l, i) if i == k else min(l - 1, i)
         if smax < 2:
@@ -833,9 +990,10 @@ def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
             dp, dq = block_sums(pre, t, i)
             DPr[t] = dp
             DQr[t] = dq
-        bounds_into(DPr, DQr, i, code, param, c, A, lf, W, EX)
+            DDr[t] = block_diff(pre, t, i, dp, dq)
+        bounds_into(DPr, DQr, DDr, i, code, param, c, A, lf, W, EX)
         if EX[0] != _EXACT:
-            W[0] = perspective(code, param, c + A * DPr[0], c + A * DQr[0], A * (DPr[0] - DQr[0]), lf)
+            W[0] = perspective(code, param, c + A * DPr[0], c + A * DQr[0], A * DDr[0], lf)
             EX[0] = _EXACT
         F[1, i] = W[0]
         for s in range(2, smax + 1):
@@ -847,7 +1005,7 @@ def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
             if h < s - 1 or h >= i:
                 h = s - 1
             if EX[h] != _EXACT:
-                W[h] = perspective(code, param, c + A * DPr[h], c + A * DQr[h], A * (DPr[h] - DQr[h]), lf)
+                W[h] = perspective(code, param, c + A * DPr[h], c + A * DQr[h], A * DDr[h], lf)
                 EX[h] = _EXACT
             best = prev[h] + W[h]
             bt = h
@@ -856,7 +1014,7 @@ def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
                 if v < best or t == h:
                     continue
                 if EX[t] != _EXACT:
-                    W[t] = perspective(code, param, c + A * DPr[t], c + A * DQr[t], A * (DPr[t] - DQr[t]), lf)
+                    W[t] = perspective(code, param, c + A * DPr[t], c + A * DQr[t], A * DDr[t], lf)
                     EX[t] = _EXACT
                     v = prev[t] + W[t]
                     if v < best:
@@ -988,7 +1146,7 @@ def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, val, state
 # link a dozen dispatchers into each other and take 10-15 s to compile.  The scores
 # themselves are evaluated by numpy (divergences._perspective_array), exactly as
 # spr._dp_readable evaluates them.  Keep them free of calls to other @njit functions (and of
-# numpy allocations, which compile helpers too): tests/test_kernels.py checks which kernels a
+# numpy allocations, which compile helpers too): tests/spr/test_kernels.py checks which kernels a
 # small solve touches, benchmarks/bench_fast.py measures the first call.
 @njit(cache=True, error_model="numpy")
 def table_args(pre, c, A, i0, i1, x, y, d):
@@ -1004,7 +1162,7 @@ def table_args(pre, c, A, i0, i1, x, y, d):
             dp, dq = block_sums(pre, t, i)
             x[j] = c + A * dp
             y[j] = c + A * dq
-            d[j] = A * (dp - dq)
+            d[j] = A * block_diff(pre, t, i, dp, dq)
             j += 1
 
 
@@ -1118,15 +1276,15 @@ def solve_item(
     The block sums are computed once (they do not depend on eps), every solve is warm-started
     from the previous eps's optimum and, for KL, reverse KL and JS, the cached scores and
     bounds are carried down to the next eps as bounds (:func:`carry_bounds`).  ``pres``
-    holds every instance's (10, k+1) prefix table flattened, instance ``t`` at
+    holds every instance's (PRE_ROWS, k+1) prefix table flattened, instance ``t`` at
     ``pre_off[t]``.  Results go to ``raw_out[t, e]``, ``nb_out[t, e]``, ``meth_out[t, e]``
     and, when ``bounds_out`` is not empty, the block boundaries to
     ``bounds_out[bounds_off[t, e]:]``.  Releases the GIL, so items run in parallel threads.
     """
     k = ks[t]
     o = pre_off[t]
-    pre = np.empty((10, k + 1))
-    for r in range(10):
+    pre = np.empty((PRE_ROWS, k + 1))
+    for r in range(PRE_ROWS):
         for i in range(k + 1):
             pre[r, i] = pres[o + r * (k + 1) + i]
     sp, sq, val, state = _new_cache(pre, np.arange(k + 1))

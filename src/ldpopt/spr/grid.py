@@ -26,9 +26,17 @@ import numpy as np
 
 from ldpopt._progress import ProgressBar
 from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int, is_real
-from ldpopt.divergences import FDivergence, get_divergence
+from ldpopt.divergences import CODE_POWER_DOWN, CODE_POWER_UP, FDivergence, get_divergence
 from ldpopt.errors import LdpoptWarning
-from ldpopt.spr.solve import _NEAR_TIE_RTOL, LRReduction, _dp_readable, _reduce
+from ldpopt.spr.solve import (
+    _NEAR_TIE_RTOL,
+    LRReduction,
+    _dp_readable,
+    _partition_value,
+    _power_far,
+    _reduce,
+    _solve_power_far,
+)
 
 __all__ = ["SweepResult", "sweep"]
 
@@ -78,11 +86,14 @@ class SweepResult:
 
     @property
     def normalized_values(self) -> np.ndarray:
-        """``values / input_divergence`` per pair (nan where that is 0 or infinite)."""
+        """``values / input_divergence`` per pair, in [0, 1] (nan where that is 0 or infinite).
+
+        Clipped to [0, 1] as ``OptimalMechanismResult.normalized_value`` (data processing).
+        """
         d = np.asarray(self.input_divergence, dtype=float)[:, None]
         ok = np.isfinite(d) & (d != 0) & np.isfinite(self.values)
         with np.errstate(all="ignore"):
-            return np.where(ok, self.values / np.where(ok, d, 1.0), np.nan)
+            return np.where(ok, np.clip(self.values / np.where(ok, d, 1.0), 0.0, 1.0), np.nan)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -226,6 +237,10 @@ def sweep(
         values = raw.copy()
     else:
         values = np.array([div.transform(float(x)) for x in raw.reshape(-1)], dtype=float).reshape(T, E)
+    _resolve_far_cells(reds, ls, grid, div, raw, values, nb, bounds)
+    # a divergence of two output distributions is >= 0: a negative value is rounding (only a
+    # user's generator, whose terms change sign, can produce one)
+    values = np.where(values < 0.0, 0.0, values)
     partitions = None
     if return_partitions:
         partitions = [[reds[t].lift_blocks(bounds[t][e]) for e in range(E)] for t in range(T)]
@@ -241,6 +256,34 @@ def sweep(
         input_divergence=input_div,
         method=method,
     )
+
+
+def _resolve_far_cells(reds, ls, grid, div, raw, values, nb, bounds) -> None:
+    """Renyi cells whose centred optimum does not determine D_alpha (``spr._power_far``: an
+    overflow for alpha > 1, a Renyi sum below 1/2 for alpha < 1) are solved again as
+    ``optimal_mechanism`` does, on the scaled Renyi sum (``spr._solve_power_far``); ``values``,
+    ``nb`` and ``bounds`` are updated in place."""
+    if div.code not in (CODE_POWER_UP, CODE_POWER_DOWN):
+        return
+    for t, e in zip(*np.nonzero([[_power_far(div, float(r)) for r in row] for row in raw]), strict=True):
+        r = reds[t]
+        eps = float(grid[e])
+        cuts = _solve_power_far(
+            r.p, r.q, eps, div, int(ls[t]), _near_cuts(r, bounds, t, e, eps, div, ls), True
+        )
+        values[t, e] = _partition_value(r.p, r.q, eps, div, cuts, float(raw[t, e]))
+        nb[t, e] = len(cuts)
+        if bounds is not None:
+            bounds[t][e] = cuts
+
+
+def _near_cuts(r, bounds, t, e, eps, div, ls):
+    """The sweep's own partition of cell (t, e), or that of the single compiled solve."""
+    if bounds is not None:
+        return bounds[t][e]
+    from ldpopt.spr import _fast
+
+    return _fast.solve(r.p, r.q, eps, div, int(ls[t]))[1]
 
 
 def _warn_user_divergence(div: FDivergence) -> None:
@@ -299,7 +342,7 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
     T, E = len(reds), grid.shape[0]
     ks = np.array([r.k for r in reds], dtype=np.int64)
     pre_off = np.zeros(T + 1, dtype=np.int64)
-    pre_off[1:] = np.cumsum(10 * (ks + 1))
+    pre_off[1:] = np.cumsum(K.PRE_ROWS * (ks + 1))
     pres = np.empty(int(pre_off[-1]))
     for t, r in enumerate(reds):
         table = K.prefix_table(np.ascontiguousarray(r.p, dtype=float), np.ascontiguousarray(r.q, dtype=float))

@@ -30,7 +30,17 @@ from typing import Any
 import numpy as np
 
 from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int, is_real
-from ldpopt.divergences import FDivergence, egamma, get_divergence
+from ldpopt.divergences import (
+    CODE_POWER_DOWN,
+    CODE_POWER_UP,
+    RENYI_NEAR_MAX,
+    FDivergence,
+    egamma,
+    get_divergence,
+    logsumexp,
+    power_log_terms,
+    renyi_value,
+)
 from ldpopt.mechanism import Mechanism, _two_set_mechanism, spr_mechanism
 
 __all__ = [
@@ -46,6 +56,15 @@ __all__ = [
 
 #: keys closer than this (relative, on the log-ratio) are ordered/merged with exact rational arithmetic
 _NEAR_TIE_RTOL = 1e-9
+#: a block's difference from the sums of p - q is kept within this times (dP + dQ) of dP - dQ
+#: (dP and dQ are each within ~2 ulp, so the true difference is within ~4 ulp of dP - dQ)
+_DIFF_CLIP = 8 * 2.0**-52
+#: Renyi far from S = 1 (``_solve_power_far``): a solve on S e^{-K} is redone with the scale of
+#: the partition it found when that partition's log S is more than this below K (its blocks
+#: may then have underflowed; e^{-600} is still ~1e43 times the smallest normal number)
+_RESCALE_GAP = 600.0
+#: at most this many rescaled solves: each lowers K by > _RESCALE_GAP and log S >= -eps/2
+_MAX_RESCALES = 8
 
 
 @dataclass(frozen=True)
@@ -94,11 +113,15 @@ class OptimalMechanismResult:
 
     @property
     def normalized_value(self) -> float:
-        """``value / input_divergence`` (nan when the denominator is 0 or infinite)."""
+        """``value / input_divergence`` in [0, 1] (nan when the denominator is 0 or infinite).
+
+        A mechanism never increases a divergence (data processing), so the ratio is clipped
+        to [0, 1]: outside it only by rounding.
+        """
         d = self.input_divergence
         if d == 0 or not math.isfinite(d) or not math.isfinite(self.value):
             return math.nan
-        return self.value / d
+        return min(max(self.value / d, 0.0), 1.0)
 
     @property
     def labelled_partition(self) -> tuple | None:
@@ -233,6 +256,31 @@ def compensated_prefix(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return hi, lo
 
 
+def compensated_prefix_diff(p: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Prefix sums of p - q as (hi, lo) pairs: Neumaier summation of p[i] and -q[i] in turn.
+
+    hi + lo is the exact prefix sum to ~n ulp^2 of the masses summed, so the difference of a
+    block (``_Prefix.sums``) keeps about one ulp of itself even where dP and dQ nearly cancel;
+    ``dP - dQ`` from the separate sums would carry ~ulp (dP + dQ).
+    """
+    n = p.shape[0]
+    hi = np.zeros(n + 1)
+    lo = np.zeros(n + 1)
+    s = 0.0
+    comp = 0.0
+    for i in range(n):
+        for v in (float(p[i]), -float(q[i])):
+            t = s + v
+            if abs(s) >= abs(v):
+                comp += (s - t) + v
+            else:
+                comp += (v - t) + s
+            s = t
+        hi[i + 1] = s
+        lo[i + 1] = comp
+    return hi, lo
+
+
 def _rescale(eps: float) -> tuple[float, float]:
     """(c, A) = (e^{-eps}, 1 - e^{-eps}) without cancellation."""
     if math.isinf(eps):
@@ -257,6 +305,9 @@ class _Prefix:
         self.Q = compensated_prefix(self.q)
         self.SP = _suffix(self.p)
         self.SQ = _suffix(self.q)
+        self.D = compensated_prefix_diff(self.p, self.q)
+        hi, lo = compensated_prefix_diff(self.p[::-1], self.q[::-1])
+        self.SD = (hi[::-1].copy(), lo[::-1].copy())
 
     @staticmethod
     def _interval(x, pre, suf, a, b):
@@ -270,11 +321,22 @@ class _Prefix:
         return np.maximum(total, floor)
 
     def sums(self, a, b):
-        """(dP, dQ, dP - dQ) over reduced symbols a..b-1 (arrays allowed)."""
+        """(dP, dQ, dP - dQ) over reduced symbols a..b-1 (arrays allowed).
+
+        The difference comes from the compensated sums of p - q, on the side from which dP is
+        summed, kept within ``_DIFF_CLIP (dP + dQ)`` of ``dP - dQ``: about one ulp of itself
+        where dP and dQ nearly cancel, never worse than ``dP - dQ`` for a tiny block next to a
+        side whose compensation (~n ulp^2 times its mass) is not negligible.
+        """
         a = np.asarray(a)
         dp = self._interval(self.p, self.P, self.SP, a, b)
         dq = self._interval(self.q, self.Q, self.SQ, a, b)
-        return dp, dq, dp - dq
+        (dh, dl), (sdh, sdl) = self.D, self.SD
+        use_prefix = self.P[0][b] <= self.SP[0][a]
+        dd = np.where(use_prefix, (dh[b] - dh[a]) + (dl[b] - dl[a]), (sdh[a] - sdh[b]) + (sdl[a] - sdl[b]))
+        plain = dp - dq
+        e = _DIFF_CLIP * (dp + dq)
+        return dp, dq, np.minimum(np.maximum(dd, plain - e), plain + e)
 
 
 def _suffix(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -315,12 +377,14 @@ def _scores(
     return div.perspective(c + A * dp, c + A * dq, A * dd, log_floor=log_floor)
 
 
-def _dp_readable(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int):
+def _dp_readable(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int, table=None):
     """The O(l k^2) dynamic program of Prop. 3.3 with traceback (Algorithm 1), O(l k) memory.
 
     ``F[s, i]`` is the best raw (rescaled) score of a partition of the first ``i`` sorted
     symbols into exactly ``s`` blocks; ``parent[s, i]`` the start of its last block.  Ties
-    are broken towards the smallest split point and the smallest block count.
+    are broken towards the smallest split point and the smallest block count.  ``table``
+    (optional) holds every block's score, packed as ``_fast.score_table`` (the Renyi sums of
+    :func:`_solve_power_far`); by default the scores are the divergence's.
     Returns (raw value, list of (start, end) intervals).
     """
     k = p.shape[0]
@@ -330,7 +394,10 @@ def _dp_readable(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: 
     F = np.full((l + 1, k + 1), -np.inf)
     parent = np.zeros((l + 1, k + 1), dtype=np.int64)
     for i in range(1, k + 1):
-        sc = _scores(pre, div, c, A, np.arange(i), i, lf)  # sc[t] = mu'[t : i)
+        if table is None:
+            sc = _scores(pre, div, c, A, np.arange(i), i, lf)  # sc[t] = mu'[t : i)
+        else:
+            sc = table[i * (i - 1) // 2 : i * (i + 1) // 2]
         F[1, i] = sc[0]
         smax = min(l, i)
         if smax >= 2:
@@ -422,6 +489,13 @@ def optimal_mechanism(
 
 
 def _solve_reduced(p, q, eps, div, l, method):
+    raw, cuts, name = _solve_near(p, q, eps, div, l, method)
+    if _power_far(div, raw):
+        cuts = _solve_power_far(p, q, eps, div, l, cuts, name != "dp")
+    return raw, cuts, name
+
+
+def _solve_near(p, q, eps, div, l, method):
     if method != "dp":
         _fast: types.ModuleType | None
         try:
@@ -433,6 +507,112 @@ def _solve_reduced(p, q, eps, div, l, method):
             return raw, cuts, name
     raw, cuts = _dp_readable(p, q, eps, div, l)
     return raw, cuts, "dp"
+
+
+# ---------------------------------------------------------------------------------------------
+# Renyi far from S = 1: the scaled Renyi sum itself, in the log domain
+# ---------------------------------------------------------------------------------------------
+def _power_far(div: FDivergence, raw: float) -> bool:
+    """True when the optimum of the centred power f-divergence does not determine D_alpha.
+
+    Its raw value is S - 1 (a > 1) or 1 - S (a < 1) with S the Renyi sum of the outputs.  For
+    a > 1 it is accurate to a few ulp unless a score overflowed (raw = inf); for a < 1 it
+    carries ~ulp absolute error, too much for log S once S is small (1 - S > 1/2).
+    """
+    if div.code == CODE_POWER_UP:
+        return not math.isfinite(raw)
+    if div.code == CODE_POWER_DOWN:
+        return not raw <= RENYI_NEAR_MAX
+    return False
+
+
+def _power_log_table(p: np.ndarray, q: np.ndarray, eps: float, alpha: float) -> np.ndarray:
+    """log(x^a y^(1-a)) of every block [t, i), packed at i (i - 1) / 2 + t (k (k+1) / 2 values;
+    one end point at a time, so the temporaries are O(k))."""
+    k = p.shape[0]
+    c, A = _rescale(eps)
+    lf = _log_floor(eps, c)
+    pre = _Prefix(p, q)
+    L = np.empty(k * (k + 1) // 2)
+    for i in range(1, k + 1):
+        dp, dq, dd = pre.sums(np.arange(i), i)
+        L[i * (i - 1) // 2 : i * (i + 1) // 2] = power_log_terms(alpha, c + A * dp, c + A * dq, A * dd, lf)
+    return L
+
+
+def _log_sum_of(L: np.ndarray, cuts, c: float) -> float:
+    """log S of a partition from the block log terms: log-sum-exp minus log(1 + (s - 1) c)."""
+    terms = np.array([L[b * (b - 1) // 2 + a] for a, b in cuts])
+    return logsumexp(terms) - math.log1p((len(cuts) - 1) * c)
+
+
+def _solve_power_far(p, q, eps, div, l, cuts, fast: bool):
+    r"""Optimal partition for D_alpha where S is far from 1, by optimising S e^{-K} itself.
+
+    :math:`S(\pi)=\sum_t x_t^\alpha y_t^{1-\alpha}/(1+(s-1)c)` is maximised (a > 1) or minimised
+    (a < 1) over the same partitions, with every block term ``exp(log term - K)`` from the
+    log domain (:func:`ldpopt.divergences.power_log_terms`): a positive scale changes no
+    decision.  For a > 1, K is the largest block term (no block overflows; the optimum is at
+    least a third of it, so it does not underflow); for a < 1, K is log S of the given
+    partition (the centred optimum, within ~ulp of the best S), lowered while the solve's own
+    partition lies more than ``_RESCALE_GAP`` below it.  ``fast`` runs the compiled table path
+    (``_fast.solve_scores``), else the readable program; both take O(k^2) memory here.
+    """
+    L = _power_log_table(p, q, eps, div.param)
+    c = _rescale(eps)[0]
+    up = div.code == CODE_POWER_UP
+    solve = _table_solver(p, q, eps, div, l, fast)
+    if up:
+        K = float(np.max(L))
+        if math.isinf(K):
+            # eps = inf and a block with q = 0 < p: the optimum is inf, attained by any partition
+            # with such a block (the overflowing finite blocks must not be taken for one)
+            return solve(np.isposinf(L).astype(float))
+    else:
+        K = _log_sum_of(L, cuts, c)
+        if math.isinf(K):
+            return cuts  # S = 0 (eps = inf, disjoint supports): the optimum is inf
+    for _ in range(_MAX_RESCALES):
+        with np.errstate(over="ignore", under="ignore"):
+            table = np.exp(L - K)
+        if not up:
+            table = -table
+        cuts = solve(table)
+        log_s = _log_sum_of(L, cuts, c)
+        if up or not log_s < K - _RESCALE_GAP:
+            break
+        K = log_s
+    return cuts
+
+
+def _table_solver(p, q, eps, div, l, fast: bool):
+    """table -> optimal cuts: the compiled table path (``fast``) or the readable program."""
+    c = _rescale(eps)[0]
+    if fast:
+        from ldpopt.spr import _fast
+
+        return lambda table: _fast.solve_scores(table, p.shape[0], l, c)[1]
+    return lambda table: _dp_readable(p, q, eps, div, l, table)[1]
+
+
+def _partition_value(p, q, eps, div: FDivergence, cuts, raw: float) -> float:
+    """The reported value of the SPR mechanism of ``cuts``, >= 0.
+
+    Renyi: :math:`D_\alpha` of the outputs evaluated from the blocks (near/far forms of
+    :func:`ldpopt.divergences.renyi_value`); otherwise the transformed raw optimum, clipped at
+    0: the divergence of two output distributions is >= 0 (Jensen), so a negative sum is
+    rounding (only a user's generator, whose terms change sign, can produce one).
+    """
+    if div.code in (CODE_POWER_UP, CODE_POWER_DOWN):
+        c, A = _rescale(eps)
+        pre = _Prefix(np.asarray(p, float), np.asarray(q, float))
+        a = np.array([ab[0] for ab in cuts])
+        b = np.array([ab[1] for ab in cuts])
+        dp, dq, dd = pre.sums(a, b)
+        denom = 1.0 + (len(cuts) - 1) * c
+        return renyi_value(div.code, div.param, c + A * dp, c + A * dq, A * dd, denom, _log_floor(eps, c))
+    value = div.transform(raw)
+    return value if value > 0.0 or math.isnan(value) else 0.0
 
 
 def _build_result(
@@ -450,7 +630,7 @@ def _build_result(
     partition = red.lift_blocks(cuts)
     mech = spr_mechanism(partition, red.k_original, eps, labels=labels)
     return OptimalMechanismResult(
-        value=div.transform(raw),
+        value=_partition_value(red.p, red.q, eps, div, cuts, raw),
         mechanism=mech,
         partition=partition,
         num_outputs=len(partition),
