@@ -14,7 +14,7 @@ from scipy.special import rel_entr
 
 import ldpopt
 from _errmodel import mirror_bound, within
-from ldpopt.divergences import BUILTIN_NAMES, _perspective_array, _perspective_scalar
+from ldpopt.divergences import BUILTIN_NAMES, _perspective_scalar, perspective_array
 from reference import egamma_sup, naive_divergence, naive_renyi
 
 #: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
@@ -107,7 +107,7 @@ def test_scalar_and_array_perspectives_agree():
     d = x - y
     for name in BUILTIN_NAMES + ("egamma:2", "renyi:2", "renyi:0.5"):
         div = ldpopt.get_divergence(name)
-        arr = _perspective_array(div.code, div.param, x, y, d)
+        arr = perspective_array(div.code, div.param, x, y, d)
         sc = np.array(
             [_perspective_scalar(div.code, div.param, a, b, c) for a, b, c in zip(x, y, d, strict=False)]
         )

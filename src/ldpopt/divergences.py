@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ldpopt._validation import is_real
+from ldpopt._validation import check_distribution_pair, is_real
 
 __all__ = [
     "FDivergence",
@@ -52,6 +52,7 @@ __all__ = [
     "logsumexp",
     "power_log_terms",
     "renyi_value",
+    "perspective_array",
 ]
 
 # Kernel codes; keep in sync with ``ldpopt.spr._kernels.perspective``.
@@ -86,7 +87,7 @@ SERIES_E_MAX = 0.5
 #: ... with the terms z^n / n!, n = 2..15: the first dropped one is < 2 |z|^14 / 16! = 6e-18 of
 #: the sum
 SERIES_E_TERMS = 15
-#: log(x/y) is log1p(u), u = d / y, for -LOG1P_MAX < u < _R_MAX (u known to ~ulp: log1p(u)
+#: log(x/y) is log1p(u), u = d / y, for -LOG1P_MAX < u < R_MAX (u known to ~ulp: log1p(u)
 #: is then accurate to ~ulp); below, 1 + u would carry the absolute error of u, and the ratio
 #: x / y (or log x - log y) is used
 LOG1P_MAX = 0.5
@@ -97,191 +98,39 @@ JS_NEAR_MAX = 0.5
 #: forms are accurate to a few ulp relative
 RENYI_NEAR_MAX = 0.5
 #: exp / expm1 overflow above log(DBL_MAX)
-_EXP_MAX = 709.782712893384
+EXP_MAX = 709.782712893384
 #: x / y strictly between these is a normal number: log(x / y) is then taken of the rounded
 #: ratio (error ~ulp, where log x - log y carries ~ulp (|log x| + |log y|))
-_R_MIN = 1e-300
-_R_MAX = 1e300
+R_MIN = 1e-300
+R_MAX = 1e300
 
 #: series coefficients: (1+u) log1p(u) - u = u^2 sum_{n>=2} (-u)^(n-2) / (n (n-1)) (KL) and
 #: u - log1p(u) = u^2 sum_{n>=2} (-u)^(n-2) / n (reverse KL)
-_KL_COEF = tuple(1.0 / (n * (n - 1)) for n in range(2, SERIES_U_TERMS + 1))
-_RKL_COEF = tuple(1.0 / n for n in range(2, SERIES_U_TERMS + 1))
+KL_COEF = tuple(1.0 / (n * (n - 1)) for n in range(2, SERIES_U_TERMS + 1))
+RKL_COEF = tuple(1.0 / n for n in range(2, SERIES_U_TERMS + 1))
 #: E(z) = e^z - 1 - z = z^2 sum_{n>=2} z^(n-2) / n!
-_E_COEF = tuple(1.0 / math.factorial(n) for n in range(2, SERIES_E_TERMS + 1))
-
-
-def _exp(t: float) -> float:
-    """exp saturating to inf (Python's math.exp raises OverflowError instead)."""
-    return math.inf if t > _EXP_MAX else math.exp(t)
-
-
-def _u_series(u: float, coef: tuple) -> float:
-    """u^2 sum_j coef[j] (-u)^j by Horner's rule."""
-    v = -u
-    s = coef[-1]
-    for cj in coef[-2::-1]:
-        s = s * v + cj
-    return u * u * s
-
-
-def _e_series(z: float) -> float:
-    """E(z) = e^z - 1 - z = z^2 sum_j z^j / (j + 2)! for small |z| (Horner, as :func:`_u_series`)."""
-    return _u_series(-z, _E_COEF)
-
-
-def _log_ratio(x: float, y: float, d: float) -> float:
-    """log(x / y) computed stably: log1p(d / y) unless x << y (or the ratio overflows), else of
-    the ratio x / y when it is a normal number, else log x - log y."""
-    u = d / y
-    if -LOG1P_MAX < u < _R_MAX:
-        return math.log1p(u)
-    r = x / y
-    if _R_MIN < r < _R_MAX:
-        return math.log(r)
-    return math.log(x) - math.log(y)
-
-
-def _pow_term(x: float, b: float, l: float) -> float:
-    """x (x/y)^b = x e^(b l), l = log(x/y) (relative error ~ulp |b l|: that of e^z for z known to
-    ~ulp |z|); past exp's overflow exp(log x + b l), inf when that overflows too."""
-    z = b * l
-    if z < _EXP_MAX:
-        return x * math.exp(z)
-    return _exp(math.log(x) + z)
-
-
-def _xe(x: float, b: float, l: float) -> float:
-    """x E(b l) = x (e^(b l) - 1 - b l) >= 0, l = log(x/y): a series for small |b l|, else
-    x (x/y)^b - x (1 + b l) (cancels by at most 4.7 at the switch)."""
-    z = b * l
-    if abs(z) < SERIES_E_MAX:
-        return x * _e_series(z)
-    return _pow_term(x, b, l) - x * (1.0 + z)
-
-
-# One small function per built-in code: g(x, y, d, log_floor) = y f(x / y) with d = x - y.
-# The callers handle x = y = 0 (g = 0).  The generators of KL, reverse KL and the power
-# divergences are normalised to f'(1) = 0 (module docstring), so every term is >= 0 and O(d^2).
-def _g_tv(param, x, y, d, lf):
-    return 0.5 * abs(d)
-
-
-def _g_egamma(param, x, y, d, lf):
-    v = d - (param - 1.0) * y
-    return v if v > 0.0 else 0.0
-
-
-def _kl_term(x: float, y: float, d: float, l: float) -> float:
-    """x log(x/y) - d = y [(1+u) log1p(u) - u] >= 0 for x, y > 0, given l = log(x/y)."""
-    u = d / y
-    if abs(u) < SERIES_U_MAX:
-        return y * _u_series(u, _KL_COEF)
-    return x * l - d
-
-
-def _g_kl(param, x, y, d, lf):
-    # f(t) = t log t - t + 1: g = x log(x/y) - d = y [(1+u) log1p(u) - u], u = d / y
-    if x == 0.0:
-        return y
-    if y == 0.0:
-        # x (log(x/y) - 1) + y with y = e^lf below the smallest subnormal (dropped): >= 0 exactly
-        return max(x * (math.log(x) - lf - 1.0), 0.0)
-    return _kl_term(x, y, d, _log_ratio(x, y, d))
-
-
-def _g_reverse_kl(param, x, y, d, lf):
-    # f(t) = t - 1 - log t: g = d - y log(x/y) = y [u - log1p(u)]
-    if y == 0.0:
-        return x
-    if x == 0.0:
-        return max(y * (math.log(y) - lf - 1.0), 0.0)
-    u = d / y
-    if abs(u) < SERIES_U_MAX:
-        return y * _u_series(u, _RKL_COEF)
-    return d - y * _log_ratio(x, y, d)
-
-
-def _g_chi2(param, x, y, d, lf):
-    return math.inf if y == 0.0 else d * d / y
-
-
-def _g_hellinger(param, x, y, d, lf):
-    s = math.sqrt(x) + math.sqrt(y)
-    return d * d / (s * s)
-
-
-def _g_js(param, x, y, d, lf):
-    # with s = x + y, w = d / s: g = (s/4) [(1+w) log1p(w) + (1-w) log1p(-w)]
-    #                              = (s/4) [2 w atanh(w) + log1p(-w^2)]  (no cancellation near w = 0)
-    s = x + y
-    w = d / s
-    if abs(w) < JS_NEAR_MAX:
-        return 0.25 * s * (2.0 * w * math.atanh(w) + math.log1p(-w * w))
-    a = x * math.log(2.0 * x / s) if x > 0.0 else 0.0
-    b = y * math.log(2.0 * y / s) if y > 0.0 else 0.0
-    return 0.5 * (a + b)
-
-
-def _g_power_up(param, x, y, d, lf):
-    # f(t) = t^a - 1 - a (t - 1), a > 1, b = a - 1:  g = x E(b l) + b x E(-l), l = log(x/y),
-    # where x E(-l) = x l - d is the KL term: two nonnegative terms
-    if y == 0.0:
-        return _exp(param * math.log(x) - (param - 1.0) * lf) - param * x
-    if x == 0.0:
-        return (param - 1.0) * y
-    b = param - 1.0
-    l = _log_ratio(x, y, d)
-    return _xe(x, b, l) + b * _kl_term(x, y, d, l)
-
-
-def _g_power_down(param, x, y, d, lf):
-    # f(t) = 1 - t^a + a (t - 1), 0 < a < 1, b = 1 - a:  g = b x E(-l) - x E(-b l) for l <= 1,
-    # = x [b expm1(-l) - expm1(-b l)] for l > 1 (each form cancels by a factor <= max(3, 1/a))
-    if y == 0.0:
-        return param * x
-    if x == 0.0:
-        return (1.0 - param) * y
-    b = 1.0 - param
-    l = _log_ratio(x, y, d)
-    if l <= 1.0:
-        return b * _kl_term(x, y, d, l) - _xe(x, -b, l)
-    return x * (b * math.expm1(-l) - math.expm1(-b * l))
-
-
-_SCALAR = {
-    CODE_KL: _g_kl,
-    CODE_REVERSE_KL: _g_reverse_kl,
-    CODE_TV: _g_tv,
-    CODE_CHI2: _g_chi2,
-    CODE_HELLINGER: _g_hellinger,
-    CODE_JS: _g_js,
-    CODE_EGAMMA: _g_egamma,
-    CODE_POWER_UP: _g_power_up,
-    CODE_POWER_DOWN: _g_power_down,
-}
+E_COEF = tuple(1.0 / math.factorial(n) for n in range(2, SERIES_E_TERMS + 1))
 
 
 def _perspective_scalar(
     code: int, param: float, x: float, y: float, d: float, log_floor: float = -math.inf
 ) -> float:
-    """Reference scalar perspective y f(x/y) for the built-in codes (readable version).
+    """The perspective y f(x/y) of a built-in ``code`` at one point: :func:`perspective_array`
+    on length-1 arrays (the compiled kernels' scalar version is ``ldpopt.spr._kernels.perspective``).
 
     ``d`` is x - y known accurately.  ``log_floor`` is the log of a positive lower bound that
     x and y are known to have even when they underflowed to 0.0 (in the SPR scores it is -eps:
     every entry is at least e^{-eps}); KL, reverse KL and Renyi (a > 1) then stay finite for eps
     beyond ~745.
     """
-    g = _SCALAR.get(code)
-    if g is None:
-        raise ValueError(f"unknown divergence code {code!r}")
-    if x == 0.0 and y == 0.0:
-        return 0.0
-    return g(param, x, y, d, log_floor)
+    return float(perspective_array(code, param, np.array([x]), np.array([y]), np.array([d]), log_floor)[0])
 
 
-# Vectorised versions: the same formulas and branch conditions, evaluated on the subsets of
-# entries that take each branch (``out`` starts at 0, the value of x = y = 0).
+# The built-in perspectives, vectorised: one function per code evaluates its formulas on the
+# subsets of entries that take each branch (``out`` starts at 0, the value of x = y = 0).  The
+# generators of KL, reverse KL and the power divergences are normalised to f'(1) = 0 (module
+# docstring), so every term is >= 0 and O(d^2).  ``ldpopt.spr._kernels`` mirrors the same
+# branches and constants for one point in compiled code.
 def _u_series_array(u, coef):
     v = -u
     s = np.full(u.shape, coef[-1])
@@ -291,18 +140,18 @@ def _u_series_array(u, coef):
 
 
 def _e_series_array(z):
-    return _u_series_array(-z, _E_COEF)
+    return _u_series_array(-z, E_COEF)
 
 
 def _log_ratio_array(x, y, d, u=None):
     """Vectorised :func:`_log_ratio` (``u = d / y`` when the caller has it)."""
     u = d / y if u is None else u
     out = np.log1p(u)
-    fix = ~((u > -LOG1P_MAX) & (u < _R_MAX))
+    fix = ~((u > -LOG1P_MAX) & (u < R_MAX))
     if fix.any():
         xf, yf = x[fix], y[fix]
         r = xf / yf
-        ok = (r > _R_MIN) & (r < _R_MAX)
+        ok = (r > R_MIN) & (r < R_MAX)
         out[fix] = np.where(ok, np.log(np.where(ok, r, 1.0)), np.log(xf) - np.log(yf))
     return out
 
@@ -310,7 +159,7 @@ def _log_ratio_array(x, y, d, u=None):
 def _pow_term_array(x, b, l):
     z = b * l
     out = x * np.exp(z)
-    big = ~(z < _EXP_MAX)
+    big = ~(z < EXP_MAX)
     if big.any():
         out[big] = np.exp(np.log(x[big]) + z[big])
     return out
@@ -356,7 +205,7 @@ def _on_positive(x, y, d, out, fn):
 
 
 def _a_kl(param, x, y, d, lf, out):
-    _on_positive(x, y, d, out, lambda a, b, c: _kl_like_array(a, b, c, _KL_COEF, False))
+    _on_positive(x, y, d, out, lambda a, b, c: _kl_like_array(a, b, c, KL_COEF, False))
     xo = (x > 0) & (y == 0)
     out[xo] = np.maximum(x[xo] * (np.log(x[xo]) - lf - 1.0), 0.0)
     yo = (x == 0) & (y > 0)
@@ -364,7 +213,7 @@ def _a_kl(param, x, y, d, lf, out):
 
 
 def _a_reverse_kl(param, x, y, d, lf, out):
-    _on_positive(x, y, d, out, lambda a, b, c: _kl_like_array(a, b, c, _RKL_COEF, True))
+    _on_positive(x, y, d, out, lambda a, b, c: _kl_like_array(a, b, c, RKL_COEF, True))
     yo = (x == 0) & (y > 0)
     out[yo] = np.maximum(y[yo] * (np.log(y[yo]) - lf - 1.0), 0.0)
     xo = (x > 0) & (y == 0)
@@ -408,13 +257,13 @@ def _a_js(param, x, y, d, lf, out):
 def _power_up_array(a, x, y, d):
     b = a - 1.0
     l = _log_ratio_array(x, y, d)
-    return _xe_array(x, b, l) + b * _kl_like_array(x, y, d, _KL_COEF, False, l)
+    return _xe_array(x, b, l) + b * _kl_like_array(x, y, d, KL_COEF, False, l)
 
 
 def _power_down_array(a, x, y, d):
     b = 1.0 - a
     l = _log_ratio_array(x, y, d)
-    out = b * _kl_like_array(x, y, d, _KL_COEF, False, l) - _xe_array(x, -b, l)
+    out = b * _kl_like_array(x, y, d, KL_COEF, False, l) - _xe_array(x, -b, l)
     gt = l > 1.0
     if gt.any():
         lg = l[gt]
@@ -451,10 +300,11 @@ _ARRAY = {
 }
 
 
-def _perspective_array(
+def perspective_array(
     code: int, param: float, x: np.ndarray, y: np.ndarray, d: np.ndarray, log_floor: float = -math.inf
 ) -> np.ndarray:
-    """Vectorised :func:`_perspective_scalar` (same formulas and branches, numpy masks)."""
+    """The perspective y f(x/y) of a built-in ``code``, vectorised (``d = x - y`` known accurately,
+    ``log_floor`` as in :func:`_perspective_scalar`)."""
     g = _ARRAY.get(code)
     if g is None:
         raise ValueError(f"unknown divergence code {code!r}")
@@ -582,7 +432,7 @@ class FDivergence:
         x, y, d = np.broadcast_arrays(x, y, d)
         out = np.empty(x.shape, dtype=float)
         if self.is_builtin:
-            return _perspective_array(self.code, self.param, x, y, d, log_floor)
+            return perspective_array(self.code, self.param, x, y, d, log_floor)
         both = (x > 0) & (y > 0)
         out[:] = 0.0
         if np.any(both):
@@ -632,7 +482,7 @@ def renyi_value(code: int, alpha: float, x, y, d, total: float, log_floor: float
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     d = np.asarray(d, dtype=float)
-    terms = _perspective_array(code, alpha, x, y, d, log_floor)
+    terms = perspective_array(code, alpha, x, y, d, log_floor)
     near = math.inf if np.any(np.isinf(terms)) else math.fsum(terms.tolist()) / total
     if code == CODE_POWER_UP and math.isfinite(near):
         log_s = math.log1p(near)
@@ -829,8 +679,6 @@ def get_divergence(divergence: str | FDivergence) -> FDivergence:
 
 def f_divergence(u, v, divergence: str | FDivergence = "kl") -> float:
     r"""Evaluate :math:`D_f(u\|v)` between two distributions (reported value; Renyi for ``renyi``)."""
-    from ldpopt._validation import check_distribution_pair
-
     div = get_divergence(divergence)
     u, v = check_distribution_pair(u, v, names=("u", "v"))
     return div(u, v)

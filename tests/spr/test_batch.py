@@ -21,8 +21,11 @@ from _errmodel import U, ratio_bound, score_bound, within
 from _valuebounds import block_inputs, dinkelbach_slack, pair_bound, partition_scores, transform_bound
 from ldpopt.divergences import get_divergence
 from ldpopt.errors import LdpoptWarning
-from ldpopt.spr import grid as batch
-from ldpopt.spr.solve import _dp_readable, _partition_value, _power_far, _reduce, _solve_power_far, spr_value
+from ldpopt.spr import grid as spr_grid
+from ldpopt.spr._policy import power_far as _power_far
+from ldpopt.spr.reduction import _reduce, _reduce_exact
+from ldpopt.spr.reference import _dp_readable, spr_value
+from ldpopt.spr.solve import _partition_value, _solve_power_far
 from reference import reduced_cuts
 
 #: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
@@ -208,7 +211,7 @@ def test_sweep_accepts_labelled_pairs_and_normalize():
 
 @pytest.mark.nojit
 def test_user_divergence_falls_back_with_one_warning(monkeypatch):
-    monkeypatch.setattr(batch, "_warned_user_divergence", False)
+    monkeypatch.setattr(spr_grid, "_warned_user_divergence", False)
     user = ldpopt.FDivergence(lambda t: (np.sqrt(t) - 1.0) ** 2, name="my-hellinger")
     rng = np.random.default_rng(23)
     p0s, p1s = random_pairs(rng, 2, [5])
@@ -248,7 +251,7 @@ def test_user_divergence_falls_back_with_one_warning(monkeypatch):
 def test_result_is_frozen_and_read_only():
     res = ldpopt.sweep([[0.6, 0.4]], [[0.3, 0.7]], [1.0, 2.0], progress=False)
     assert isinstance(res, ldpopt.SweepResult)
-    assert ldpopt.sweep is batch.sweep
+    assert ldpopt.sweep is spr_grid.sweep
     assert res.shape == (1, 2) and res.partitions is None and res.divergence == "kl"
     with pytest.raises(AttributeError):
         res.values = None
@@ -326,7 +329,7 @@ def test_property_values_nondecreasing_in_eps(T, k, seed, divergence):
 
 
 @pytest.mark.nojit
-def test_reduction_fast_path_equals_spr_reduce():
+def test_reduction_fast_path_equals_the_exact_one():
     rng = np.random.default_rng(25)
     for _ in range(300):
         k = int(rng.integers(1, 20))
@@ -340,6 +343,6 @@ def test_reduction_fast_path_equals_spr_reduce():
             u, v = np.round(u, 2), np.round(v, 2)
         if u.sum() == 0 or v.sum() == 0:
             continue
-        a, b = batch._reduce_pair(u, v), _reduce(u, v)
+        a, b = _reduce(u, v), _reduce_exact(u, v)
         assert a.classes == b.classes and a.dropped == b.dropped and a.k_original == b.k_original
         assert np.array_equal(a.p, b.p) and np.array_equal(a.q, b.q)

@@ -33,9 +33,9 @@ from typer.testing import CliRunner
 import ldpopt
 from ldpopt._validation import check_distribution_pair
 from ldpopt.cli import app
-from ldpopt.divergences import _perspective_array, _perspective_scalar, get_divergence
+from ldpopt.divergences import _perspective_scalar, get_divergence, perspective_array
 from ldpopt.spr import _kernels as K
-from ldpopt.spr.solve import _Prefix
+from ldpopt.spr.reduction import _Prefix
 
 #: mpmath working precision (decimal digits) of the reference
 DPS = 60
@@ -524,7 +524,7 @@ def test_kernel_perspective_mirrors_the_readable_one_near_and_far(name):
             pts.append((y + d, y, d))
     for lf in (-math.inf, -800.0):
         xs, ys, ds = (np.array([t[j] for t in pts]) for j in range(3))
-        arr = _perspective_array(div.code, div.param, xs, ys, ds, lf)
+        arr = perspective_array(div.code, div.param, xs, ys, ds, lf)
         for (x, y, d), a in zip(pts, arr, strict=True):
             ours = K.perspective(div.code, div.param, x, y, d, lf)
             ref = _perspective_scalar(div.code, div.param, x, y, d, lf)

@@ -29,19 +29,14 @@ import _errmodel
 import ldpopt
 from _errmodel import U, mirror_bound, within
 from _valuebounds import brute_force_agreement, dinkelbach_slack, eval_bound, pair_bound
-from ldpopt.divergences import _perspective_array, _perspective_scalar, get_divergence
+from ldpopt._numerics import rescale
+from ldpopt.divergences import _perspective_scalar, get_divergence, perspective_array
 from ldpopt.spr import _fast
 from ldpopt.spr import _kernels as K
-from ldpopt.spr.solve import (
-    _dp_readable,
-    _partition_value,
-    _power_far,
-    _Prefix,
-    _reduce,
-    _solve_power_far,
-    interval_scores,
-    spr_value,
-)
+from ldpopt.spr._policy import power_far as _power_far
+from ldpopt.spr.reduction import _Prefix, _reduce
+from ldpopt.spr.reference import _dp_readable, interval_scores, spr_value
+from ldpopt.spr.solve import _partition_value, _solve_power_far
 from reference import brute_force_argmax, reduced_cuts
 
 #: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
@@ -215,7 +210,7 @@ def test_perspective_mirrors_readable(divergence):
         xs = np.array([t[0] for t in pts])
         ys = np.array([t[1] for t in pts])
         ds = np.array([t[2] for t in pts])
-        arr = _perspective_array(div.code, div.param, xs, ys, ds, lf)
+        arr = perspective_array(div.code, div.param, xs, ys, ds, lf)
         # kernel (libm), array (numpy's SIMD loops) and scalar (Python's math, libm) evaluate the
         # same formulas at the same inputs: within the mirror bound (tests/_errmodel.py)
         bound = mirror_bound(div.code, div.param, xs, ys, ds, lf)
@@ -275,7 +270,7 @@ def test_interval_scores_match_readable(divergence):
         red = _reduce(p, q)
         pre = K.prefix_table(red.p, red.q)
         for eps in (1e-6, 0.7, 9.0, math.inf):
-            c, A, lf = _fast.rescale(eps)
+            c, A, lf = rescale(eps)
             for b in range(1, red.k + 1):
                 ref = interval_scores(red.p, red.q, eps, div, np.arange(b), b)
                 # the inputs of both: the block sums are equal bit for bit (test above), and
@@ -300,7 +295,7 @@ def test_interval_scores_match_readable(divergence):
 def test_score_table_is_the_readable_scores_bit_for_bit(chunk, monkeypatch):
     """The table path's packed scores are the readable program's scores, chunked or not.
 
-    Exact equality: both sides call the same numpy function (``_perspective_array``) on the same
+    Exact equality: both sides call the same numpy function (``perspective_array``) on the same
     inputs in the same process, so the same SIMD loops (numpy's loops compute every element
     independently of its position and of the array length); this holds on each dispatch path
     (CI runs it with AVX-512 and AVX2 off), not between processes with different paths.
@@ -314,7 +309,7 @@ def test_score_table_is_the_readable_scores_bit_for_bit(chunk, monkeypatch):
         for divergence in DIVERGENCES[n % 4 :: 4]:
             div = get_divergence(divergence)
             for eps in (1e-6, 0.7, 9.0, 800.0, math.inf):
-                c, A, lf = _fast.rescale(eps)
+                c, A, lf = rescale(eps)
                 table = _fast.score_table(red.p, red.q, c, A, lf, div.code, div.param)
                 assert table.shape == (red.k * (red.k + 1) // 2,)
                 for b in range(1, red.k + 1):
@@ -386,7 +381,7 @@ def test_score_bound_dominates_computed_score(divergence):
     for _ in range(1500):
         dp, dq = rng.random(2) ** rng.integers(1, 12, size=2)
         eps = float(rng.choice([1e-7, 1e-3, 0.2, 1.0, 5.0, 30.0, math.inf]))
-        c, A, lf = _fast.rescale(eps)
+        c, A, lf = rescale(eps)
         x, y, d = c + A * dp, c + A * dq, A * (dp - dq)
         v, exact = K.score_bound(div.code, div.param, x, y, d, lf)
         s = K.perspective(div.code, div.param, x, y, d, lf)
@@ -414,8 +409,8 @@ def test_carried_bounds_dominate_scores_at_smaller_eps(divergence):
         sp, sq = K.sums_tables(pre, pos)
         e0 = float(rng.uniform(0.01, 30))
         e1 = float(e0 * rng.choice([1.0, 0.9, 0.5, 1e-3]))
-        c0, A0, _ = _fast.rescale(e0)
-        c1, A1, lf = _fast.rescale(e1)
+        c0, A0, _ = rescale(e0)
+        c1, A1, lf = rescale(e1)
         val = np.array(
             [
                 K.perspective(div.code, div.param, c0 + A0 * a, c0 + A0 * b, A0 * (a - b), lf)
@@ -612,7 +607,7 @@ def test_uncached_pass_equals_cached_pass():
             pre = K.prefix_table(red.p, red.q)
             pos = np.arange(red.k + 1, dtype=np.int64)
             for eps in (0.1, 3.0, 12.0, math.inf):
-                c, A, lf = _fast.rescale(eps)
+                c, A, lf = rescale(eps)
                 out = []
                 for cached in (True, False):
                     if cached:

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 import ldpopt
 from _errmodel import U, within
 from _valuebounds import brute_force_agreement, eval_bound, transform_bound
-from ldpopt.spr.solve import _dp_readable, _reduce, likelihood_ratio_reduction, spr_value
+from ldpopt.spr.reduction import _reduce, likelihood_ratio_reduction
+from ldpopt.spr.reference import _dp_readable, spr_value
 from reference import (
     brute_force_argmax,
     kl_spr_value_decimal,

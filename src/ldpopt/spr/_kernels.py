@@ -4,10 +4,11 @@ Only arrays and scalars go in and out; validation, the likelihood-ratio reductio
 result objects live in :mod:`ldpopt.spr._fast` and :mod:`ldpopt.spr.grid`.  Every kernel is
 ``@njit(cache=True)`` without ``fastmath`` and with numpy's floating-point error model, so
 that its floating-point operations are those of the readable reference
-:func:`ldpopt.spr.solve._dp_readable`:
+:func:`ldpopt.spr.reference._dp_readable`:
 
-* :func:`perspective` mirrors :func:`ldpopt.divergences._perspective_scalar` (same branches,
-  boundary conventions and ``(x, y, d)`` stable forms);
+* :func:`perspective` is the one-point version of :func:`ldpopt.divergences.perspective_array`
+  (same branches, constants, boundary conventions and ``(x, y, d)`` stable forms; the codes and
+  constants are imported from :mod:`ldpopt.divergences`);
 * interval sums come from the same compensated (Neumaier hi/lo) prefix and suffix sums (the
   side with the smaller partial sums, floored at the largest endpoint term) and the score of
   ``[a, b)`` is ``g(c + A dP, c + A dQ, A (dP - dQ))`` with ``c = e^{-eps}``,
@@ -18,11 +19,13 @@ Solvers (``docs/fast.md`` has the exactness arguments):
 
 * :func:`dinkelbach_ws` - the unconstrained optimum of
   :math:`\max_\pi \sum_t \mu'(B_t) / ((1-c) + s c)` by Dinkelbach's iteration; each step is
-  the 1-D partition program :func:`penalized_pass` (per-block penalty ``lambda c``) with
-  exact pruning of split points by cheap score bounds (:func:`score_bound`);
+  a 1-D partition program (per-block penalty ``lambda c``) with exact pruning of split points
+  by cheap score bounds (:func:`score_bound`): :func:`cached_pass` over a score cache (k up to
+  ``SCORE_CACHE_MAX_K``), :func:`uncached_pass` with group bounds in O(k) memory above;
 * :func:`budget_dp` - the O(l k^2) program of Prop. 3.3 for an output budget, O(l k) memory;
-* :func:`solve_ws` - one instance, with the budget logic (:mod:`ldpopt.spr._fast` runs it as
-  Python, so each kernel is compiled only when first needed); :func:`solve_item` - one
+* :func:`solve_ws` - one instance, with the decisions of :mod:`ldpopt.spr._policy` (compiled
+  from the same functions; :mod:`ldpopt.spr._fast` runs ``solve_ws`` as Python, so each kernel
+  is compiled only when first needed); :func:`solve_item` - one
   instance at many eps (GIL released: :mod:`ldpopt.spr.grid` runs items in parallel threads);
 * :func:`table_args`, :func:`table_pass`, :func:`table_budget_dp` - the small-problem path
   of :mod:`ldpopt.spr._fast` (k <= 1024 single solves) over an exact score table; they call no
@@ -41,18 +44,28 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from ldpopt import divergences as _dv
-
-# Keep in sync with ldpopt.divergences.CODE_*
-CODE_KL = 0
-CODE_REVERSE_KL = 1
-CODE_TV = 2
-CODE_CHI2 = 3
-CODE_HELLINGER = 4
-CODE_JS = 5
-CODE_EGAMMA = 6
-CODE_POWER_UP = 7
-CODE_POWER_DOWN = 8
+from ldpopt.divergences import (
+    CODE_CHI2,
+    CODE_EGAMMA,
+    CODE_HELLINGER,
+    CODE_JS,
+    CODE_KL,
+    CODE_POWER_DOWN,
+    CODE_POWER_UP,
+    CODE_REVERSE_KL,
+    CODE_TV,
+    E_COEF,
+    EXP_MAX,
+    JS_NEAR_MAX,
+    KL_COEF,
+    LOG1P_MAX,
+    R_MAX,
+    R_MIN,
+    RKL_COEF,
+    SERIES_E_MAX,
+    SERIES_U_MAX,
+)
+from ldpopt.spr import _policy
 
 #: up to this many cut points the block sums, score bounds and scores are cached across
 #: Dinkelbach passes (packed lower triangles, 25 bytes per block, 13 MB at the threshold);
@@ -62,11 +75,6 @@ SCORE_CACHE_MAX_K = 1024
 #: Dinkelbach never needs more steps than there are partitions with distinct ratios; this
 #: cap only guards against a floating-point cycle (each accepted step strictly increases lambda)
 MAX_DINKELBACH_STEPS = 200
-#: below this c = e^{-eps} (eps > 27.6) the Dinkelbach penalty lambda c is lost in rounding,
-#: so optimal partitions with different block counts tie in floating point ...
-TIE_C = 1e-12
-#: ... and the tie is then settled by the budget program when nb k^2 is at most this
-TIE_WORK = 30_000_000
 #: solves with more reduced symbols than this start from the optimum over a coarse grid of cuts
 COARSEN_MIN_K = 4096
 #: number of groups of the coarse grid
@@ -76,28 +84,24 @@ COARSE_GROUPS = 1024
 # ---------------------------------------------------------------------------------------------
 # Perspective g(x, y) = y f(x / y) (mirror of divergences._perspective_scalar)
 # ---------------------------------------------------------------------------------------------
-# the thresholds and series of the readable perspectives, so both take the same branches
-_KL_COEF = np.array(_dv._KL_COEF)
-_RKL_COEF = np.array(_dv._RKL_COEF)
-_E_COEF = np.array(_dv._E_COEF)
-SERIES_U_MAX = _dv.SERIES_U_MAX
-SERIES_E_MAX = _dv.SERIES_E_MAX
-LOG1P_MAX = _dv.LOG1P_MAX
-JS_NEAR_MAX = _dv.JS_NEAR_MAX
-_R_MIN = _dv._R_MIN
-_R_MAX = _dv._R_MAX
-#: exp / expm1 overflow beyond log(DBL_MAX)
-_EXPM1_MAX = _dv._EXP_MAX
+# the series coefficients of the readable perspectives as arrays (the thresholds above are
+# theirs too), so both take the same branches with the same constants
+_KL_COEF = np.array(KL_COEF)
+_RKL_COEF = np.array(RKL_COEF)
+_E_COEF = np.array(E_COEF)
+#: the solve policy, compiled from the very functions the table path runs as Python
+_start = njit(cache=True, error_model="numpy")(_policy.start)
+_settle = njit(cache=True, error_model="numpy")(_policy.settle)
 
 
 @njit(cache=True, error_model="numpy")
 def log_ratio(x, y, d):
     """log(x / y): log1p(d / y) unless x << y, else of the ratio (divergences._log_ratio)."""
     u = d / y
-    if -LOG1P_MAX < u < _R_MAX:
+    if -LOG1P_MAX < u < R_MAX:
         return math.log1p(u)
     r = x / y
-    if _R_MIN < r < _R_MAX:
+    if R_MIN < r < R_MAX:
         return math.log(r)
     return math.log(x) - math.log(y)
 
@@ -106,12 +110,12 @@ def log_ratio(x, y, d):
 def _expm1(t):
     # inf beyond the overflow threshold, as numpy and compiled code give; plain Python's
     # math.expm1 would raise instead (kernels run as Python with NUMBA_DISABLE_JIT=1)
-    return math.inf if t > _EXPM1_MAX else math.expm1(t)
+    return math.inf if t > EXP_MAX else math.expm1(t)
 
 
 @njit(cache=True, error_model="numpy")
 def _exp(t):
-    return math.inf if t > _EXPM1_MAX else math.exp(t)
+    return math.inf if t > EXP_MAX else math.exp(t)
 
 
 @njit(cache=True, error_model="numpy")
@@ -131,7 +135,7 @@ def _xe(x, b, l):
     z = b * l
     if abs(z) < SERIES_E_MAX:
         return x * _u_series(-z, _E_COEF)
-    h = x * math.exp(z) if z < _EXPM1_MAX else _exp(math.log(x) + z)
+    h = x * math.exp(z) if z < EXP_MAX else _exp(math.log(x) + z)
     return h - x * (1.0 + z)
 
 
@@ -690,7 +694,7 @@ def _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH):
 
     The hint ``h`` is scored first (the incumbent); super groups, then groups, of split points
     are skipped by :func:`_box_prunes`; the rest are pruned one by one by :func:`score_bound`.
-    Ties as :func:`penalized_pass`.
+    Ties as :func:`uncached_pass`.
     """
     b = pos[i]
     dp, dq = block_sums(pre, pos[h], b)
@@ -737,55 +741,84 @@ def _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH):
 
 
 @njit(cache=True, error_model="numpy")
-def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, cnt, par, hinted, GH, SH):
-    r"""One Dinkelbach step: :math:`H[i] = \max_{t<i} H[t] + (\mu'[pos_t:pos_i) - pen)`.
+def uncached_pass(pre, pos, code, param, c, A, lf, pen, H, cnt, par, hinted, GH, SH):
+    r"""One Dinkelbach step without a score cache: :math:`H[i] = \max_{t<i} H[t] + (\mu'[pos_t:pos_i) - pen)`.
 
     Only the cut points listed in ``pos`` (increasing, ``pos[0] = 0``, ``pos[-1] = k``) are
     allowed.  Ties: the largest value, then the fewest blocks, then the smallest split point,
-    the order of :func:`ldpopt.spr.solve._dp_readable`.  Fills ``H``, ``cnt`` (block count) and
-    ``par`` (start of the last block, as a position index).
-
-    Split points are pruned exactly.  Every candidate has an upper bound of its value (a
-    cached score or bound, or :func:`score_bound`); one candidate is scored exactly and becomes
-    the incumbent - the hint ``par[i]`` (the previous pass's or previous eps's choice) when
-    ``hinted``, else the candidate with the best bound; then only candidates whose bound
-    reaches the incumbent are scored exactly.  A pruned candidate's computed value is strictly
-    below the incumbent (rounding is monotone), so it can neither be the maximiser nor tie
-    with it: the result equals the unpruned program's.
-
-    With a cache (``val``/``state`` complete for this eps - bounds, exact scores or carried
-    bounds - and the block sums ``sp``/``sq``, packed lower triangles of the position space)
-    bounds and exact scores persist across passes.  Without one (empty arrays) nothing of
-    size m^2 exists: :func:`_uncached_row` bounds whole groups of split points at once, with
-    the maxima of H per group and super group kept in ``GH``/``SH`` (O(m) memory).
+    the order of :func:`ldpopt.spr.reference._dp_readable`.  Fills ``H``, ``cnt`` (block count)
+    and ``par`` (start of the last block, as a position index).  Nothing of size m^2 exists:
+    :func:`_uncached_row` bounds whole groups of split points at once, with the maxima of H per
+    group and super group kept in ``GH``/``SH`` (O(m) memory); pruning is exact as in
+    :func:`cached_pass`.
     """
     m = pos.shape[0] - 1
-    use_table = val.shape[0] > 0
     H[0] = 0.0
     cnt[0] = 0
     par[0] = 0
     for i in range(1, m + 1):
-        if not use_table:
-            h = par[i] if hinted else par[i - 1]
-            if h < 0 or h >= i:
-                h = i - 1
-            best, bc, bt = _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH)
-            H[i] = best
-            cnt[i] = bc
-            par[i] = bt
-            if (i + 1) % GROUP == 0:  # group i // GROUP of split points is complete
-                g = i // GROUP
-                mx = H[i]
-                for t in range(i - GROUP + 1, i):
-                    mx = max(mx, H[t])
-                GH[g] = mx
-                if (g + 1) % GROUP == 0:
-                    sg = g // GROUP
-                    mx = GH[g]
-                    for j in range(g - GROUP + 1, g):
-                        mx = max(mx, GH[j])
-                    SH[sg] = mx
-            continue
+        h = par[i] if hinted else par[i - 1]
+        if h < 0 or h >= i:
+            h = i - 1
+        best, bc, bt = _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH)
+        H[i] = best
+        cnt[i] = bc
+        par[i] = bt
+        if (i + 1) % GROUP == 0:  # group i // GROUP of split points is complete
+            g = i // GROUP
+            mx = H[i]
+            for t in range(i - GROUP + 1, i):
+                mx = max(mx, H[t])
+            GH[g] = mx
+            if (g + 1) % GROUP == 0:
+                sg = g // GROUP
+                mx = GH[g]
+                for j in range(g - GROUP + 1, g):
+                    mx = max(mx, GH[j])
+                SH[sg] = mx
+
+
+@njit(cache=True, error_model="numpy")
+def _exact_score(pre, pos, t, i, dps, dqs, src, sts, code, param, c, A, lf):
+    """The cached score of block [pos_t, pos_i), computed (and marked exact) if it was a bound."""
+    if sts[t] != _EXACT:
+        d = A * block_diff(pre, pos[t], pos[i], dps[t], dqs[t])
+        src[t] = perspective(code, param, c + A * dps[t], c + A * dqs[t], d, lf)
+        sts[t] = _EXACT
+    return src[t]
+
+
+@njit(cache=True, error_model="numpy")
+def _tighten_carried(pre, pos, t, i, dps, dqs, src, sts, code, param, c, A, lf):
+    """A bound carried from a larger eps replaced by this eps's :func:`score_bound` (or score)."""
+    d = A * block_diff(pre, pos[t], pos[i], dps[t], dqs[t])
+    w, exact = score_bound(code, param, c + A * dps[t], c + A * dqs[t], d, lf)
+    src[t] = w
+    sts[t] = _EXACT if exact else _BOUND
+    return w
+
+
+@njit(cache=True, error_model="numpy")
+def cached_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, cnt, par, hinted):
+    r"""One Dinkelbach step over a score cache: :math:`H[i] = \max_{t<i} H[t] + (\mu'[pos_t:pos_i) - pen)`.
+
+    Cut points, ties and outputs as :func:`uncached_pass`.  ``val``/``state`` is complete for
+    this eps (bounds, exact scores or carried bounds) over the block sums ``sp``/``sq`` (packed
+    lower triangles of the position space); bounds and exact scores persist across passes.
+
+    Split points are pruned exactly.  Every candidate has an upper bound of its value (a
+    cached score or bound); one candidate is scored exactly and becomes the incumbent - the
+    hint ``par[i]`` (the previous pass's or previous eps's choice) when ``hinted``, else the
+    candidate with the best bound; then only candidates whose bound reaches the incumbent are
+    scored exactly.  A pruned candidate's computed value is strictly below the incumbent
+    (rounding is monotone), so it can neither be the maximiser nor tie with it: the result
+    equals the unpruned program's.
+    """
+    m = pos.shape[0] - 1
+    H[0] = 0.0
+    cnt[0] = 0
+    par[0] = 0
+    for i in range(1, m + 1):
         base = i * (i - 1) // 2
         src = val[base : base + i]
         sts = state[base : base + i]
@@ -801,11 +834,7 @@ def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, 
                 if u > umax:
                     umax = u
                     h = t
-        if sts[h] != _EXACT:
-            dh = A * block_diff(pre, pos[h], pos[i], dps[h], dqs[h])
-            src[h] = perspective(code, param, c + A * dps[h], c + A * dqs[h], dh, lf)
-            sts[h] = _EXACT
-        best = H[h] + (src[h] - pen)
+        best = H[h] + (_exact_score(pre, pos, h, i, dps, dqs, src, sts, code, param, c, A, lf) - pen)
         bc = cnt[h] + 1
         bt = h
         # only candidates whose bound reaches the incumbent are scored exactly
@@ -813,27 +842,14 @@ def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, 
             u = H[t] + (src[t] - pen)
             if u < best or t == h:
                 continue  # a bound strictly below the incumbent: provably not the maximiser
-            st = sts[t]
-            if st != _EXACT:
-                x = c + A * dps[t]
-                y = c + A * dqs[t]
-                d = A * block_diff(pre, pos[t], pos[i], dps[t], dqs[t])
-                if st == _CARRIED:
-                    # a bound carried from a larger eps: tighten it first
-                    w, exact = score_bound(code, param, x, y, d, lf)
-                    src[t] = w
-                    sts[t] = _EXACT if exact else _BOUND
-                    u = H[t] + (w - pen)
-                    if u < best:
-                        continue
-                    st = sts[t]
-                if st != _EXACT:
-                    w = perspective(code, param, x, y, d, lf)
-                    src[t] = w
-                    sts[t] = _EXACT
-                    u = H[t] + (w - pen)
-                    if u < best:
-                        continue
+            if sts[t] == _CARRIED:
+                u = H[t] + (_tighten_carried(pre, pos, t, i, dps, dqs, src, sts, code, param, c, A, lf) - pen)
+                if u < best:
+                    continue
+            if sts[t] != _EXACT:
+                u = H[t] + (_exact_score(pre, pos, t, i, dps, dqs, src, sts, code, param, c, A, lf) - pen)
+                if u < best:
+                    continue
             n = cnt[t] + 1
             if u > best or (u == best and (n < bc or (n == bc and t < bt))):
                 best = u
@@ -842,6 +858,15 @@ def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, 
         H[i] = best
         cnt[i] = bc
         par[i] = bt
+
+
+@njit(cache=True, error_model="numpy")
+def _pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, cnt, par, hinted, GH, SH):
+    """One penalised pass: :func:`cached_pass` when there is a score cache, else :func:`uncached_pass`."""
+    if val.shape[0] > 0:
+        cached_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, cnt, par, hinted)
+    else:
+        uncached_pass(pre, pos, code, param, c, A, lf, pen, H, cnt, par, hinted, GH, SH)
 
 
 @njit(cache=True, error_model="numpy")
@@ -864,7 +889,7 @@ def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, code, param, c, A, lf, bou
     r"""Maximise :math:`\sum_t \mu'(B_t) / (1 + (s-1)c)` over partitions with cuts in ``pos``.
 
     ``bounds[:nb + 1]`` is a feasible start partition on entry and the optimum on exit.
-    ``sp, sq, val, state`` is the cache of :func:`penalized_pass` (all empty: none; else
+    ``sp, sq, val, state`` is the cache of :func:`cached_pass` (all empty: none; else
     either all entries empty - it is then filled - or all valid for this eps: exact scores,
     bounds or carried bounds).  ``hint`` (length m + 1, or empty) holds each end point's split
     point of a previous solve (e.g. the neighbouring eps): tried first, and overwritten with
@@ -893,16 +918,14 @@ def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, code, param, c, A, lf, bou
         fill_cache(pre, pos, sp, sq, val, state, code, param, c, A, lf)
     if c == 0.0:
         # every partition has denominator 1: one unpenalised pass is the optimum
-        penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, 0.0, H, cnt, par, hinted, GH, SH)
+        _pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, 0.0, H, cnt, par, hinted, GH, SH)
         nb = _traceback(pos, par, cnt, bounds)
         lam = partition_ratio(pre, bounds, nb, code, param, c, A, lf)
     else:
         lam = partition_ratio(pre, bounds, nb, code, param, c, A, lf)
         passes = 0
         while passes < MAX_DINKELBACH_STEPS and not math.isinf(lam):
-            penalized_pass(
-                pre, pos, sp, sq, val, state, code, param, c, A, lf, lam * c, H, cnt, par, hinted, GH, SH
-            )
+            _pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, lam * c, H, cnt, par, hinted, GH, SH)
             passes += 1
             hinted = True  # the previous pass's split points
             nb2 = _traceback(pos, par, cnt, cand)
@@ -964,14 +987,14 @@ def best_two_blocks(pre, k, code, param, c, A, lf, bounds):
 # Output budget: the O(l k^2) program of Prop. 3.3 (mirror of spr._dp_readable)
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy")
-def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
+def budget_dp(pre, k, l, code, param, c, A, lf, bounds):  # noqa: C901 - one loop nest, the readable recursion with exact pruning
     r"""Best partition into at most ``l`` blocks: ``F[s, i] = max_t F[s-1, t] + mu'[t:i)``.
 
     Same recursion, masks, accumulation order and tie-breaking (smallest split point,
     smallest block count) as :func:`ldpopt.spr.solve._dp_readable`; O(l k) memory for ``F`` and the
     parent table, O(k) for the scores of the current end point, whose logarithms are only
     evaluated for split points that a cheap bound cannot exclude (same exact pruning as
-    :func:`penalized_pass`).  Row ``l`` is only needed at ``i = k``, so for ``l = 2`` the
+    the penalised passes).  Row ``l`` is only needed at ``i = k``, so for ``l = 2`` the
     program is O(k).  Returns ``(ratio, nb)``.
     """
     F = np.full((l + 1, k + 1), -math.inf)
@@ -1000,7 +1023,7 @@ def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
             prev = F[s - 1]
             # incumbent: the split point of the previous end point in this row (exactly scored);
             # then only candidates whose bound reaches it are scored (exact pruning, as in
-            # penalized_pass); ties go to the smallest split point, as numpy's argmax
+            # the penalised passes); ties go to the smallest split point, as numpy's argmax
             h = par[s, i - 1] if i - 1 >= s else s - 1
             if h < s - 1 or h >= i:
                 h = s - 1
@@ -1093,15 +1116,16 @@ def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, val, state
     ``bounds`` (length k + 1) receives the block boundaries; on entry ``bounds[:nwarm + 1]``
     is a start partition when ``nwarm > 0`` (e.g. the optimum at a neighbouring eps).
     ``sp, sq, val, state`` is the score cache over all cut points (see
-    :func:`penalized_pass`; empty arrays: none) and ``hint`` the split points of a previous
+    :func:`cached_pass`; empty arrays: none) and ``hint`` the split points of a previous
     solve (see :func:`dinkelbach_ws`; empty: none).  Returns ``(raw, nb, method)``, method
     0 = Dinkelbach, 1 = budget program, 2 = one block (k = 1 or l = 1).
     """
-    if k == 1 or l == 1:
+    first = _start(k, l, c)
+    if first == _policy.START_SINGLE:
         bounds[0] = 0
         bounds[1] = k
-        return score(pre, np.int64(0), k, code, param, c, A, lf) / 1.0, np.int64(1), np.int64(2)
-    if c == 0.0:
+        return score(pre, np.int64(0), k, code, param, c, A, lf) / 1.0, np.int64(1), np.int64(_policy.SINGLE)
+    if first == _policy.START_UNPENALISED:
         nb = np.int64(1)
         bounds[0] = 0
         bounds[1] = k
@@ -1121,21 +1145,12 @@ def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, val, state
                     bounds[j] = alt[j]
     pos = np.arange(k + 1)
     raw, nb = dinkelbach_ws(pre, pos, sp, sq, val, state, hint, code, param, c, A, lf, bounds, nb)
-    if math.isinf(raw) and c > 0.0:
-        # an overflowing score: the readable program's answer is the first budget with an
-        # infinite row, and an infinite block needs at most 3 blocks (before, it, after)
-        raw, nb = budget_dp(pre, k, min(l, 3), code, param, c, A, lf, bounds)
-        return raw, nb, 1
-    if c < TIE_C and nb > 1 and nb * k * k <= TIE_WORK:
-        # the per-block penalty lambda c is below rounding: partitions with different block
-        # counts tie in floating point; settle the tie as the readable program does (its
-        # smallest maximising s), which the budget program with l = nb reproduces
-        raw, nb = budget_dp(pre, k, min(nb, l), code, param, c, A, lf, bounds)
-        return raw, nb, 0
-    if nb <= l:
-        return raw, nb, 0
-    raw, nb = budget_dp(pre, k, l, code, param, c, A, lf, bounds)
-    return raw, nb, 1
+    # an infinite score, near-ties between block counts or a binding budget: the budget
+    # program settles the answer (ldpopt.spr._policy.settle)
+    budget, method = _settle(raw, nb, k, l, c)
+    if budget > 0:
+        raw, nb = budget_dp(pre, k, budget, code, param, c, A, lf, bounds)
+    return raw, nb, np.int64(method)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1170,9 +1185,9 @@ def table_args(pre, c, A, i0, i1, x, y, d):
 def table_pass(S, k, pen, H, cnt, par):
     r"""One Dinkelbach step over the exact score table ``S`` (packed as :func:`table_args`).
 
-    :math:`H[i] = \max_{t<i} H[t] + (\mu'[t:i) - pen)` with the ties of :func:`penalized_pass`
+    :math:`H[i] = \max_{t<i} H[t] + (\mu'[t:i) - pen)` with the ties of :func:`cached_pass`
     (largest value, then fewest blocks, then smallest split point), so it returns what
-    :func:`penalized_pass` returns for the same scores; ``cnt`` receives the block counts
+    :func:`cached_pass` returns for the same scores; ``cnt`` receives the block counts
     and ``par`` the split points.
     """
     H[0] = 0.0

@@ -17,26 +17,24 @@ same numbers as looping :func:`ldpopt.optimal_mechanism`, but
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ldpopt._numerics import rescale
 from ldpopt._progress import ProgressBar
 from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int, is_real
 from ldpopt.divergences import CODE_POWER_DOWN, CODE_POWER_UP, FDivergence, get_divergence
 from ldpopt.errors import LdpoptWarning
-from ldpopt.spr.solve import (
-    _NEAR_TIE_RTOL,
-    LRReduction,
-    _dp_readable,
-    _partition_value,
-    _power_far,
-    _reduce,
-    _solve_power_far,
-)
+from ldpopt.spr import _policy
+from ldpopt.spr.reduction import _reduce
+from ldpopt.spr.reference import _dp_readable
+from ldpopt.spr.solve import _compiled, _partition_value, _solve_power_far
 
 __all__ = ["SweepResult", "sweep"]
 
@@ -136,34 +134,6 @@ def _as_eps_grid(eps_grid: Any) -> np.ndarray:
     return np.array([check_eps(e, name=f"eps_grid[{j}]") for j, e in enumerate(items)], dtype=float)
 
 
-def _reduce_pair(u: np.ndarray, v: np.ndarray) -> LRReduction:
-    """``spr._reduce`` with a vectorised fast path for the common case of no (near-)tied ratios.
-
-    When no two adjacent sorted log-ratios are within the near-tie tolerance, every class is a
-    single symbol and the reduction is just the sort (what ``_reduce`` computes then, without
-    its per-symbol Python loop); otherwise ``_reduce`` itself runs.
-    """
-    keep = (u > 0) | (v > 0)
-    idx = np.flatnonzero(keep)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        key = np.log(u[idx]) - np.log(v[idx])
-        order = idx[np.argsort(key, kind="stable")]
-        skey = np.sort(key, kind="stable")
-        a, b = skey[:-1], skey[1:]
-        finite = np.isfinite(a) & np.isfinite(b)
-        scale = np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
-        near = (a == b) | (finite & (np.abs(b - a) <= _NEAR_TIE_RTOL * np.where(finite, scale, 1.0)))
-    if idx.size == 0 or np.any(near):
-        return _reduce(u, v)
-    return LRReduction(
-        p=u[order].astype(float),
-        q=v[order].astype(float),
-        classes=tuple((int(i),) for i in order),
-        dropped=tuple(int(i) for i in np.flatnonzero(~keep)),
-        k_original=int(u.shape[0]),
-    )
-
-
 def sweep(
     p0s: Any,
     p1s: Any,
@@ -220,7 +190,7 @@ def sweep(
         check_labelled_pair(a, b, names=(f"p0s[{t}]", f"p1s[{t}]"), normalize=normalize)[:2]
         for t, (a, b) in enumerate(zip(a_list, b_list, strict=False))
     ]
-    reds = [_reduce_pair(u, v) for u, v in pairs]
+    reds = [_reduce(u, v) for u, v in pairs]
     input_div = np.array([div(u, v) for u, v in pairs], dtype=float)
     T, E = len(reds), grid.shape[0]
     ls = np.array([r.k if l_user is None else min(l_user, r.k) for r in reds], dtype=np.int64)
@@ -259,13 +229,15 @@ def sweep(
 
 
 def _resolve_far_cells(reds, ls, grid, div, raw, values, nb, bounds) -> None:
-    """Renyi cells whose centred optimum does not determine D_alpha (``spr._power_far``: an
+    """Renyi cells whose centred optimum does not determine D_alpha (``_policy.power_far``: an
     overflow for alpha > 1, a Renyi sum below 1/2 for alpha < 1) are solved again as
-    ``optimal_mechanism`` does, on the scaled Renyi sum (``spr._solve_power_far``); ``values``,
+    ``optimal_mechanism`` does, on the scaled Renyi sum (``solve._solve_power_far``); ``values``,
     ``nb`` and ``bounds`` are updated in place."""
     if div.code not in (CODE_POWER_UP, CODE_POWER_DOWN):
         return
-    for t, e in zip(*np.nonzero([[_power_far(div, float(r)) for r in row] for row in raw]), strict=True):
+    for t, e in zip(
+        *np.nonzero([[_policy.power_far(div, float(r)) for r in row] for row in raw]), strict=True
+    ):
         r = reds[t]
         eps = float(grid[e])
         cuts = _solve_power_far(
@@ -281,9 +253,7 @@ def _near_cuts(r, bounds, t, e, eps, div, ls):
     """The sweep's own partition of cell (t, e), or that of the single compiled solve."""
     if bounds is not None:
         return bounds[t][e]
-    from ldpopt.spr import _fast
-
-    return _fast.solve(r.p, r.q, eps, div, int(ls[t]))[1]
+    return _compiled().solve(r.p, r.q, eps, div, int(ls[t]))[1]
 
 
 def _warn_user_divergence(div: FDivergence) -> None:
@@ -323,9 +293,7 @@ def _work_items(ks: np.ndarray, E: int, threads: int) -> list[tuple[int, int, in
 
 
 def _threads() -> int:
-    import os
-
-    import numba
+    import numba  # heavy: only once a compiled sweep runs
 
     # read the environment too: a worker process may set NUMBA_NUM_THREADS after numba was imported
     env = os.environ.get("NUMBA_NUM_THREADS", "")
@@ -334,11 +302,7 @@ def _threads() -> int:
 
 
 def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
-    from concurrent.futures import ThreadPoolExecutor
-
-    from ldpopt.spr import _fast
-    from ldpopt.spr import _kernels as K
-
+    K = _compiled().K  # the compiled kernels
     T, E = len(reds), grid.shape[0]
     ks = np.array([r.k for r in reds], dtype=np.int64)
     pre_off = np.zeros(T + 1, dtype=np.int64)
@@ -347,7 +311,7 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
     for t, r in enumerate(reds):
         table = K.prefix_table(np.ascontiguousarray(r.p, dtype=float), np.ascontiguousarray(r.q, dtype=float))
         pres[pre_off[t] : pre_off[t + 1]] = table.reshape(-1)
-    scal = [_fast.rescale(float(e)) for e in grid]
+    scal = [rescale(float(e)) for e in grid]
     cs = np.array([s[0] for s in scal])
     As = np.array([s[1] for s in scal])
     lfs = np.array([s[2] for s in scal])

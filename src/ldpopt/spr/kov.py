@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ldpopt._numerics import rescale
 from ldpopt._validation import check_eps, check_labelled_pair
 from ldpopt.divergences import (
     CODE_POWER_DOWN,
@@ -42,6 +43,7 @@ from ldpopt.divergences import (
     renyi_value,
 )
 from ldpopt.mechanism import Mechanism
+from ldpopt.spr.solve import OptimalMechanismResult
 
 __all__ = ["kov_lp", "KOV_MAX_K"]
 
@@ -117,8 +119,6 @@ def kov_lp(p0: Any, p1: Any, eps: float, divergence: str | FDivergence = "kl", *
         ``method="kov_lp"``; ``partition`` is ``None`` (the LP optimum need not be a partition);
         ``status``/``message`` carry HiGHS' outcome.
     """
-    from ldpopt.spr.solve import OptimalMechanismResult
-
     u, v, labels = check_labelled_pair(p0, p1, normalize=normalize)
     eps = check_eps(eps, allow_inf=False)
     div = get_divergence(divergence)
@@ -128,9 +128,7 @@ def kov_lp(p0: Any, p1: Any, eps: float, divergence: str | FDivergence = "kl", *
             f"kov_lp enumerates 2^k - 1 high sets and is limited to k <= {KOV_MAX_K}; got k={k}. "
             "Use ldpopt.optimal_mechanism (exact, polynomial) instead."
         )
-    c = math.exp(-eps)
-    A = -math.expm1(-eps)
-    lf = -eps if c == 0.0 else -math.inf  # the log of c when it underflowed (as spr._log_floor)
+    c, A, lf = rescale(eps)
     ph = _subset_sums(u)[1:]
     qh = _subset_sums(v)[1:]
     dh = _subset_sums(u, -v)[1:]
