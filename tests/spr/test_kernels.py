@@ -278,7 +278,7 @@ def test_interval_scores_match_readable(divergence):
                 dp, dq, dd = _Prefix(red.p, red.q).sums(np.arange(b), b)
                 bound = mirror_bound(div.code, div.param, c + A * dp, c + A * dq, A * dd, lf)
                 for a in range(b):
-                    ours = K.score(pre, a, b, div.code, div.param, c, A, lf)
+                    ours = K.score(pre, a, b, (div.code, div.param, c, A, lf))
                     assert within("interval score: kernel vs readable", ours, ref[a], bound[a]), (
                         divergence,
                         eps,
@@ -625,11 +625,7 @@ def test_uncached_pass_equals_cached_pass():
                         val,
                         state,
                         np.empty(0, dtype=np.int64),
-                        div.code,
-                        div.param,
-                        c,
-                        A,
-                        lf,
+                        (div.code, div.param, c, A, lf),
                         bounds,
                         np.int64(1),
                     )

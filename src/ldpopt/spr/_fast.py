@@ -107,7 +107,7 @@ def _solve_pruned(p, q, k, l, code, param, c, A, lf):
     # start only for huge k), which keeps the first call short; the overhead is a few us
     solve_ws = getattr(K.solve_ws, "py_func", K.solve_ws)  # (a plain function with NUMBA_DISABLE_JIT)
     raw, nb, code = solve_ws(
-        pre, k, l, code, param, c, A, lf, bounds, 0, sp, sq, val, state, np.empty(0, dtype=np.int64)
+        pre, k, l, (code, param, c, A, lf), bounds, 0, sp, sq, val, state, np.empty(0, dtype=np.int64)
     )
     return raw, bounds, nb, code
 

@@ -15,6 +15,10 @@ that its floating-point operations are those of the readable reference
   ``A = -expm1(-eps)`` (SPR eq. 31 divided by :math:`e^\varepsilon`);
 * partition sums are accumulated left to right, as ``F[s, i] = F[s-1, t] + mu'[t:i)`` does.
 
+The scoring kernels take one bundled argument ``sc = (code, param, c, A, lf)``: the
+divergence's code and parameter (:mod:`ldpopt.divergences`) and the rescaling of one eps
+(``c = e^-eps``, ``A = 1 - c``, the log floor; :func:`ldpopt._numerics.rescale`).
+
 Solvers (``docs/fast.md`` has the exactness arguments):
 
 * :func:`dinkelbach_ws` - the unconstrained optimum of
@@ -371,8 +375,9 @@ def block_diff(pre, a, b, dp, dq):
 
 
 @njit(cache=True, error_model="numpy")
-def score(pre, a, b, code, param, c, A, lf):
+def score(pre, a, b, sc):
     """Rescaled interval score mu'[a:b) = g(c + A dP, c + A dQ, A (dP - dQ)) (eq. 31 over e^eps)."""
+    code, param, c, A, lf = sc
     dp, dq = block_sums(pre, a, b)
     return perspective(code, param, c + A * dp, c + A * dq, A * block_diff(pre, a, b, dp, dq), lf)
 
@@ -391,15 +396,16 @@ def diff_table(pre, pos, sp, sq):
 
 
 @njit(cache=True, error_model="numpy")
-def partition_ratio(pre, bounds, nb, code, param, c, A, lf):
+def partition_ratio(pre, bounds, nb, sc):
     """Raw value of the partition with boundaries ``bounds[0] = 0 < ... < bounds[nb] = k``.
 
     The scores are summed left to right (as the readable program's F[s, k]) and divided by
     ``1 + (s - 1) c``.
     """
-    total = score(pre, bounds[0], bounds[1], code, param, c, A, lf)
+    c = sc[2]
+    total = score(pre, bounds[0], bounds[1], sc)
     for j in range(1, nb):
-        total = total + score(pre, bounds[j], bounds[j + 1], code, param, c, A, lf)
+        total = total + score(pre, bounds[j], bounds[j + 1], sc)
     return total / (1.0 + (nb - 1) * c)
 
 
@@ -571,12 +577,13 @@ def score_bound(code, param, x, y, d, lf):
 
 
 @njit(cache=True, error_model="numpy")
-def bounds_into(sp, sq, sd, n, code, param, c, A, lf, out, st):
+def bounds_into(sp, sq, sd, n, sc, out, st):
     """``out[j], st[j]`` = :func:`score_bound` of the blocks with sums ``sp[j], sq[j]``, j < n,
     and differences ``sd[j]`` (:func:`block_diff`).
 
     One loop per divergence, so the hot loop holds only that divergence's bound.
     """
+    code, param, c, A, lf = sc
     if code == CODE_KL:
         for j in range(n):
             x = c + A * sp[j]
@@ -652,9 +659,9 @@ def carry_bounds(val, state, sp, sq, c0, A0, c1, A1):
 
 
 @njit(cache=True, error_model="numpy")
-def fill_cache(pre, pos, sp, sq, val, state, code, param, c, A, lf):
+def fill_cache(pre, pos, sp, sq, val, state, sc):
     """Fresh bounds (or exact scores, for cheap divergences) of every block of an empty cache."""
-    bounds_into(sp, sq, diff_table(pre, pos, sp, sq), sp.shape[0], code, param, c, A, lf, val, state)
+    bounds_into(sp, sq, diff_table(pre, pos, sp, sq), sp.shape[0], sc, val, state)
 
 
 #: split points are pruned in groups of GROUP, and GROUP groups form a super group, when there
@@ -665,7 +672,7 @@ SUPER = GROUP * GROUP
 
 
 @njit(cache=True, error_model="numpy")
-def _box_prunes(pre, pos, ta, tb, b, hmax, best, code, param, c, A, lf, pen):
+def _box_prunes(pre, pos, ta, tb, b, hmax, best, sc, pen):
     r"""True when no split point t in ``pos[ta..tb]`` can reach ``best`` for the end point ``b``.
 
     The block sums of [pos_t, b) lie in the box [dP(tb), dP(ta)] x [dQ(tb), dQ(ta)] (they
@@ -674,6 +681,7 @@ def _box_prunes(pre, pos, ta, tb, b, hmax, best, code, param, c, A, lf, pen):
     H[t] of the range, ``hmax + max corner - pen`` (plus the rounding budget of the scores,
     1e-12 relative + 1e-11 per unit of block mass) bounds every candidate's computed value.
     """
+    code, param, c, A, lf = sc
     pa, qa = block_sums(pre, pos[ta], b)
     pb, qb = block_sums(pre, pos[tb], b)
     v1, _ = score_bound(code, param, c + A * pa, c + A * qa, A * (pa - qa), lf)
@@ -689,13 +697,14 @@ def _box_prunes(pre, pos, ta, tb, b, hmax, best, code, param, c, A, lf, pen):
 
 
 @njit(cache=True, error_model="numpy")
-def _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH):
+def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH):
     """``(best, count, split)`` of end point ``i`` without a score cache (O(m) memory).
 
     The hint ``h`` is scored first (the incumbent); super groups, then groups, of split points
     are skipped by :func:`_box_prunes`; the rest are pruned one by one by :func:`score_bound`.
     Ties as :func:`uncached_pass`.
     """
+    code, param, c, A, lf = sc
     b = pos[i]
     dp, dq = block_sums(pre, pos[h], b)
     w = perspective(code, param, c + A * dp, c + A * dq, A * block_diff(pre, pos[h], b, dp, dq), lf)
@@ -705,16 +714,12 @@ def _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH):
     for sg in range(i // SUPER + 1):
         s0 = sg * SUPER
         s1 = min(s0 + SUPER, i)
-        if s1 - s0 == SUPER and _box_prunes(
-            pre, pos, s0, s1 - 1, b, SH[sg], best, code, param, c, A, lf, pen
-        ):
+        if s1 - s0 == SUPER and _box_prunes(pre, pos, s0, s1 - 1, b, SH[sg], best, sc, pen):
             continue
         for g in range(s0 // GROUP, (s1 + GROUP - 1) // GROUP):
             t0 = g * GROUP
             t1 = min(t0 + GROUP, s1)
-            if t1 - t0 == GROUP and _box_prunes(
-                pre, pos, t0, t1 - 1, b, GH[g], best, code, param, c, A, lf, pen
-            ):
+            if t1 - t0 == GROUP and _box_prunes(pre, pos, t0, t1 - 1, b, GH[g], best, sc, pen):
                 continue
             for t in range(t0, t1):
                 if t == h:
@@ -741,7 +746,7 @@ def _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH):
 
 
 @njit(cache=True, error_model="numpy")
-def uncached_pass(pre, pos, code, param, c, A, lf, pen, H, cnt, par, hinted, GH, SH):
+def uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH):
     r"""One Dinkelbach step without a score cache: :math:`H[i] = \max_{t<i} H[t] + (\mu'[pos_t:pos_i) - pen)`.
 
     Only the cut points listed in ``pos`` (increasing, ``pos[0] = 0``, ``pos[-1] = k``) are
@@ -760,7 +765,7 @@ def uncached_pass(pre, pos, code, param, c, A, lf, pen, H, cnt, par, hinted, GH,
         h = par[i] if hinted else par[i - 1]
         if h < 0 or h >= i:
             h = i - 1
-        best, bc, bt = _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH)
+        best, bc, bt = _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH)
         H[i] = best
         cnt[i] = bc
         par[i] = bt
@@ -779,8 +784,9 @@ def uncached_pass(pre, pos, code, param, c, A, lf, pen, H, cnt, par, hinted, GH,
 
 
 @njit(cache=True, error_model="numpy")
-def _exact_score(pre, pos, t, i, dps, dqs, src, sts, code, param, c, A, lf):
+def _exact_score(pre, pos, t, i, dps, dqs, src, sts, sc):
     """The cached score of block [pos_t, pos_i), computed (and marked exact) if it was a bound."""
+    code, param, c, A, lf = sc
     if sts[t] != _EXACT:
         d = A * block_diff(pre, pos[t], pos[i], dps[t], dqs[t])
         src[t] = perspective(code, param, c + A * dps[t], c + A * dqs[t], d, lf)
@@ -789,8 +795,9 @@ def _exact_score(pre, pos, t, i, dps, dqs, src, sts, code, param, c, A, lf):
 
 
 @njit(cache=True, error_model="numpy")
-def _tighten_carried(pre, pos, t, i, dps, dqs, src, sts, code, param, c, A, lf):
+def _tighten_carried(pre, pos, t, i, dps, dqs, src, sts, sc):
     """A bound carried from a larger eps replaced by this eps's :func:`score_bound` (or score)."""
+    code, param, c, A, lf = sc
     d = A * block_diff(pre, pos[t], pos[i], dps[t], dqs[t])
     w, exact = score_bound(code, param, c + A * dps[t], c + A * dqs[t], d, lf)
     src[t] = w
@@ -799,7 +806,7 @@ def _tighten_carried(pre, pos, t, i, dps, dqs, src, sts, code, param, c, A, lf):
 
 
 @njit(cache=True, error_model="numpy")
-def cached_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, cnt, par, hinted):
+def cached_pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted):
     r"""One Dinkelbach step over a score cache: :math:`H[i] = \max_{t<i} H[t] + (\mu'[pos_t:pos_i) - pen)`.
 
     Cut points, ties and outputs as :func:`uncached_pass`.  ``val``/``state`` is complete for
@@ -834,7 +841,7 @@ def cached_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, cnt
                 if u > umax:
                     umax = u
                     h = t
-        best = H[h] + (_exact_score(pre, pos, h, i, dps, dqs, src, sts, code, param, c, A, lf) - pen)
+        best = H[h] + (_exact_score(pre, pos, h, i, dps, dqs, src, sts, sc) - pen)
         bc = cnt[h] + 1
         bt = h
         # only candidates whose bound reaches the incumbent are scored exactly
@@ -843,11 +850,11 @@ def cached_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, cnt
             if u < best or t == h:
                 continue  # a bound strictly below the incumbent: provably not the maximiser
             if sts[t] == _CARRIED:
-                u = H[t] + (_tighten_carried(pre, pos, t, i, dps, dqs, src, sts, code, param, c, A, lf) - pen)
+                u = H[t] + (_tighten_carried(pre, pos, t, i, dps, dqs, src, sts, sc) - pen)
                 if u < best:
                     continue
             if sts[t] != _EXACT:
-                u = H[t] + (_exact_score(pre, pos, t, i, dps, dqs, src, sts, code, param, c, A, lf) - pen)
+                u = H[t] + (_exact_score(pre, pos, t, i, dps, dqs, src, sts, sc) - pen)
                 if u < best:
                     continue
             n = cnt[t] + 1
@@ -861,12 +868,12 @@ def cached_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, cnt
 
 
 @njit(cache=True, error_model="numpy")
-def _pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, cnt, par, hinted, GH, SH):
+def _pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted, GH, SH):
     """One penalised pass: :func:`cached_pass` when there is a score cache, else :func:`uncached_pass`."""
     if val.shape[0] > 0:
-        cached_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, cnt, par, hinted)
+        cached_pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted)
     else:
-        uncached_pass(pre, pos, code, param, c, A, lf, pen, H, cnt, par, hinted, GH, SH)
+        uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH)
 
 
 @njit(cache=True, error_model="numpy")
@@ -885,7 +892,7 @@ def _traceback(pos, par, cnt, out):
 
 
 @njit(cache=True, error_model="numpy")
-def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, code, param, c, A, lf, bounds, nb):
+def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, sc, bounds, nb):
     r"""Maximise :math:`\sum_t \mu'(B_t) / (1 + (s-1)c)` over partitions with cuts in ``pos``.
 
     ``bounds[:nb + 1]`` is a feasible start partition on entry and the optimum on exit.
@@ -901,6 +908,7 @@ def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, code, param, c, A, lf, bou
     partition beats :math:`\lambda` and the current one is optimal (``docs/fast.md``).
     An infinite ratio is returned as soon as it appears (the caller settles it).
     """
+    c = sc[2]
     m = pos.shape[0] - 1
     H = np.empty(m + 1)
     cnt = np.empty(m + 1, dtype=np.int64)
@@ -915,21 +923,21 @@ def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, code, param, c, A, lf, bou
             par[i] = hint[i]
     if state.shape[0] > 0 and state[0] == _EMPTY:
         # a cache is either empty (fresh) or complete for this eps (filled or carried)
-        fill_cache(pre, pos, sp, sq, val, state, code, param, c, A, lf)
+        fill_cache(pre, pos, sp, sq, val, state, sc)
     if c == 0.0:
         # every partition has denominator 1: one unpenalised pass is the optimum
-        _pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, 0.0, H, cnt, par, hinted, GH, SH)
+        _pass(pre, pos, sp, sq, val, state, sc, 0.0, H, cnt, par, hinted, GH, SH)
         nb = _traceback(pos, par, cnt, bounds)
-        lam = partition_ratio(pre, bounds, nb, code, param, c, A, lf)
+        lam = partition_ratio(pre, bounds, nb, sc)
     else:
-        lam = partition_ratio(pre, bounds, nb, code, param, c, A, lf)
+        lam = partition_ratio(pre, bounds, nb, sc)
         passes = 0
         while passes < MAX_DINKELBACH_STEPS and not math.isinf(lam):
-            _pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, lam * c, H, cnt, par, hinted, GH, SH)
+            _pass(pre, pos, sp, sq, val, state, sc, lam * c, H, cnt, par, hinted, GH, SH)
             passes += 1
             hinted = True  # the previous pass's split points
             nb2 = _traceback(pos, par, cnt, cand)
-            r = partition_ratio(pre, cand, nb2, code, param, c, A, lf)
+            r = partition_ratio(pre, cand, nb2, sc)
             if r >= lam:
                 # r == lam: the pass's maximiser (fewest blocks, smallest cuts) replaces an equal one
                 improved = r > lam
@@ -964,13 +972,14 @@ def _new_cache(pre, pos):
 
 
 @njit(cache=True, error_model="numpy")
-def best_two_blocks(pre, k, code, param, c, A, lf, bounds):
+def best_two_blocks(pre, k, sc, bounds):
     """Best partition into at most two blocks, O(k): a cheap, usually good, Dinkelbach start."""
+    c = sc[2]
     z = np.int64(0)  # not a literal: one compiled specialisation of score
-    best = score(pre, z, k, code, param, c, A, lf)
+    best = score(pre, z, k, sc)
     bt = 0
     for t in range(1, k):
-        v = (score(pre, z, t, code, param, c, A, lf) + score(pre, t, k, code, param, c, A, lf)) / (1.0 + c)
+        v = (score(pre, z, t, sc) + score(pre, t, k, sc)) / (1.0 + c)
         if v > best:
             best = v
             bt = t
@@ -987,7 +996,7 @@ def best_two_blocks(pre, k, code, param, c, A, lf, bounds):
 # Output budget: the O(l k^2) program of Prop. 3.3 (mirror of spr._dp_readable)
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy")
-def budget_dp(pre, k, l, code, param, c, A, lf, bounds):  # noqa: C901 - one loop nest, the readable recursion with exact pruning
+def budget_dp(pre, k, l, sc, bounds):  # noqa: C901 - one loop nest, the readable recursion with exact pruning
     r"""Best partition into at most ``l`` blocks: ``F[s, i] = max_t F[s-1, t] + mu'[t:i)``.
 
     Same recursion, masks, accumulation order and tie-breaking (smallest split point,
@@ -997,6 +1006,7 @@ def budget_dp(pre, k, l, code, param, c, A, lf, bounds):  # noqa: C901 - one loo
     the penalised passes).  Row ``l`` is only needed at ``i = k``, so for ``l = 2`` the
     program is O(k).  Returns ``(ratio, nb)``.
     """
+    code, param, c, A, lf = sc
     F = np.full((l + 1, k + 1), -math.inf)
     par = np.zeros((l + 1, k + 1), dtype=np.int64)
     W = np.empty(k)  # bound or exact score of [t, i)
@@ -1007,14 +1017,14 @@ def budget_dp(pre, k, l, code, param, c, A, lf, bounds):  # noqa: C901 - one loo
     for i in range(1, k + 1):
         smax = min(l, i) if i == k else min(l - 1, i)
         if smax < 2:
-            F[1, i] = score(pre, np.int64(0), i, code, param, c, A, lf)
+            F[1, i] = score(pre, np.int64(0), i, sc)
             continue
         for t in range(i):
             dp, dq = block_sums(pre, t, i)
             DPr[t] = dp
             DQr[t] = dq
             DDr[t] = block_diff(pre, t, i, dp, dq)
-        bounds_into(DPr, DQr, DDr, i, code, param, c, A, lf, W, EX)
+        bounds_into(DPr, DQr, DDr, i, sc, W, EX)
         if EX[0] != _EXACT:
             W[0] = perspective(code, param, c + A * DPr[0], c + A * DQr[0], A * DDr[0], lf)
             EX[0] = _EXACT
@@ -1067,7 +1077,7 @@ def budget_dp(pre, k, l, code, param, c, A, lf, bounds):  # noqa: C901 - one loo
 # One solve: unconstrained first, the budget program only when it is needed
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy")
-def _coarse_start(pre, k, code, param, c, A, lf, bounds):
+def _coarse_start(pre, k, sc, bounds):
     """Start for large k: the optimum over cuts on a coarse grid, refined around its cuts.
 
     Any partition is a valid Dinkelbach start; a good one saves full O(k^2) passes.
@@ -1082,9 +1092,7 @@ def _coarse_start(pre, k, code, param, c, A, lf, bounds):
     nb = np.int64(1)
     for rnd in range(2):
         sp, sq, val, state = _new_cache(pre, pos)
-        nb = dinkelbach_ws(
-            pre, pos, sp, sq, val, state, np.empty(0, dtype=np.int64), code, param, c, A, lf, bounds, nb
-        )[1]
+        nb = dinkelbach_ws(pre, pos, sp, sq, val, state, np.empty(0, dtype=np.int64), sc, bounds, nb)[1]
         if rnd == 1:
             break
         # refine: allow every cut within two groups of a coarse cut
@@ -1110,7 +1118,7 @@ def _coarse_start(pre, k, code, param, c, A, lf, bounds):
 
 
 @njit(cache=True, error_model="numpy")
-def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, val, state, hint):
+def solve_ws(pre, k, l, sc, bounds, nwarm, sp, sq, val, state, hint):
     """Optimal raw value and partition of one reduced instance with budget ``l`` (1 <= l <= k).
 
     ``bounds`` (length k + 1) receives the block boundaries; on entry ``bounds[:nwarm + 1]``
@@ -1120,11 +1128,12 @@ def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, val, state
     solve (see :func:`dinkelbach_ws`; empty: none).  Returns ``(raw, nb, method)``, method
     0 = Dinkelbach, 1 = budget program, 2 = one block (k = 1 or l = 1).
     """
+    c = sc[2]
     first = _start(k, l, c)
     if first == _policy.START_SINGLE:
         bounds[0] = 0
         bounds[1] = k
-        return score(pre, np.int64(0), k, code, param, c, A, lf) / 1.0, np.int64(1), np.int64(_policy.SINGLE)
+        return score(pre, np.int64(0), k, sc) / 1.0, np.int64(1), np.int64(_policy.SINGLE)
     if first == _policy.START_UNPENALISED:
         nb = np.int64(1)
         bounds[0] = 0
@@ -1133,23 +1142,21 @@ def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, val, state
         if nwarm > 0:
             nb = nwarm
         else:
-            nb = best_two_blocks(pre, k, code, param, c, A, lf, bounds)
+            nb = best_two_blocks(pre, k, sc, bounds)
         if k > COARSEN_MIN_K:
             alt = np.empty(k + 1, dtype=np.int64)
-            nb_alt = _coarse_start(pre, k, code, param, c, A, lf, alt)
-            if partition_ratio(pre, alt, nb_alt, code, param, c, A, lf) > partition_ratio(
-                pre, bounds, nb, code, param, c, A, lf
-            ):
+            nb_alt = _coarse_start(pre, k, sc, alt)
+            if partition_ratio(pre, alt, nb_alt, sc) > partition_ratio(pre, bounds, nb, sc):
                 nb = nb_alt
                 for j in range(nb + 1):
                     bounds[j] = alt[j]
     pos = np.arange(k + 1)
-    raw, nb = dinkelbach_ws(pre, pos, sp, sq, val, state, hint, code, param, c, A, lf, bounds, nb)
+    raw, nb = dinkelbach_ws(pre, pos, sp, sq, val, state, hint, sc, bounds, nb)
     # an infinite score, near-ties between block counts or a binding budget: the budget
     # program settles the answer (ldpopt.spr._policy.settle)
     budget, method = _settle(raw, nb, k, l, c)
     if budget > 0:
-        raw, nb = budget_dp(pre, k, budget, code, param, c, A, lf, bounds)
+        raw, nb = budget_dp(pre, k, budget, sc, bounds)
     return raw, nb, np.int64(method)
 
 
@@ -1318,7 +1325,7 @@ def solve_item(
         else:
             state[:] = _EMPTY
         raw, nb, m = solve_ws(
-            pre, k, ls[t], code, param, c, A, lfs[e], bounds, nwarm, sp, sq, val, state, hint
+            pre, k, ls[t], (code, param, c, A, lfs[e]), bounds, nwarm, sp, sq, val, state, hint
         )
         c_prev = c
         A_prev = A
