@@ -565,49 +565,47 @@ def score_bound(code, param, x, y, d, lf):
     return perspective(code, param, x, y, d, lf), True
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _has_bound(code):
+    """KL, reverse KL and JS have cheap score bounds (:func:`score_bound`); the rest is exact."""
+    return code == CODE_KL or code == CODE_REVERSE_KL or code == CODE_JS
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _wide_diff(dp, dq):
+    """dp - dq moved away from 0 by the DIFF_CLIP margin of :func:`block_diff`: the bounds of
+    KL, reverse KL and JS grow with |d| near x = y, so one at this d bounds the score at any
+    difference :func:`block_diff` can return (away from x = y the slack covers the margin)."""
+    plain = dp - dq
+    e = DIFF_CLIP * (dp + dq)
+    return plain + e if plain >= 0.0 else plain - e
+
+
 @njit(cache=True, error_model="numpy")
 def bounds_into(sp, sq, sd, n, code, param, c, A, lf, out, st):
-    """``out[j], st[j]`` = :func:`score_bound` of the blocks with sums ``sp[j], sq[j]``, j < n,
-    and differences ``sd[j]`` (:func:`block_diff`).
+    """``out[j], st[j]`` for the blocks with sums ``sp[j], sq[j]``, j < n: for KL, reverse KL
+    and JS an upper bound of the score at any difference :func:`block_diff` returns (+inf
+    where there is no cheap bound); for the other divergences the exact score, from the
+    differences ``sd[j]`` (:func:`block_diff`; not read for the three).
 
     One loop per divergence, so the hot loop holds only that divergence's bound.
     """
+    # no cheap bound (zero mass, extreme ratio): +inf, scored exactly when a pass reaches it
     if code == CODE_KL:
         for j in range(n):
-            x = c + A * sp[j]
-            y = c + A * sq[j]
-            d = A * sd[j]
-            v = _kl_ub(x, y, d)
-            if v == v:
-                out[j] = v
-                st[j] = _BOUND
-            else:
-                out[j] = perspective(code, param, x, y, d, lf)
-                st[j] = _EXACT
+            v = _kl_ub(c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
+            out[j] = v if v == v else math.inf
+            st[j] = _BOUND
     elif code == CODE_REVERSE_KL:
         for j in range(n):
-            x = c + A * sp[j]
-            y = c + A * sq[j]
-            d = A * sd[j]
-            v = _rkl_ub(x, y, d)
-            if v == v:
-                out[j] = v
-                st[j] = _BOUND
-            else:
-                out[j] = perspective(code, param, x, y, d, lf)
-                st[j] = _EXACT
+            v = _rkl_ub(c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
+            out[j] = v if v == v else math.inf
+            st[j] = _BOUND
     elif code == CODE_JS:
         for j in range(n):
-            x = c + A * sp[j]
-            y = c + A * sq[j]
-            d = A * sd[j]
-            v = _js_ub(x, y, d)
-            if v == v:
-                out[j] = v
-                st[j] = _BOUND
-            else:
-                out[j] = perspective(code, param, x, y, d, lf)
-                st[j] = _EXACT
+            v = _js_ub(c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
+            out[j] = v if v == v else math.inf
+            st[j] = _BOUND
     else:
         for j in range(n):
             out[j] = perspective(code, param, c + A * sp[j], c + A * sq[j], A * sd[j], lf)
@@ -649,7 +647,8 @@ def carry_bounds(val, state, sp, sq, c0, A0, c1, A1):
 @njit(cache=True, error_model="numpy")
 def fill_cache(pre, pos, sp, sq, val, state, code, param, c, A, lf):
     """Fresh bounds (or exact scores, for cheap divergences) of every block of an empty cache."""
-    bounds_into(sp, sq, diff_table(pre, pos, sp, sq), sp.shape[0], code, param, c, A, lf, val, state)
+    sd = np.empty(0) if _has_bound(code) else diff_table(pre, pos, sp, sq)
+    bounds_into(sp, sq, sd, sp.shape[0], code, param, c, A, lf, val, state)
 
 
 #: split points are pruned in groups of GROUP, and GROUP groups form a super group, when there
@@ -963,6 +962,17 @@ def best_two_blocks(pre, k, code, param, c, A, lf, bounds):
 # Output budget: the O(l k^2) program of Prop. 3.3 (mirror of spr._dp_readable)
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy")
+def _row_sums(pre, i, DPr, DQr, DDr, with_diff):
+    """Sums (and, ``with_diff``, differences) of the blocks [t, i), t < i."""
+    for t in range(i):
+        dp, dq = block_sums(pre, t, i)
+        DPr[t] = dp
+        DQr[t] = dq
+        if with_diff:
+            DDr[t] = block_diff(pre, t, i, dp, dq)
+
+
+@njit(cache=True, error_model="numpy")
 def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
     r"""Best partition into at most ``l`` blocks: ``F[s, i] = max_t F[s-1, t] + mu'[t:i)``.
 
@@ -979,20 +989,19 @@ def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
     EX = np.empty(k, dtype=np.uint8)
     DPr = np.empty(k)
     DQr = np.empty(k)
-    DDr = np.empty(k)
+    DDr = np.empty(k)  # differences, for the divergences scored exactly by bounds_into
+    exact_all = not _has_bound(code)
     for i in range(1, k + 1):
         smax = min(l, i) if i == k else min(l - 1, i)
         if smax < 2:
             F[1, i] = score(pre, np.int64(0), i, code, param, c, A, lf)
             continue
-        for t in range(i):
-            dp, dq = block_sums(pre, t, i)
-            DPr[t] = dp
-            DQr[t] = dq
-            DDr[t] = block_diff(pre, t, i, dp, dq)
+        _row_sums(pre, i, DPr, DQr, DDr, exact_all)
         bounds_into(DPr, DQr, DDr, i, code, param, c, A, lf, W, EX)
         if EX[0] != _EXACT:
-            W[0] = perspective(code, param, c + A * DPr[0], c + A * DQr[0], A * DDr[0], lf)
+            W[0] = perspective(
+                code, param, c + A * DPr[0], c + A * DQr[0], A * block_diff(pre, 0, i, DPr[0], DQr[0]), lf
+            )
             EX[0] = _EXACT
         F[1, i] = W[0]
         for s in range(2, smax + 1):
@@ -1004,7 +1013,9 @@ def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
             if h < s - 1 or h >= i:
                 h = s - 1
             if EX[h] != _EXACT:
-                W[h] = perspective(code, param, c + A * DPr[h], c + A * DQr[h], A * DDr[h], lf)
+                W[h] = perspective(
+                    code, param, c + A * DPr[h], c + A * DQr[h], A * block_diff(pre, h, i, DPr[h], DQr[h]), lf
+                )
                 EX[h] = _EXACT
             best = prev[h] + W[h]
             bt = h
@@ -1013,7 +1024,14 @@ def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
                 if v < best or t == h:
                     continue
                 if EX[t] != _EXACT:
-                    W[t] = perspective(code, param, c + A * DPr[t], c + A * DQr[t], A * DDr[t], lf)
+                    W[t] = perspective(
+                        code,
+                        param,
+                        c + A * DPr[t],
+                        c + A * DQr[t],
+                        A * block_diff(pre, t, i, DPr[t], DQr[t]),
+                        lf,
+                    )
                     EX[t] = _EXACT
                     v = prev[t] + W[t]
                     if v < best:
