@@ -91,15 +91,21 @@ _EXPM1_MAX = _dv._EXP_MAX
 
 
 @njit(cache=True, error_model="numpy")
+def _log_ratio_far(x, y):
+    """log(x / y) of the ratio when it is a normal number, else log x - log y."""
+    r = x / y
+    if _R_MIN < r < _R_MAX:
+        return math.log(r)
+    return math.log(x) - math.log(y)
+
+
+@njit(cache=True, error_model="numpy")
 def log_ratio(x, y, d):
     """log(x / y): log1p(d / y) unless x << y, else of the ratio (divergences._log_ratio)."""
     u = d / y
     if -LOG1P_MAX < u < _R_MAX:
         return math.log1p(u)
-    r = x / y
-    if _R_MIN < r < _R_MAX:
-        return math.log(r)
-    return math.log(x) - math.log(y)
+    return _log_ratio_far(x, y)
 
 
 @njit(cache=True, error_model="numpy")
@@ -138,21 +144,19 @@ def _xe(x, b, l):
 @njit(cache=True, error_model="numpy")
 def _kl_like(x, y, d, lf, reverse):
     """KL: x log(x/y) - d; reverse KL: d - y log(x/y) (divergences._g_kl / _g_reverse_kl)."""
+    if x > 0.0 and y > 0.0:
+        u = d / y
+        if abs(u) < SERIES_U_MAX:
+            return y * _u_series(u, _RKL_COEF if reverse else _KL_COEF)
+        lr = math.log1p(u) if -LOG1P_MAX < u < _R_MAX else _log_ratio_far(x, y)
+        return d - y * lr if reverse else x * lr - d
     if reverse:
         if y == 0.0:
             return x
-        if x == 0.0:
-            return max(y * (math.log(y) - lf - 1.0), 0.0)
-    else:
-        if x == 0.0:
-            return y
-        if y == 0.0:
-            return max(x * (math.log(x) - lf - 1.0), 0.0)
-    u = d / y
-    if abs(u) < SERIES_U_MAX:
-        return y * _u_series(u, _RKL_COEF if reverse else _KL_COEF)
-    lr = log_ratio(x, y, d)
-    return d - y * lr if reverse else x * lr - d
+        return max(y * (math.log(y) - lf - 1.0), 0.0)
+    if x == 0.0:
+        return y
+    return max(x * (math.log(x) - lf - 1.0), 0.0)
 
 
 @njit(cache=True, error_model="numpy")
