@@ -86,16 +86,29 @@ COARSE_GROUPS = 1024
 
 
 # ---------------------------------------------------------------------------------------------
-# Perspective g(x, y) = y f(x / y) (mirror of divergences._perspective_scalar)
+# Perspective g(x, y) = y f(x / y) (the one-point divergences.perspective_array)
 # ---------------------------------------------------------------------------------------------
-# the series coefficients of the readable perspectives as arrays (the thresholds above are
-# theirs too), so both take the same branches with the same constants
-_KL_COEF = np.array(KL_COEF)
-_RKL_COEF = np.array(RKL_COEF)
-_E_COEF = np.array(E_COEF)
+# the series coefficients of the readable perspectives (the thresholds above are theirs too),
+# so both take the same branches with the same constants; padded with zeros to the 16 of
+# _u_series's Estrin scheme
+_KL_COEF = np.zeros(16)
+_KL_COEF[: len(KL_COEF)] = KL_COEF
+_RKL_COEF = np.zeros(16)
+_RKL_COEF[: len(RKL_COEF)] = RKL_COEF
+_E_COEF = np.zeros(16)
+_E_COEF[: len(E_COEF)] = E_COEF
 #: the solve policy, compiled from the very functions the table path runs as Python
 _start = njit(cache=True, error_model="numpy")(_policy.start)
 _settle = njit(cache=True, error_model="numpy")(_policy.settle)
+
+
+@njit(cache=True, error_model="numpy")
+def _log_ratio_far(x, y):
+    """log(x / y) of the ratio when it is a normal number, else log x - log y."""
+    r = x / y
+    if R_MIN < r < R_MAX:
+        return math.log(r)
+    return math.log(x) - math.log(y)
 
 
 @njit(cache=True, error_model="numpy")
@@ -104,10 +117,7 @@ def log_ratio(x, y, d):
     u = d / y
     if -LOG1P_MAX < u < R_MAX:
         return math.log1p(u)
-    r = x / y
-    if R_MIN < r < R_MAX:
-        return math.log(r)
-    return math.log(x) - math.log(y)
+    return _log_ratio_far(x, y)
 
 
 @njit(cache=True, error_model="numpy")
@@ -124,13 +134,16 @@ def _exp(t):
 
 @njit(cache=True, error_model="numpy")
 def _u_series(u, coef):
-    """u^2 sum_j coef[j] (-u)^j (divergences._u_series)."""
+    """u^2 sum_j coef[j] (-u)^j, j < 16 (divergences._u_series): Estrin's scheme, whose products
+    are independent (a quarter of Horner's latency), the same sum to a few ulp."""
     v = -u
-    n = coef.shape[0]
-    s = coef[n - 1]
-    for j in range(n - 2, -1, -1):
-        s = s * v + coef[j]
-    return u * u * s
+    v2 = v * v
+    v4 = v2 * v2
+    q0 = (coef[0] + coef[1] * v) + (coef[2] + coef[3] * v) * v2
+    q1 = (coef[4] + coef[5] * v) + (coef[6] + coef[7] * v) * v2
+    q2 = (coef[8] + coef[9] * v) + (coef[10] + coef[11] * v) * v2
+    q3 = (coef[12] + coef[13] * v) + (coef[14] + coef[15] * v) * v2
+    return u * u * ((q0 + q1 * v4) + (q2 + q3 * v4) * (v4 * v4))
 
 
 @njit(cache=True, error_model="numpy")
@@ -146,21 +159,19 @@ def _xe(x, b, l):
 @njit(cache=True, error_model="numpy")
 def _kl_like(x, y, d, lf, reverse):
     """KL: x log(x/y) - d; reverse KL: d - y log(x/y) (divergences._g_kl / _g_reverse_kl)."""
+    if x > 0.0 and y > 0.0:
+        u = d / y
+        if abs(u) < SERIES_U_MAX:
+            return y * _u_series(u, _RKL_COEF if reverse else _KL_COEF)
+        lr = math.log1p(u) if -LOG1P_MAX < u < R_MAX else _log_ratio_far(x, y)
+        return d - y * lr if reverse else x * lr - d
     if reverse:
         if y == 0.0:
             return x
-        if x == 0.0:
-            return max(y * (math.log(y) - lf - 1.0), 0.0)
-    else:
-        if x == 0.0:
-            return y
-        if y == 0.0:
-            return max(x * (math.log(x) - lf - 1.0), 0.0)
-    u = d / y
-    if abs(u) < SERIES_U_MAX:
-        return y * _u_series(u, _RKL_COEF if reverse else _KL_COEF)
-    lr = log_ratio(x, y, d)
-    return d - y * lr if reverse else x * lr - d
+        return max(y * (math.log(y) - lf - 1.0), 0.0)
+    if x == 0.0:
+        return y
+    return max(x * (math.log(x) - lf - 1.0), 0.0)
 
 
 @njit(cache=True, error_model="numpy")
@@ -250,14 +261,14 @@ _DH, _DL, _SDH, _SDL = 10, 11, 12, 13
 PRE_ROWS = 14
 #: a block's difference from the sums of p - q is kept within this times (dP + dQ) of dP - dQ:
 #: dP and dQ are each within ~2 ulp of themselves, so the true difference is within ~4 ulp of
-#: dP - dQ; 8 ulp leaves a margin (shared with spr._Prefix.sums)
+#: dP - dQ; 8 ulp leaves a margin (shared with reduction._Prefix.sums)
 DIFF_CLIP = 8 * 2.0**-52
 
 
 @njit(cache=True, error_model="numpy")
 def _compensated_into(x, hi, lo, reverse):
-    # Neumaier summation, operation for operation as spr.compensated_prefix; ``reverse`` sums
-    # from the end (suffix sums S[i] = sum_{j >= i} x[j], as spr._suffix)
+    # Neumaier summation, operation for operation as reduction.compensated_prefix; ``reverse`` sums
+    # from the end (suffix sums S[i] = sum_{j >= i} x[j], as reduction._suffix)
     n = x.shape[0]
     s = 0.0
     comp = 0.0
@@ -286,7 +297,7 @@ def _compensated_into(x, hi, lo, reverse):
 
 @njit(cache=True, error_model="numpy")
 def _compensated_diff_into(p, q, hi, lo, reverse):
-    # Neumaier summation of p[i] and -q[i] in turn, as spr.compensated_prefix_diff: hi + lo holds
+    # Neumaier summation of p[i] and -q[i] in turn, as reduction.compensated_prefix_diff: hi + lo holds
     # the prefix (or suffix) sums of p - q to ~ulp^2, so a block's difference keeps its own ulp
     n = p.shape[0]
     s = 0.0
@@ -316,7 +327,7 @@ def _compensated_diff_into(p, q, hi, lo, reverse):
 
 @njit(cache=True, error_model="numpy")
 def prefix_table(p, q):
-    """(PRE_ROWS, k+1) table of what the interval sums need, as ``spr._Prefix`` keeps it.
+    """(PRE_ROWS, k+1) table of what the interval sums need, as ``reduction._Prefix`` keeps it.
 
     Rows: compensated prefix sums (hi, lo) of p and q, compensated suffix sums (hi, lo) of p
     and q, p and q themselves (for the endpoint floor; entry k unused), and compensated
@@ -339,7 +350,7 @@ def prefix_table(p, q):
 @njit(cache=True, error_model="numpy", inline="always")
 def _interval(pre, rh, rl, rsh, rsl, rx, a, b):
     # sum over [a, b) from the side with the smaller partial sums, never below its largest
-    # endpoint term (spr._Prefix._interval)
+    # endpoint term (reduction._Prefix._interval)
     if pre[rh, b] <= pre[rsh, a]:
         total = (pre[rh, b] - pre[rh, a]) + (pre[rl, b] - pre[rl, a])
     else:
@@ -358,7 +369,7 @@ def block_sums(pre, a, b):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def block_diff(pre, a, b, dp, dq):
-    """dP - dQ over the reduced symbols a..b-1, given their sums dp, dq (spr._Prefix.sums).
+    """dP - dQ over the reduced symbols a..b-1, given their sums dp, dq (reduction._Prefix.sums).
 
     From the compensated sums of p - q, on the side from which dP is summed, kept within
     DIFF_CLIP (dp + dq) of dp - dq: about one ulp of itself where dP and dQ nearly cancel, and
@@ -576,50 +587,48 @@ def score_bound(code, param, x, y, d, lf):
     return perspective(code, param, x, y, d, lf), True
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _has_bound(code):
+    """KL, reverse KL and JS have cheap score bounds (:func:`score_bound`); the rest is exact."""
+    return code == CODE_KL or code == CODE_REVERSE_KL or code == CODE_JS
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _wide_diff(dp, dq):
+    """dp - dq moved away from 0 by the DIFF_CLIP margin of :func:`block_diff`: the bounds of
+    KL, reverse KL and JS grow with |d| near x = y, so one at this d bounds the score at any
+    difference :func:`block_diff` can return (away from x = y the slack covers the margin)."""
+    plain = dp - dq
+    e = DIFF_CLIP * (dp + dq)
+    return plain + e if plain >= 0.0 else plain - e
+
+
 @njit(cache=True, error_model="numpy")
 def bounds_into(sp, sq, sd, n, sc, out, st):
-    """``out[j], st[j]`` = :func:`score_bound` of the blocks with sums ``sp[j], sq[j]``, j < n,
-    and differences ``sd[j]`` (:func:`block_diff`).
+    """``out[j], st[j]`` for the blocks with sums ``sp[j], sq[j]``, j < n: for KL, reverse KL
+    and JS an upper bound of the score at any difference :func:`block_diff` returns (+inf
+    where there is no cheap bound); for the other divergences the exact score, from the
+    differences ``sd[j]`` (:func:`block_diff`; not read for the three).
 
     One loop per divergence, so the hot loop holds only that divergence's bound.
     """
     code, param, c, A, lf = sc
+    # no cheap bound (zero mass, extreme ratio): +inf, scored exactly when a pass reaches it
     if code == CODE_KL:
         for j in range(n):
-            x = c + A * sp[j]
-            y = c + A * sq[j]
-            d = A * sd[j]
-            v = _kl_ub(x, y, d)
-            if v == v:
-                out[j] = v
-                st[j] = _BOUND
-            else:
-                out[j] = perspective(code, param, x, y, d, lf)
-                st[j] = _EXACT
+            v = _kl_ub(c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
+            out[j] = v if v == v else math.inf
+            st[j] = _BOUND
     elif code == CODE_REVERSE_KL:
         for j in range(n):
-            x = c + A * sp[j]
-            y = c + A * sq[j]
-            d = A * sd[j]
-            v = _rkl_ub(x, y, d)
-            if v == v:
-                out[j] = v
-                st[j] = _BOUND
-            else:
-                out[j] = perspective(code, param, x, y, d, lf)
-                st[j] = _EXACT
+            v = _rkl_ub(c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
+            out[j] = v if v == v else math.inf
+            st[j] = _BOUND
     elif code == CODE_JS:
         for j in range(n):
-            x = c + A * sp[j]
-            y = c + A * sq[j]
-            d = A * sd[j]
-            v = _js_ub(x, y, d)
-            if v == v:
-                out[j] = v
-                st[j] = _BOUND
-            else:
-                out[j] = perspective(code, param, x, y, d, lf)
-                st[j] = _EXACT
+            v = _js_ub(c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
+            out[j] = v if v == v else math.inf
+            st[j] = _BOUND
     else:
         for j in range(n):
             out[j] = perspective(code, param, c + A * sp[j], c + A * sq[j], A * sd[j], lf)
@@ -661,7 +670,8 @@ def carry_bounds(val, state, sp, sq, c0, A0, c1, A1):
 @njit(cache=True, error_model="numpy")
 def fill_cache(pre, pos, sp, sq, val, state, sc):
     """Fresh bounds (or exact scores, for cheap divergences) of every block of an empty cache."""
-    bounds_into(sp, sq, diff_table(pre, pos, sp, sq), sp.shape[0], sc, val, state)
+    sd = np.empty(0) if _has_bound(sc[0]) else diff_table(pre, pos, sp, sq)
+    bounds_into(sp, sq, sd, sp.shape[0], sc, val, state)
 
 
 #: split points are pruned in groups of GROUP, and GROUP groups form a super group, when there
@@ -784,28 +794,6 @@ def uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH):
 
 
 @njit(cache=True, error_model="numpy")
-def _exact_score(pre, pos, t, i, dps, dqs, src, sts, sc):
-    """The cached score of block [pos_t, pos_i), computed (and marked exact) if it was a bound."""
-    code, param, c, A, lf = sc
-    if sts[t] != _EXACT:
-        d = A * block_diff(pre, pos[t], pos[i], dps[t], dqs[t])
-        src[t] = perspective(code, param, c + A * dps[t], c + A * dqs[t], d, lf)
-        sts[t] = _EXACT
-    return src[t]
-
-
-@njit(cache=True, error_model="numpy")
-def _tighten_carried(pre, pos, t, i, dps, dqs, src, sts, sc):
-    """A bound carried from a larger eps replaced by this eps's :func:`score_bound` (or score)."""
-    code, param, c, A, lf = sc
-    d = A * block_diff(pre, pos[t], pos[i], dps[t], dqs[t])
-    w, exact = score_bound(code, param, c + A * dps[t], c + A * dqs[t], d, lf)
-    src[t] = w
-    sts[t] = _EXACT if exact else _BOUND
-    return w
-
-
-@njit(cache=True, error_model="numpy")
 def cached_pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted):
     r"""One Dinkelbach step over a score cache: :math:`H[i] = \max_{t<i} H[t] + (\mu'[pos_t:pos_i) - pen)`.
 
@@ -821,6 +809,7 @@ def cached_pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted):
     (rounding is monotone), so it can neither be the maximiser nor tie with it: the result
     equals the unpruned program's.
     """
+    code, param, c, A, lf = sc
     m = pos.shape[0] - 1
     H[0] = 0.0
     cnt[0] = 0
@@ -841,22 +830,40 @@ def cached_pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted):
                 if u > umax:
                     umax = u
                     h = t
-        best = H[h] + (_exact_score(pre, pos, h, i, dps, dqs, src, sts, sc) - pen)
+        if sts[h] != _EXACT:
+            dh = A * block_diff(pre, pos[h], pos[i], dps[h], dqs[h])
+            src[h] = perspective(code, param, c + A * dps[h], c + A * dqs[h], dh, lf)
+            sts[h] = _EXACT
+        best = H[h] + (src[h] - pen)
         bc = cnt[h] + 1
         bt = h
-        # only candidates whose bound reaches the incumbent are scored exactly
+        # only candidates whose bound reaches the incumbent are scored exactly (inline: helper
+        # kernels here made the Figure-1b sweep 40 % slower)
         for t in range(i):
             u = H[t] + (src[t] - pen)
             if u < best or t == h:
                 continue  # a bound strictly below the incumbent: provably not the maximiser
-            if sts[t] == _CARRIED:
-                u = H[t] + (_tighten_carried(pre, pos, t, i, dps, dqs, src, sts, sc) - pen)
-                if u < best:
-                    continue
-            if sts[t] != _EXACT:
-                u = H[t] + (_exact_score(pre, pos, t, i, dps, dqs, src, sts, sc) - pen)
-                if u < best:
-                    continue
+            st = sts[t]
+            if st != _EXACT:
+                x = c + A * dps[t]
+                y = c + A * dqs[t]
+                d = A * block_diff(pre, pos[t], pos[i], dps[t], dqs[t])
+                if st == _CARRIED:
+                    # a bound carried from a larger eps: tighten it first
+                    w, exact = score_bound(code, param, x, y, d, lf)
+                    src[t] = w
+                    sts[t] = _EXACT if exact else _BOUND
+                    u = H[t] + (w - pen)
+                    if u < best:
+                        continue
+                    st = sts[t]
+                if st != _EXACT:
+                    w = perspective(code, param, x, y, d, lf)
+                    src[t] = w
+                    sts[t] = _EXACT
+                    u = H[t] + (w - pen)
+                    if u < best:
+                        continue
             n = cnt[t] + 1
             if u > best or (u == best and (n < bc or (n == bc and t < bt))):
                 best = u
@@ -993,14 +1000,25 @@ def best_two_blocks(pre, k, sc, bounds):
 
 
 # ---------------------------------------------------------------------------------------------
-# Output budget: the O(l k^2) program of Prop. 3.3 (mirror of spr._dp_readable)
+# Output budget: the O(l k^2) program of Prop. 3.3 (mirror of reference._dp_readable)
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy")
-def budget_dp(pre, k, l, sc, bounds):  # noqa: C901 - one loop nest, the readable recursion with exact pruning
+def _row_sums(pre, i, DPr, DQr, DDr, with_diff):
+    """Sums (and, ``with_diff``, differences) of the blocks [t, i), t < i."""
+    for t in range(i):
+        dp, dq = block_sums(pre, t, i)
+        DPr[t] = dp
+        DQr[t] = dq
+        if with_diff:
+            DDr[t] = block_diff(pre, t, i, dp, dq)
+
+
+@njit(cache=True, error_model="numpy")
+def budget_dp(pre, k, l, sc, bounds):
     r"""Best partition into at most ``l`` blocks: ``F[s, i] = max_t F[s-1, t] + mu'[t:i)``.
 
     Same recursion, masks, accumulation order and tie-breaking (smallest split point,
-    smallest block count) as :func:`ldpopt.spr.solve._dp_readable`; O(l k) memory for ``F`` and the
+    smallest block count) as :func:`ldpopt.spr.reference._dp_readable`; O(l k) memory for ``F`` and the
     parent table, O(k) for the scores of the current end point, whose logarithms are only
     evaluated for split points that a cheap bound cannot exclude (same exact pruning as
     the penalised passes).  Row ``l`` is only needed at ``i = k``, so for ``l = 2`` the
@@ -1013,20 +1031,19 @@ def budget_dp(pre, k, l, sc, bounds):  # noqa: C901 - one loop nest, the readabl
     EX = np.empty(k, dtype=np.uint8)
     DPr = np.empty(k)
     DQr = np.empty(k)
-    DDr = np.empty(k)
+    DDr = np.empty(k)  # differences, for the divergences scored exactly by bounds_into
+    exact_all = not _has_bound(code)
     for i in range(1, k + 1):
         smax = min(l, i) if i == k else min(l - 1, i)
         if smax < 2:
             F[1, i] = score(pre, np.int64(0), i, sc)
             continue
-        for t in range(i):
-            dp, dq = block_sums(pre, t, i)
-            DPr[t] = dp
-            DQr[t] = dq
-            DDr[t] = block_diff(pre, t, i, dp, dq)
+        _row_sums(pre, i, DPr, DQr, DDr, exact_all)
         bounds_into(DPr, DQr, DDr, i, sc, W, EX)
         if EX[0] != _EXACT:
-            W[0] = perspective(code, param, c + A * DPr[0], c + A * DQr[0], A * DDr[0], lf)
+            W[0] = perspective(
+                code, param, c + A * DPr[0], c + A * DQr[0], A * block_diff(pre, 0, i, DPr[0], DQr[0]), lf
+            )
             EX[0] = _EXACT
         F[1, i] = W[0]
         for s in range(2, smax + 1):
@@ -1038,7 +1055,9 @@ def budget_dp(pre, k, l, sc, bounds):  # noqa: C901 - one loop nest, the readabl
             if h < s - 1 or h >= i:
                 h = s - 1
             if EX[h] != _EXACT:
-                W[h] = perspective(code, param, c + A * DPr[h], c + A * DQr[h], A * DDr[h], lf)
+                W[h] = perspective(
+                    code, param, c + A * DPr[h], c + A * DQr[h], A * block_diff(pre, h, i, DPr[h], DQr[h]), lf
+                )
                 EX[h] = _EXACT
             best = prev[h] + W[h]
             bt = h
@@ -1047,7 +1066,14 @@ def budget_dp(pre, k, l, sc, bounds):  # noqa: C901 - one loop nest, the readabl
                 if v < best or t == h:
                     continue
                 if EX[t] != _EXACT:
-                    W[t] = perspective(code, param, c + A * DPr[t], c + A * DQr[t], A * DDr[t], lf)
+                    W[t] = perspective(
+                        code,
+                        param,
+                        c + A * DPr[t],
+                        c + A * DQr[t],
+                        A * block_diff(pre, t, i, DPr[t], DQr[t]),
+                        lf,
+                    )
                     EX[t] = _EXACT
                     v = prev[t] + W[t]
                     if v < best:
@@ -1167,7 +1193,7 @@ def solve_ws(pre, k, l, sc, bounds, nwarm, sp, sq, val, state, hint):
 # IR level), so a fresh process compiles them in about a second: the pruned solvers above
 # link a dozen dispatchers into each other and take 10-15 s to compile.  The scores
 # themselves are evaluated by numpy (divergences._perspective_array), exactly as
-# spr._dp_readable evaluates them.  Keep them free of calls to other @njit functions (and of
+# reference._dp_readable evaluates them.  Keep them free of calls to other @njit functions (and of
 # numpy allocations, which compile helpers too): tests/spr/test_kernels.py checks which kernels a
 # small solve touches, benchmarks/bench_fast.py measures the first call.
 @njit(cache=True, error_model="numpy")
@@ -1175,7 +1201,7 @@ def table_args(pre, c, A, i0, i1, x, y, d):
     """Perspective arguments of the blocks [t, i), t < i, for the end points i0 <= i < i1.
 
     ``x = c + A dP``, ``y = c + A dQ``, ``d = A (dP - dQ)`` with the block sums of
-    :func:`block_sums` (those of ``spr._Prefix.sums``), in packed order: block [t, i) at
+    :func:`block_sums` (those of ``reduction._Prefix.sums``), in packed order: block [t, i) at
     ``i (i - 1) / 2 + t - i0 (i0 - 1) / 2``; ``pre`` as :func:`prefix_table`.
     """
     j = 0
@@ -1224,7 +1250,7 @@ def table_budget_dp(S, k, l, c, F, par, bounds):
     r"""Best partition into at most ``l`` blocks over the score table ``S``; returns ``(ratio, nb)``.
 
     The recursion :math:`F[s, i] = \max_{t \ge s-1} F[s-1, t] + \mu'[t:i)` of
-    :func:`ldpopt.spr.solve._dp_readable` with its tie-breaking: every maximum is numpy's
+    :func:`ldpopt.spr.reference._dp_readable` with its tie-breaking: every maximum is numpy's
     ``argmax`` (the first maximum, or the first NaN), over the split points and over the
     block counts.  ``F`` (filled with -inf) and ``par`` are (l + 1, k + 1) scratch arrays,
     allocated by the caller (numpy's allocators would add half a second of compilation);
