@@ -30,22 +30,35 @@ import math
 import numpy as np
 
 from _errmodel import EXACT_CODES, R_FN, U, ratio_bound, score_bound
+from ldpopt._numerics import rescale
 from ldpopt.divergences import get_divergence
 from ldpopt.spr import _fast
-from ldpopt.spr.solve import _dp_readable, _log_floor, _Prefix, _reduce, _rescale, interval_scores
+from ldpopt.spr.reduction import _Prefix, _reduce
+from ldpopt.spr.reference import _dp_readable, interval_scores
+
+
+def _rescale(eps: float) -> tuple[float, float]:
+    """(c, A) of ``ldpopt._numerics.rescale``."""
+    r = rescale(eps)
+    return r.c, r.A
+
+
+def _log_floor(eps: float, c: float) -> float:
+    """-eps when e^-eps underflowed at a finite eps, else -inf (the library's ``log_floor``)."""
+    return -eps if (c == 0.0 and math.isfinite(eps)) else -math.inf
 
 
 def block_inputs(p, q, eps, cuts):
     """``(x, y, d, lf)`` of the blocks ``cuts`` as every implementation computes them."""
     pre = _Prefix(np.asarray(p, float), np.asarray(q, float))
-    c, A = _rescale(eps)
+    c, A, lf = rescale(eps)
     xs, ys, ds = [], [], []
     for a, b in cuts:
         dp, dq, dd = pre.sums(np.array([a]), b)
         xs.append(float(c + A * dp[0]))
         ys.append(float(c + A * dq[0]))
         ds.append(float(A * dd[0]))
-    return np.array(xs), np.array(ys), np.array(ds), _log_floor(eps, c)
+    return np.array(xs), np.array(ys), np.array(ds), lf
 
 
 def partition_scores(p, q, eps, div, cuts):
@@ -63,7 +76,7 @@ def pair_bound(p, q, eps, divergence, cuts) -> float:
     if not np.any(b > 0):
         return 0.0
     s = partition_scores(p, q, eps, div, cuts)
-    c, _ = _rescale(eps)
+    c = rescale(eps).c
     den = 1.0 + (len(cuts) - 1) * c
     return ratio_bound(2.0 * b, s, den, float(np.sum(s)) / den)
 
@@ -71,8 +84,7 @@ def pair_bound(p, q, eps, divergence, cuts) -> float:
 def dinkelbach_slack(p, q, eps, divergence, lam: float) -> float:
     """Float suboptimality of Dinkelbach's stopping partition (module docstring), raw scale."""
     div = get_divergence(divergence)
-    c, A = _rescale(eps)
-    lf = _log_floor(eps, c)
+    c, A, lf = rescale(eps)
     k = len(p)
     S = _fast.score_table(np.asarray(p, float), np.asarray(q, float), c, A, lf, div.code, div.param)
     if not np.all(np.isfinite(S)):
@@ -106,7 +118,7 @@ def eval_bound(p, q, eps, divergence, cuts) -> float:
     x, y, d, lf = block_inputs(p, q, eps, cuts)
     b = score_bound(div.code, div.param, x, y, d, lf)
     s = partition_scores(p, q, eps, div, cuts)
-    c, _ = _rescale(eps)
+    c = rescale(eps).c
     den = 1.0 + (len(cuts) - 1) * c
     n = len(cuts)
     return (float(np.sum(b)) + max(n - 1, 0) * U * float(np.sum(np.abs(s)))) / den + U * abs(
@@ -143,7 +155,10 @@ def brute_force_bound(p, q, eps: float, divergence, blocks) -> float:
     (any summation order, FMA or not).  That moves the divergence by at most
     delta sum_j (u_j |dg/dx| + v_j |dg/dy|); ``FDivergence.perspective`` computes d = u - v
     (an absolute error u |u_j - v_j| in x) and the perspective itself (``score_bound``); ``fsum``
-    rounds once (u |D|).
+    rounds once (u |D|).  Where the first derivatives vanish (u_j = v_j: one block of two
+    distributions whose float sums differ by an ulp) the second-order remainder remains: for
+    relative perturbations delta of u_j and v_j it is at most 2 delta^2 (u_j + v_j) for KL, JS
+    and squared Hellinger (TV is piecewise linear).
     """
     from reference import rr_on_blocks  # local: reference imports nothing from here
 
@@ -156,6 +171,7 @@ def brute_force_bound(p, q, eps: float, divergence, blocks) -> float:
     dgx = gx / np.where(x > 0, x, 1.0)
     total = delta * float(np.sum(gx + gy)) + U * float(np.sum(dgx * np.abs(x - y)))
     total += float(np.sum(score_bound(div.code, div.param, x, y, x - y)))
+    total += 2.0 * delta * delta * float(np.sum(x + y))
     return total + U * abs(div(x, y))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import mpmath
 import numpy as np
 import pytest
 from hypothesis import given
@@ -14,8 +15,13 @@ from scipy.special import rel_entr
 import ldpopt
 from _errmodel import EGAMMA, KL, R_FN, U, fdiv_bound, mirror_bound, naive_bound, naive_term_bounds, within
 from _valuebounds import _grad_terms, transform_bound
-from ldpopt.divergences import BUILTIN_NAMES, _perspective_array, _perspective_scalar
+from ldpopt.divergences import BUILTIN_NAMES, _perspective_scalar, perspective_array
+from ldpopt.spr import _kernels
 from reference import egamma_sup, naive_divergence, naive_renyi
+
+#: the compiled kernels' scalar perspective as plain Python (math / libm): the second
+#: implementation the numpy one is compared with
+perspective_py = getattr(_kernels.perspective, "py_func", _kernels.perspective)
 
 #: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
 pytestmark = pytest.mark.numerics
@@ -134,11 +140,12 @@ def test_renyi_reports_renyi(alpha):
 
 
 def test_boundary_conventions():
+    # built-in generators have f'(1) = 0: KL is t log t - t + 1 (f(0) = 1), reverse KL t - 1 - log t
     kl = ldpopt.get_divergence("kl")
     out = kl.perspective([0.0, 0.0, 0.3], [0.0, 0.2, 0.0])
-    assert out[0] == 0.0 and out[1] == 0.0 and math.isinf(out[2])
+    assert out[0] == 0.0 and out[1] == 0.2 and math.isinf(out[2])
     rkl = ldpopt.get_divergence("reverse_kl")
-    assert math.isinf(rkl.perspective([0.0], [0.2])[0]) and rkl.perspective([0.3], [0.0])[0] == 0.0
+    assert math.isinf(rkl.perspective([0.0], [0.2])[0]) and rkl.perspective([0.3], [0.0])[0] == 0.3
     tv = ldpopt.get_divergence("tv")
     # 0.5 |d| with d = -0.2, 0.3 exact: halving is exact and fl(0.2) / 2 = fl(0.1), fl(0.3) / 2 = fl(0.15)
     np.testing.assert_array_equal(tv.perspective([0.0, 0.3], [0.2, 0.0]), [0.1, 0.15])
@@ -147,9 +154,10 @@ def test_boundary_conventions():
     # (each within R_FN u), one product on each side (the halvings are exact)
     ours, ref = js.perspective([0.3], [0.0])[0], 0.3 * math.log(2) / 2
     assert within("JS boundary: numpy vs math", ours, ref, 2.0 * (R_FN + 1.0) * U * ref), (ours, ref)
-    # the log floor keeps KL finite when the lower bound underflowed: x (log x - log_floor), the same
+    # the log floor keeps KL finite when the lower bound underflowed: x (log x - log_floor - 1) (the
+    # centred generator t log t - t + 1), the same
     # formula with numpy's log and math.log (mirror_bound)
-    ours, ref = kl.perspective([0.5], [0.0], log_floor=-1000.0)[0], 0.5 * (math.log(0.5) + 1000)
+    ours, ref = kl.perspective([0.5], [0.0], log_floor=-1000.0)[0], 0.5 * (math.log(0.5) + 1000 - 1)
     bound = float(mirror_bound(KL, 0.0, 0.5, 0.0, 0.5, -1000.0))
     assert within("KL log floor: numpy vs math", ours, ref, bound), (ours, ref, bound)
 
@@ -183,25 +191,38 @@ def test_scalar_and_array_perspectives_agree():
     d = x - y
     for name in BUILTIN_NAMES + ("egamma:2", "renyi:2", "renyi:0.5"):
         div = ldpopt.get_divergence(name)
-        arr = _perspective_array(div.code, div.param, x, y, d)
+        arr = perspective_array(div.code, div.param, x, y, d)
+        one = [_perspective_scalar(div.code, div.param, a, b, c) for a, b, c in zip(x, y, d, strict=False)]
+        assert np.array_equal(arr, one), name  # the readable scalar is the array on one point
         sc = np.array(
-            [_perspective_scalar(div.code, div.param, a, b, c) for a, b, c in zip(x, y, d, strict=False)]
+            [
+                perspective_py(div.code, div.param, a, b, c, -math.inf)
+                for a, b, c in zip(x, y, d, strict=False)
+            ]
         )
-        # numpy's SIMD loops vs Python's math (libm) on the same formulas and inputs
+        # numpy's SIMD loops vs the kernel's scalar perspective as Python (math, libm): the
+        # same formulas and inputs
         bound = mirror_bound(div.code, div.param, x, y, d)
         for a, b, bd in zip(arr, sc, bound, strict=True):
             assert within("perspective: numpy vs math", a, b, bd), (name, a, b, bd)
 
 
 def test_stable_near_one():
-    # x, y = 1 + tiny: the accurate difference d must be used
+    # x, y = 1 + tiny: the accurate difference d must be used, and the term (of order d^2)
+    # must not be a difference of order-d numbers
     kl = ldpopt.get_divergence("kl")
     d = 1e-12
     x, y = 1.0 + 2 * d, 1.0 + d  # representable pair; true x - y is d up to rounding
     val = kl.perspective([x], [y], [d])[0]
-    # numpy's log1p vs math.log1p, the same formula at the same inputs
+    with mpmath.workdps(50):
+        u = mpmath.mpf(d) / mpmath.mpf(y)
+        ref = float(mpmath.mpf(y) * ((1 + u) * mpmath.log1p(u) - u))
+    assert val == pytest.approx(ref, rel=1e-12)
+    # numpy's and the scalar (math) evaluation of the same formula at the same inputs
     bound = float(mirror_bound(kl.code, kl.param, x, y, d))
-    assert within("KL near x = y: numpy vs math", val, x * math.log1p(d / y), bound)
+    assert within(
+        "KL near x = y: numpy vs math", val, perspective_py(kl.code, kl.param, x, y, d, -math.inf), bound
+    )
 
 
 @pytest.mark.parametrize(

@@ -21,11 +21,11 @@ from ldpopt.errors import (
     SweepConfigError,
 )
 from ldpopt.mechanism import Mechanism, binary_mechanism, randomized_response, spr_mechanism
-from ldpopt.spr.kov import kov_lp
-from ldpopt.spr.solve import (
+from ldpopt.spr import (
     LRReduction,
     OptimalMechanismResult,
     egamma_mechanism,
+    kov_lp,
     likelihood_ratio_reduction,
     lr_distance_mechanism,
     optimal_mechanism,

@@ -141,13 +141,14 @@ def _check_array(arr: np.ndarray, name: str, normalize: bool) -> np.ndarray:
     total = math.fsum(arr.tolist())
     if total <= 0:
         raise ValueError(f"{name} must have positive total mass, got sum={total!r}")
-    if normalize:
-        return arr / total
-    if abs(total - 1.0) > SUM_TOL:
+    if not normalize and abs(total - 1.0) > SUM_TOL:
         raise ValueError(
             f"{name} must sum to 1 (within {SUM_TOL:g}), got sum={total!r}; pass normalize=True to rescale"
         )
-    return arr.copy()
+    # an accepted vector is divided by its exact (compensated) sum, also within SUM_TOL of 1:
+    # divergences are computed for distributions, and e.g. KL(u || (1 + t) v) = KL(u || v) - log(1 + t)
+    # would go negative for t = 1e-10; a vector whose sum rounds to exactly 1 is left as it is
+    return arr / total if total != 1.0 else arr.copy()
 
 
 def check_distribution_pair(

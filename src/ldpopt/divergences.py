@@ -17,8 +17,18 @@ Every built-in divergence carries an integer ``code`` and a parameter so that th
 numba kernels in :mod:`ldpopt.spr._kernels` evaluate the same perspective without calling
 back into Python.  Built-ins evaluate the perspective from ``(x, y, d)`` with
 ``d = x - y`` supplied separately: in the SPR dynamic program ``d`` is known far more
-accurately than ``x - y`` (both are close to 1 when eps is tiny), so e.g. KL uses
-``x * log1p(d / y)``.
+accurately than ``x - y`` (both are close to 1 when eps is tiny).
+
+Adding :math:`a(t-1)` to f does not change :math:`D_f` between distributions (the terms add
+:math:`a\sum(u-v)=0`), and the built-in generators use the one with :math:`f'(1)=0`:
+:math:`t\log t-t+1` for KL, :math:`t-1-\log t` for reverse KL,
+:math:`t^\alpha-1-\alpha(t-1)` and :math:`1-t^\alpha+\alpha(t-1)` for the power (Renyi)
+divergences (JS, chi^2, Hellinger, TV and :math:`E_\gamma` already have it).  Every
+perspective term is then >= 0 and of order :math:`d^2/y`, and it is evaluated without
+cancellation: e.g. KL as :math:`y\,[(1+u)\log(1+u)-u]` with :math:`u=d/y` (a Taylor series for
+small u).  With :math:`f(t)=t\log t` the terms of the SPR blocks are of order d and cancel in
+the sum down to order :math:`d^2`: at eps = 1e-8 that cost five digits.  ``docs/spr.md`` states
+the measured precision.
 """
 
 from __future__ import annotations
@@ -29,6 +39,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ldpopt._validation import check_distribution_pair, is_real
+
 __all__ = [
     "FDivergence",
     "get_divergence",
@@ -36,6 +48,11 @@ __all__ = [
     "egamma",
     "renyi",
     "BUILTIN_NAMES",
+    "RENYI_NEAR_MAX",
+    "logsumexp",
+    "power_log_terms",
+    "renyi_value",
+    "perspective_array",
 ]
 
 # Kernel codes; keep in sync with ``ldpopt.spr._kernels.perspective``.
@@ -47,8 +64,8 @@ CODE_CHI2 = 3
 CODE_HELLINGER = 4
 CODE_JS = 5
 CODE_EGAMMA = 6
-CODE_POWER_UP = 7  # f(t) = t^a - 1, a > 1 (Renyi, a > 1)
-CODE_POWER_DOWN = 8  # f(t) = 1 - t^a, 0 < a < 1 (Renyi, a < 1)
+CODE_POWER_UP = 7  # f(t) = t^a - 1 - a (t - 1), a > 1 (Renyi, a > 1)
+CODE_POWER_DOWN = 8  # f(t) = 1 - t^a + a (t - 1), 0 < a < 1 (Renyi, a < 1)
 
 #: relative tolerance of the f(1) = 0 check for user-supplied generators
 F_ONE_TOL = 1e-9
@@ -56,121 +73,283 @@ F_ONE_TOL = 1e-9
 CONVEXITY_TOL = 1e-9
 _LOG2 = math.log(2.0)
 
+# ---------------------------------------------------------------------------------------------
+# Accurate building blocks of the built-in perspectives (mirrored in ldpopt.spr._kernels)
+# ---------------------------------------------------------------------------------------------
+#: |u| = |d / y| below this: the KL and reverse-KL terms (1+u) log1p(u) - u and u - log1p(u)
+#: are summed as Taylor series; the direct forms cancel by a factor ~2/|u| (<= 20, 4 bits, above)
+SERIES_U_MAX = 0.1
+#: terms kept: the first dropped term is < 2 |u|^(N-1) / (N+1) <= 1.2e-17 of the sum at |u| = 0.1
+SERIES_U_TERMS = 17
+#: |z| below this: E(z) = expm1(z) - z is summed as its Taylor series (the direct form cancels
+#: by a factor <= 4.7 at the switch) ...
+SERIES_E_MAX = 0.5
+#: ... with the terms z^n / n!, n = 2..15: the first dropped one is < 2 |z|^14 / 16! = 6e-18 of
+#: the sum
+SERIES_E_TERMS = 15
+#: log(x/y) is log1p(u), u = d / y, for -LOG1P_MAX < u < R_MAX (u known to ~ulp: log1p(u)
+#: is then accurate to ~ulp); below, 1 + u would carry the absolute error of u, and the ratio
+#: x / y (or log x - log y) is used
+LOG1P_MAX = 0.5
+#: JS: |w| = |d / (x + y)| below this uses 2 w atanh(w) + log1p(-w^2) (cancels by a factor <= 2.1)
+JS_NEAR_MAX = 0.5
+#: Renyi, alpha < 1: with 1 - S above this the value is log S of the log-sum-exp of the terms,
+#: not log1p(-(1 - S)) (whose absolute error ~ulp / S grows as S -> 0); at the switch both
+#: forms are accurate to a few ulp relative
+RENYI_NEAR_MAX = 0.5
+#: exp / expm1 overflow above log(DBL_MAX)
+EXP_MAX = 709.782712893384
+#: x / y strictly between these is a normal number: log(x / y) is then taken of the rounded
+#: ratio (error ~ulp, where log x - log y carries ~ulp (|log x| + |log y|))
+R_MIN = 1e-300
+R_MAX = 1e300
+
+#: series coefficients: (1+u) log1p(u) - u = u^2 sum_{n>=2} (-u)^(n-2) / (n (n-1)) (KL) and
+#: u - log1p(u) = u^2 sum_{n>=2} (-u)^(n-2) / n (reverse KL)
+KL_COEF = tuple(1.0 / (n * (n - 1)) for n in range(2, SERIES_U_TERMS + 1))
+RKL_COEF = tuple(1.0 / n for n in range(2, SERIES_U_TERMS + 1))
+#: E(z) = e^z - 1 - z = z^2 sum_{n>=2} z^(n-2) / n!
+E_COEF = tuple(1.0 / math.factorial(n) for n in range(2, SERIES_E_TERMS + 1))
+
 
 def _perspective_scalar(
     code: int, param: float, x: float, y: float, d: float, log_floor: float = -math.inf
 ) -> float:
-    """Reference scalar perspective y f(x/y) for the built-in codes (readable version).
+    """The perspective y f(x/y) of a built-in ``code`` at one point: :func:`perspective_array`
+    on length-1 arrays (the compiled kernels' scalar version is ``ldpopt.spr._kernels.perspective``).
 
-    ``log_floor`` is the log of a positive lower bound that x and y are known to have even
-    when they underflowed to 0.0 (in the SPR scores it is -eps: every entry is at least
-    e^{-eps}); KL and reverse KL then stay finite for eps beyond ~745.
+    ``d`` is x - y known accurately.  ``log_floor`` is the log of a positive lower bound that
+    x and y are known to have even when they underflowed to 0.0 (in the SPR scores it is -eps:
+    every entry is at least e^{-eps}); KL, reverse KL and Renyi (a > 1) then stay finite for eps
+    beyond ~745.
     """
-    if x == 0.0 and y == 0.0:
-        return 0.0
-    if code == CODE_TV:
-        return 0.5 * abs(d)
-    if code == CODE_EGAMMA:
-        v = d - (param - 1.0) * y
-        return v if v > 0.0 else 0.0
-    if code == CODE_KL:
-        if x == 0.0:
-            return 0.0
-        if y == 0.0:
-            return x * (math.log(x) - log_floor)
-        return x * _log_ratio(x, y, d)
-    if code == CODE_REVERSE_KL:
-        if y == 0.0:
-            return 0.0
-        if x == 0.0:
-            return y * (math.log(y) - log_floor)
-        return -y * _log_ratio(x, y, d)
-    if code == CODE_CHI2:
-        if y == 0.0:
-            return math.inf
-        return d * d / y
-    if code == CODE_HELLINGER:
-        s = math.sqrt(x) + math.sqrt(y)
-        return d * d / (s * s)
-    if code == CODE_JS:
-        # 2x/s = 1 + d/s and 2y/s = 1 - d/s: log1p while x, y are comparable, plain logs otherwise
-        s = x + y
-        close = abs(d) < 0.5 * s
-        a = (x * (math.log1p(d / s) if close else math.log(2.0 * x / s))) if x > 0.0 else 0.0
-        b = (y * (math.log1p(-d / s) if close else math.log(2.0 * y / s))) if y > 0.0 else 0.0
-        return 0.5 * (a + b)
-    if code == CODE_POWER_UP:
-        if y == 0.0:
-            return math.inf
-        if x == 0.0:
-            return -y
-        return y * math.expm1(param * _log_ratio(x, y, d))
-    if code == CODE_POWER_DOWN:
-        if y == 0.0:
-            return 0.0
-        if x == 0.0:
-            return y
-        return -y * math.expm1(param * _log_ratio(x, y, d))
-    raise ValueError(f"unknown divergence code {code!r}")
+    return float(perspective_array(code, param, np.array([x]), np.array([y]), np.array([d]), log_floor)[0])
 
 
-def _perspective_array(
+# The built-in perspectives, vectorised: one function per code evaluates its formulas on the
+# subsets of entries that take each branch (``out`` starts at 0, the value of x = y = 0).  The
+# generators of KL, reverse KL and the power divergences are normalised to f'(1) = 0 (module
+# docstring), so every term is >= 0 and O(d^2).  ``ldpopt.spr._kernels`` mirrors the same
+# branches and constants for one point in compiled code.
+def _u_series_array(u, coef):
+    v = -u
+    s = np.full(u.shape, coef[-1])
+    for cj in coef[-2::-1]:
+        s = s * v + cj
+    return u * u * s
+
+
+def _e_series_array(z):
+    return _u_series_array(-z, E_COEF)
+
+
+def _log_ratio_array(x, y, d, u=None):
+    """Vectorised :func:`_log_ratio` (``u = d / y`` when the caller has it)."""
+    u = d / y if u is None else u
+    out = np.log1p(u)
+    fix = ~((u > -LOG1P_MAX) & (u < R_MAX))
+    if fix.any():
+        xf, yf = x[fix], y[fix]
+        r = xf / yf
+        ok = (r > R_MIN) & (r < R_MAX)
+        out[fix] = np.where(ok, np.log(np.where(ok, r, 1.0)), np.log(xf) - np.log(yf))
+    return out
+
+
+def _pow_term_array(x, b, l):
+    z = b * l
+    out = x * np.exp(z)
+    big = ~(z < EXP_MAX)
+    if big.any():
+        out[big] = np.exp(np.log(x[big]) + z[big])
+    return out
+
+
+def _xe_array(x, b, l):
+    z = b * l
+    out = _pow_term_array(x, b, l) - x * (1.0 + z)
+    s = np.abs(z) < SERIES_E_MAX
+    if s.any():
+        out[s] = x[s] * _e_series_array(z[s])
+    return out
+
+
+def _a_tv(param, x, y, d, lf, out):
+    out[:] = 0.5 * np.abs(d)
+
+
+def _a_egamma(param, x, y, d, lf, out):
+    out[:] = np.maximum(d - (param - 1.0) * y, 0.0)
+
+
+def _kl_like_array(x, y, d, coef, reverse, lr=None):
+    """KL (y [(1+u) log1p(u) - u]) or, ``reverse``, reverse-KL (y [u - log1p(u)]) terms, x, y > 0
+    (``lr`` = log(x/y) when the caller has it)."""
+    u = d / y
+    lr = _log_ratio_array(x, y, d, u) if lr is None else lr
+    out = d - y * lr if reverse else x * lr - d
+    s = np.abs(u) < SERIES_U_MAX
+    if s.any():
+        out[s] = y[s] * _u_series_array(u[s], coef)
+    return out
+
+
+def _on_positive(x, y, d, out, fn):
+    """out[x > 0 & y > 0] = fn(those x, y, d), without copies when every entry is positive."""
+    both = (x > 0) & (y > 0)
+    if both.all():
+        out[:] = fn(x, y, d)
+    elif both.any():
+        out[both] = fn(x[both], y[both], d[both])
+    return both
+
+
+def _a_kl(param, x, y, d, lf, out):
+    _on_positive(x, y, d, out, lambda a, b, c: _kl_like_array(a, b, c, KL_COEF, False))
+    xo = (x > 0) & (y == 0)
+    out[xo] = np.maximum(x[xo] * (np.log(x[xo]) - lf - 1.0), 0.0)
+    yo = (x == 0) & (y > 0)
+    out[yo] = y[yo]
+
+
+def _a_reverse_kl(param, x, y, d, lf, out):
+    _on_positive(x, y, d, out, lambda a, b, c: _kl_like_array(a, b, c, RKL_COEF, True))
+    yo = (x == 0) & (y > 0)
+    out[yo] = np.maximum(y[yo] * (np.log(y[yo]) - lf - 1.0), 0.0)
+    xo = (x > 0) & (y == 0)
+    out[xo] = x[xo]
+
+
+def _a_chi2(param, x, y, d, lf, out):
+    pos = y > 0
+    out[pos] = d[pos] * d[pos] / y[pos]
+    out[(x > 0) & ~pos] = np.inf
+
+
+def _a_hellinger(param, x, y, d, lf, out):
+    s = np.sqrt(x) + np.sqrt(y)
+    pos = s > 0
+    out[pos] = d[pos] * d[pos] / (s[pos] * s[pos])
+
+
+def _js_array(x, y, d):
+    """JS terms for x + y > 0 (:func:`_g_js`): the atanh form where |w| < JS_NEAR_MAX, else logs."""
+    s = x + y
+    w = d / s
+    out = 0.25 * s * (2.0 * w * np.arctanh(w) + np.log1p(-w * w))
+    far = ~(np.abs(w) < JS_NEAR_MAX)
+    if far.any():
+        xf, yf, sf = x[far], y[far], s[far]
+        a = np.where(xf > 0, xf * np.log(np.where(xf > 0, 2.0 * xf / sf, 1.0)), 0.0)
+        b = np.where(yf > 0, yf * np.log(np.where(yf > 0, 2.0 * yf / sf, 1.0)), 0.0)
+        out[far] = 0.5 * (a + b)
+    return out
+
+
+def _a_js(param, x, y, d, lf, out):
+    pos = x + y > 0
+    if pos.all():
+        out[:] = _js_array(x, y, d)
+    elif pos.any():
+        out[pos] = _js_array(x[pos], y[pos], d[pos])
+
+
+def _power_up_array(a, x, y, d):
+    b = a - 1.0
+    l = _log_ratio_array(x, y, d)
+    return _xe_array(x, b, l) + b * _kl_like_array(x, y, d, KL_COEF, False, l)
+
+
+def _power_down_array(a, x, y, d):
+    b = 1.0 - a
+    l = _log_ratio_array(x, y, d)
+    out = b * _kl_like_array(x, y, d, KL_COEF, False, l) - _xe_array(x, -b, l)
+    gt = l > 1.0
+    if gt.any():
+        lg = l[gt]
+        out[gt] = x[gt] * (b * np.expm1(-lg) - np.expm1(-b * lg))
+    return out
+
+
+def _a_power_up(param, x, y, d, lf, out):
+    _on_positive(x, y, d, out, lambda u, v, w: _power_up_array(param, u, v, w))
+    xo = (x > 0) & (y == 0)
+    out[xo] = np.exp(param * np.log(x[xo]) - (param - 1.0) * lf) - param * x[xo]
+    yo = (x == 0) & (y > 0)
+    out[yo] = (param - 1.0) * y[yo]
+
+
+def _a_power_down(param, x, y, d, lf, out):
+    _on_positive(x, y, d, out, lambda u, v, w: _power_down_array(param, u, v, w))
+    xo = (x > 0) & (y == 0)
+    out[xo] = param * x[xo]
+    yo = (x == 0) & (y > 0)
+    out[yo] = (1.0 - param) * y[yo]
+
+
+_ARRAY = {
+    CODE_KL: _a_kl,
+    CODE_REVERSE_KL: _a_reverse_kl,
+    CODE_TV: _a_tv,
+    CODE_CHI2: _a_chi2,
+    CODE_HELLINGER: _a_hellinger,
+    CODE_JS: _a_js,
+    CODE_EGAMMA: _a_egamma,
+    CODE_POWER_UP: _a_power_up,
+    CODE_POWER_DOWN: _a_power_down,
+}
+
+
+def perspective_array(
     code: int, param: float, x: np.ndarray, y: np.ndarray, d: np.ndarray, log_floor: float = -math.inf
 ) -> np.ndarray:
-    """Vectorised :func:`_perspective_scalar` (same formulas, numpy masks)."""
+    """The perspective y f(x/y) of a built-in ``code``, vectorised (``d = x - y`` known accurately,
+    ``log_floor`` as in :func:`_perspective_scalar`)."""
+    g = _ARRAY.get(code)
+    if g is None:
+        raise ValueError(f"unknown divergence code {code!r}")
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    d = np.asarray(d, dtype=float)
     out = np.zeros(x.shape, dtype=float)
     with np.errstate(all="ignore"):
-        if code == CODE_TV:
-            out = 0.5 * np.abs(d)
-        elif code == CODE_EGAMMA:
-            out = np.maximum(d - (param - 1.0) * y, 0.0)
-        elif code == CODE_HELLINGER:
-            s = np.sqrt(x) + np.sqrt(y)
-            out = np.where(s > 0, d * d / np.where(s > 0, s * s, 1.0), 0.0)
-        elif code == CODE_JS:
-            s = np.where(x + y > 0, x + y, 1.0)
-            close = np.abs(d) < 0.5 * s
-            xs = np.where(x > 0, x, 1.0)
-            ys = np.where(y > 0, y, 1.0)
-            la = np.where(close, np.log1p(d / s), np.log(2.0 * xs / s))
-            lb = np.where(close, np.log1p(-d / s), np.log(2.0 * ys / s))
-            a = np.where(x > 0, x * la, 0.0)
-            b = np.where(y > 0, y * lb, 0.0)
-            out = 0.5 * (a + b)
-        else:
-            both = (x > 0) & (y > 0)
-            yy = np.where(both, y, 1.0)
-            xx = np.where(both, x, 1.0)
-            dd = np.where(both, d, 0.0)
-            lr = np.where(np.abs(dd) < 0.5 * yy, np.log1p(dd / yy), np.log(xx) - np.log(yy))
-            x_only = (x > 0) & (y == 0)
-            y_only = (x == 0) & (y > 0)
-            if code == CODE_KL:
-                out = np.where(both, xx * lr, 0.0)
-                out[x_only] = x[x_only] * (np.log(x[x_only]) - log_floor)
-            elif code == CODE_REVERSE_KL:
-                out = np.where(both, -yy * lr, 0.0)
-                out[y_only] = y[y_only] * (np.log(y[y_only]) - log_floor)
-            elif code == CODE_CHI2:
-                out = np.where(y > 0, d * d / np.where(y > 0, y, 1.0), 0.0)
-                out[x_only] = np.inf
-            elif code == CODE_POWER_UP:
-                out = np.where(both, yy * np.expm1(param * lr), 0.0)
-                out[x_only] = np.inf
-                out[y_only] = -y[y_only]
-            elif code == CODE_POWER_DOWN:
-                out = np.where(both, -yy * np.expm1(param * lr), 0.0)
-                out[y_only] = y[y_only]
-            else:
-                raise ValueError(f"unknown divergence code {code!r}")
-    return np.asarray(out, dtype=float)
+        g(param, x, y, d, log_floor, out)
+    return out
 
 
-def _log_ratio(x: float, y: float, d: float) -> float:
-    """log(x / y) computed stably: log1p(d / y) when x and y are close, else a difference of logs."""
-    if abs(d) < 0.5 * y:
-        return math.log1p(d / y)
-    return math.log(x) - math.log(y)
+def power_log_terms(
+    alpha: float, x: np.ndarray, y: np.ndarray, d: np.ndarray, log_floor: float
+) -> np.ndarray:
+    r"""log of :math:`x^\alpha y^{1-\alpha}` per entry, accurate: :math:`\log y + \alpha \log(x/y)`.
+
+    A zero x or y stands for :math:`e^{\text{log\_floor}}` (``-inf``: a true zero).  Used where the
+    Renyi sum :math:`\sum x^\alpha y^{1-\alpha}` itself is needed (far from 1) and would overflow
+    or lose its digits as a plain float.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    d = np.asarray(d, dtype=float)
+    out = np.empty(x.shape)
+    with np.errstate(all="ignore"):
+        both = (x > 0) & (y > 0)
+        out[both] = np.log(y[both]) + alpha * _log_ratio_array(x[both], y[both], d[both])
+        rest = ~both & ((x > 0) | (y > 0))  # x = y = 0 adds nothing: -inf
+        lx = np.where(x[rest] > 0, np.log(np.where(x[rest] > 0, x[rest], 1.0)), log_floor)
+        ly = np.where(y[rest] > 0, np.log(np.where(y[rest] > 0, y[rest], 1.0)), log_floor)
+        out[rest] = alpha * lx + (1.0 - alpha) * ly
+        out[(x == 0) & (y == 0)] = -np.inf
+    return out
+
+
+def logsumexp(v: np.ndarray) -> float:
+    """log sum exp(v), exact for +-inf entries (-inf for an empty or all -inf vector)."""
+    v = np.asarray(v, dtype=float)
+    if v.size == 0:
+        return -math.inf
+    m = float(np.max(v))
+    if math.isinf(m):
+        return m
+    return m + math.log(math.fsum(np.exp(v - m).tolist()))
 
 
 def _check_generator(f: Callable, name: str) -> None:
@@ -253,7 +432,7 @@ class FDivergence:
         x, y, d = np.broadcast_arrays(x, y, d)
         out = np.empty(x.shape, dtype=float)
         if self.is_builtin:
-            return _perspective_array(self.code, self.param, x, y, d, log_floor)
+            return perspective_array(self.code, self.param, x, y, d, log_floor)
         both = (x > 0) & (y > 0)
         out[:] = 0.0
         if np.any(both):
@@ -265,20 +444,56 @@ class FDivergence:
         return out
 
     def raw(self, u, v) -> float:
-        """The f-divergence itself, :math:`\\sum_y v_y f(u_y/v_y)`, before any value transform."""
+        """The f-divergence itself, :math:`\\sum_y v_y f(u_y/v_y)`, before any value transform.
+
+        For two distributions it is >= 0 (Jensen: :math:`\\sum v f(u/v) \\ge f(\\sum u) = f(1) = 0`),
+        so a negative rounded sum (possible for a user's generator, whose terms change sign) is
+        reported as 0.  The built-in perspectives are >= 0 term by term.
+        """
         u = np.asarray(u, dtype=float)
         v = np.asarray(v, dtype=float)
         terms = self.perspective(u, v)
         if np.any(np.isposinf(terms)):
             return math.inf
-        return float(math.fsum(terms.tolist()))
+        return max(float(math.fsum(terms.tolist())), 0.0)
 
     def transform(self, raw_value: float) -> float:
         """Map a raw f-divergence value to the reported value (identity except Renyi)."""
         return raw_value if self.value_transform is None else self.value_transform(raw_value)
 
     def __call__(self, u, v) -> float:
+        """The reported divergence of two distributions (Renyi itself for ``renyi``)."""
+        u = np.asarray(u, dtype=float)
+        v = np.asarray(v, dtype=float)
+        if self.code in (CODE_POWER_UP, CODE_POWER_DOWN):
+            return renyi_value(self.code, self.param, u, v, u - v, 1.0)
         return self.transform(self.raw(u, v))
+
+
+def renyi_value(code: int, alpha: float, x, y, d, total: float, log_floor: float = -math.inf) -> float:
+    r"""Renyi divergence :math:`D_\alpha(x/Z \| y/Z)` of two mass vectors with the same total Z.
+
+    :math:`D_\alpha = \log S / (\alpha - 1)` with :math:`S = \sum x^\alpha y^{1-\alpha} / Z`.  Near
+    S = 1 (small divergences) S - 1 is the sum of the nonnegative centred power terms (accurate
+    to a few ulp) and :math:`\log S` its log1p; far from 1, where S overflows or 1 - S loses the
+    digits of a small S, :math:`\log S` is a log-sum-exp of :math:`\log(x^\alpha y^{1-\alpha})`.
+    ``log_floor`` as in :func:`_perspective_scalar`.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    d = np.asarray(d, dtype=float)
+    terms = perspective_array(code, alpha, x, y, d, log_floor)
+    near = math.inf if np.any(np.isinf(terms)) else math.fsum(terms.tolist()) / total
+    if code == CODE_POWER_UP and math.isfinite(near):
+        log_s = math.log1p(near)
+    elif code == CODE_POWER_DOWN and near <= RENYI_NEAR_MAX:
+        log_s = math.log1p(-near)
+    else:
+        log_s = logsumexp(power_log_terms(alpha, x, y, d, log_floor)) - math.log(total)
+    value = log_s / (alpha - 1.0)
+    # D_alpha >= 0 for two distributions (S >= 1 for alpha > 1, S <= 1 for alpha < 1): a
+    # negative value is rounding of a divergence that is 0 to working precision
+    return 0.0 if value < 0.0 else value
 
 
 def _limit_at_zero(f: Callable) -> float:
@@ -305,15 +520,22 @@ def _slope_at_infinity(f: Callable) -> float:
     return math.inf if d2 > 0 else -math.inf
 
 
-def _kl_f(t):
+def _xlogx(t):
     t = np.asarray(t, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(t > 0, t * np.log(np.where(t > 0, t, 1.0)), 0.0)
 
 
+def _kl_f(t):
+    # t log t - (t - 1): the same divergence as t log t, with f'(1) = 0
+    return _xlogx(t) - (np.asarray(t, dtype=float) - 1.0)
+
+
 def _reverse_kl_f(t):
+    # -log t + (t - 1)
+    t = np.asarray(t, dtype=float)
     with np.errstate(divide="ignore"):
-        return -np.log(np.asarray(t, dtype=float))
+        return (t - 1.0) - np.log(t)
 
 
 def _tv_f(t):
@@ -330,13 +552,13 @@ def _hellinger_f(t):
 
 def _js_f(t):
     t = np.asarray(t, dtype=float)
-    return 0.5 * (_kl_f(t) - (1.0 + t) * np.log((1.0 + t) / 2.0))
+    return 0.5 * (_xlogx(t) - (1.0 + t) * np.log((1.0 + t) / 2.0))
 
 
 def _builtin(name: str) -> FDivergence:
     table = {
-        "kl": (_kl_f, 0.0, math.inf, CODE_KL, False),
-        "reverse_kl": (_reverse_kl_f, math.inf, 0.0, CODE_REVERSE_KL, False),
+        "kl": (_kl_f, 1.0, math.inf, CODE_KL, False),
+        "reverse_kl": (_reverse_kl_f, math.inf, 1.0, CODE_REVERSE_KL, False),
         "tv": (_tv_f, 0.5, 0.5, CODE_TV, True),
         "chi2": (_chi2_f, 1.0, math.inf, CODE_CHI2, False),
         "hellinger": (_hellinger_f, 1.0, 1.0, CODE_HELLINGER, True),
@@ -356,8 +578,6 @@ def egamma(gamma: float) -> FDivergence:
 
     ``egamma(1)`` is total variation.
     """
-    from ldpopt._validation import is_real
-
     if not is_real(gamma):
         raise TypeError(f"gamma must be a real number, got {gamma!r}")
     g = float(gamma)
@@ -377,12 +597,13 @@ def renyi(alpha: float) -> FDivergence:
 
     .. math:: D_\alpha(u\|v) = \frac{1}{\alpha-1}\log\sum_y u_y^\alpha v_y^{1-\alpha}.
 
-    It is optimised through the monotone f-divergence :math:`f(t)=t^\alpha-1`
-    (:math:`\alpha>1`) or :math:`f(t)=1-t^\alpha` (:math:`\alpha<1`); ``value`` and
-    :func:`f_divergence` report :math:`D_\alpha` itself.  :math:`\alpha=1` is KL.
+    It is optimised through the monotone f-divergence :math:`f(t)=t^\alpha-1-\alpha(t-1)`
+    (:math:`\alpha>1`; the f-divergence is :math:`S-1` with :math:`S=\sum u^\alpha v^{1-\alpha}`)
+    or :math:`f(t)=1-t^\alpha+\alpha(t-1)` (:math:`\alpha<1`; it is :math:`1-S`), and where S is
+    far from 1 through S itself, scaled and evaluated in the log domain (``docs/spr.md``);
+    ``value`` and :func:`f_divergence` report :math:`D_\alpha=\log S/(\alpha-1)` itself, evaluated
+    by a log-sum-exp where S is far from 1 (no overflow for large orders).  :math:`\alpha=1` is KL.
     """
-    from ldpopt._validation import is_real
-
     if not is_real(alpha):
         raise TypeError(f"alpha must be a real number, got {alpha!r}")
     a = float(alpha)
@@ -394,7 +615,8 @@ def renyi(alpha: float) -> FDivergence:
     if a > 1.0:
 
         def f(t, a=a):
-            return np.asarray(t, dtype=float) ** a - 1.0
+            t = np.asarray(t, dtype=float)
+            return t**a - 1.0 - a * (t - 1.0)
 
         def transform(raw, a=a):
             return math.log1p(raw) / (a - 1.0) if math.isfinite(raw) else math.inf
@@ -402,7 +624,7 @@ def renyi(alpha: float) -> FDivergence:
         return FDivergence(
             f=f,
             name=name,
-            f0=-1.0,
+            f0=a - 1.0,
             slope_inf=math.inf,
             code=CODE_POWER_UP,
             param=a,
@@ -411,7 +633,8 @@ def renyi(alpha: float) -> FDivergence:
         )
 
     def f_down(t, a=a):
-        return 1.0 - np.asarray(t, dtype=float) ** a
+        t = np.asarray(t, dtype=float)
+        return 1.0 - t**a + a * (t - 1.0)
 
     def transform_down(raw, a=a):
         # D_a = -log(1 - raw) / (1 - a); raw = 1 means disjoint supports
@@ -420,8 +643,8 @@ def renyi(alpha: float) -> FDivergence:
     return FDivergence(
         f=f_down,
         name=name,
-        f0=1.0,
-        slope_inf=0.0,
+        f0=1.0 - a,
+        slope_inf=a,
         code=CODE_POWER_DOWN,
         param=a,
         value_transform=transform_down,
@@ -456,8 +679,6 @@ def get_divergence(divergence: str | FDivergence) -> FDivergence:
 
 def f_divergence(u, v, divergence: str | FDivergence = "kl") -> float:
     r"""Evaluate :math:`D_f(u\|v)` between two distributions (reported value; Renyi for ``renyi``)."""
-    from ldpopt._validation import check_distribution_pair
-
     div = get_divergence(divergence)
     u, v = check_distribution_pair(u, v, names=("u", "v"))
     return div(u, v)

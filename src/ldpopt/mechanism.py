@@ -41,6 +41,7 @@ __all__ = [
     "randomized_response",
     "binary_mechanism",
     "spr_mechanism",
+    "two_set_mechanism",
     "LDP_RTOL",
     "ROW_SUM_TOL",
 ]
@@ -407,10 +408,11 @@ def binary_mechanism(p0: Any, p1: Any, eps: float, normalize: bool = False) -> M
     u, v, labels = check_labelled_pair(p0, p1, normalize=normalize)
     eps = check_eps(eps)
     in_h = u >= v
-    return _two_set_mechanism(in_h, eps, labels, "binary")
+    return two_set_mechanism(in_h, eps, labels, "binary")
 
 
-def _two_set_mechanism(in_h: np.ndarray, eps: float, labels, name: str) -> Mechanism:
+def two_set_mechanism(in_h: np.ndarray, eps: float, labels, name: str) -> Mechanism:
+    """Binary randomized response on the bit ``x in H`` (``in_h`` its indicator): output 0 is H."""
     block_of = np.where(in_h, 0, 1)
     m = _block_matrix(block_of, 2, eps)
     part = (tuple(int(i) for i in np.flatnonzero(in_h)), tuple(int(i) for i in np.flatnonzero(~in_h)))

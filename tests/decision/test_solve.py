@@ -41,7 +41,7 @@ from _valuebounds import (
 from ldpopt.decision.objectives import ChannelObjective, FDivergenceObjective, MutualInformation
 from ldpopt.decision.polytope import polytope_vertices, s_matrix
 from ldpopt.decision.problem import DecisionProblem
-from ldpopt.spr.solve import likelihood_ratio_reduction
+from ldpopt.spr.reduction import likelihood_ratio_reduction
 from reference import minimax_dual_lp, polytope_vertices_bruteforce, reduced_cuts
 
 #: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)

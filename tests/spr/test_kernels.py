@@ -29,10 +29,14 @@ import _errmodel
 import ldpopt
 from _errmodel import U, mirror_bound, within
 from _valuebounds import brute_force_agreement, dinkelbach_slack, eval_bound, pair_bound
-from ldpopt.divergences import _perspective_array, _perspective_scalar, get_divergence
+from ldpopt._numerics import rescale
+from ldpopt.divergences import _perspective_scalar, get_divergence, perspective_array
 from ldpopt.spr import _fast
 from ldpopt.spr import _kernels as K
-from ldpopt.spr.solve import _dp_readable, _Prefix, _reduce, interval_scores, spr_value
+from ldpopt.spr._policy import power_far as _power_far
+from ldpopt.spr.reduction import _Prefix, _reduce
+from ldpopt.spr.reference import _dp_readable, interval_scores, spr_value
+from ldpopt.spr.solve import _partition_value, _solve_power_far
 from reference import brute_force_argmax, reduced_cuts
 
 #: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
@@ -143,25 +147,37 @@ def assert_raw_optimum(red, eps, divergence, l, raw, cuts, method, path, ref_raw
     )
 
 
+def reported(red, eps, div, l, raw, cuts, fast):
+    """``(value, cuts)`` that ``optimal_mechanism`` reports for the centred optimum ``(raw, cuts)``:
+    Renyi far from S = 1 solved again on the scaled Renyi sum (``fast``: on the table path), and
+    the value of that partition (the transformed ``raw``, or D_alpha evaluated from the blocks)."""
+    if _power_far(div, raw):
+        cuts = _solve_power_far(red.p, red.q, eps, div, l, cuts, fast)
+    return _partition_value(red.p, red.q, eps, div, cuts, raw), cuts
+
+
 def assert_same_optimum(p, q, eps, divergence, l, paths=PATHS):
     """Both fast paths give the readable optimum up to :func:`assert_raw_optimum`'s bounds.
 
-    The public API is checked to report the transform of ``_fast.solve``'s raw value and the lift
-    of its cuts (the same function: exact).  Returns ``{path: result}``.
+    The public API is checked to report :func:`reported` of ``_fast.solve``'s raw value and
+    cuts, lifted (the same functions: exact).  Returns ``{path: result}``.
     """
     ref = ldpopt.optimal_mechanism(p, q, eps, divergence, l, method="dp")
     div = get_divergence(divergence)
-    red = _reduce(np.asarray(p, float), np.asarray(q, float))
+    red = ldpopt.likelihood_ratio_reduction(p, q)  # of the renormalised inputs, as the solvers
     ll = red.k if l is None else min(l, red.k)
     ref_raw, ref_cuts = _dp_readable(red.p, red.q, eps, div, ll)
-    assert same(div.transform(ref_raw), ref.value) and red.lift_blocks(ref_cuts) == ref.partition
+    ref_value, ref_reported = reported(red, eps, div, ll, ref_raw, ref_cuts, fast=False)
+    assert same(ref_value, ref.value) and red.lift_blocks(ref_reported) == ref.partition
     out = {}
     for path in paths:
         with solver_path(path):
             fast = ldpopt.optimal_mechanism(p, q, eps, divergence, l, method="fast")
         raw, cuts, method = _fast.solve(red.p, red.q, eps, div, ll, path=path)
-        assert fast.method == method and fast.partition == red.lift_blocks(cuts), (path, fast.partition, cuts)
-        assert same(fast.value, div.transform(raw)), (path, fast.value, raw)
+        value, fast_reported = reported(red, eps, div, ll, raw, cuts, fast=True)
+        assert fast.method == method, (path, fast.method, method)
+        assert fast.partition == red.lift_blocks(fast_reported), (path, fast.partition)
+        assert same(fast.value, value), (path, fast.value, raw)
         if l is not None:
             assert fast.num_outputs <= l
         assert_raw_optimum(red, eps, divergence, l, raw, cuts, method, path, ref_raw, ref_cuts, (len(p),))
@@ -194,7 +210,7 @@ def test_perspective_mirrors_readable(divergence):
         xs = np.array([t[0] for t in pts])
         ys = np.array([t[1] for t in pts])
         ds = np.array([t[2] for t in pts])
-        arr = _perspective_array(div.code, div.param, xs, ys, ds, lf)
+        arr = perspective_array(div.code, div.param, xs, ys, ds, lf)
         # kernel (libm), array (numpy's SIMD loops) and scalar (Python's math, libm) evaluate the
         # same formulas at the same inputs: within the mirror bound (tests/_errmodel.py)
         bound = mirror_bound(div.code, div.param, xs, ys, ds, lf)
@@ -254,7 +270,7 @@ def test_interval_scores_match_readable(divergence):
         red = _reduce(p, q)
         pre = K.prefix_table(red.p, red.q)
         for eps in (1e-6, 0.7, 9.0, math.inf):
-            c, A, lf = _fast.rescale(eps)
+            c, A, lf = rescale(eps)
             for b in range(1, red.k + 1):
                 ref = interval_scores(red.p, red.q, eps, div, np.arange(b), b)
                 # the inputs of both: the block sums are equal bit for bit (test above), and
@@ -262,7 +278,7 @@ def test_interval_scores_match_readable(divergence):
                 dp, dq, dd = _Prefix(red.p, red.q).sums(np.arange(b), b)
                 bound = mirror_bound(div.code, div.param, c + A * dp, c + A * dq, A * dd, lf)
                 for a in range(b):
-                    ours = K.score(pre, a, b, div.code, div.param, c, A, lf)
+                    ours = K.score(pre, a, b, (div.code, div.param, c, A, lf))
                     assert within("interval score: kernel vs readable", ours, ref[a], bound[a]), (
                         divergence,
                         eps,
@@ -279,7 +295,7 @@ def test_interval_scores_match_readable(divergence):
 def test_score_table_is_the_readable_scores_bit_for_bit(chunk, monkeypatch):
     """The table path's packed scores are the readable program's scores, chunked or not.
 
-    Exact equality: both sides call the same numpy function (``_perspective_array``) on the same
+    Exact equality: both sides call the same numpy function (``perspective_array``) on the same
     inputs in the same process, so the same SIMD loops (numpy's loops compute every element
     independently of its position and of the array length); this holds on each dispatch path
     (CI runs it with AVX-512 and AVX2 off), not between processes with different paths.
@@ -293,7 +309,7 @@ def test_score_table_is_the_readable_scores_bit_for_bit(chunk, monkeypatch):
         for divergence in DIVERGENCES[n % 4 :: 4]:
             div = get_divergence(divergence)
             for eps in (1e-6, 0.7, 9.0, 800.0, math.inf):
-                c, A, lf = _fast.rescale(eps)
+                c, A, lf = rescale(eps)
                 table = _fast.score_table(red.p, red.q, c, A, lf, div.code, div.param)
                 assert table.shape == (red.k * (red.k + 1) // 2,)
                 for b in range(1, red.k + 1):
@@ -365,7 +381,7 @@ def test_score_bound_dominates_computed_score(divergence):
     for _ in range(1500):
         dp, dq = rng.random(2) ** rng.integers(1, 12, size=2)
         eps = float(rng.choice([1e-7, 1e-3, 0.2, 1.0, 5.0, 30.0, math.inf]))
-        c, A, lf = _fast.rescale(eps)
+        c, A, lf = rescale(eps)
         x, y, d = c + A * dp, c + A * dq, A * (dp - dq)
         v, exact = K.score_bound(div.code, div.param, x, y, d, lf)
         s = K.perspective(div.code, div.param, x, y, d, lf)
@@ -393,8 +409,8 @@ def test_carried_bounds_dominate_scores_at_smaller_eps(divergence):
         sp, sq = K.sums_tables(pre, pos)
         e0 = float(rng.uniform(0.01, 30))
         e1 = float(e0 * rng.choice([1.0, 0.9, 0.5, 1e-3]))
-        c0, A0, _ = _fast.rescale(e0)
-        c1, A1, lf = _fast.rescale(e1)
+        c0, A0, _ = rescale(e0)
+        c1, A1, lf = rescale(e1)
         val = np.array(
             [
                 K.perspective(div.code, div.param, c0 + A0 * a, c0 + A0 * b, A0 * (a - b), lf)
@@ -591,7 +607,7 @@ def test_uncached_pass_equals_cached_pass():
             pre = K.prefix_table(red.p, red.q)
             pos = np.arange(red.k + 1, dtype=np.int64)
             for eps in (0.1, 3.0, 12.0, math.inf):
-                c, A, lf = _fast.rescale(eps)
+                c, A, lf = rescale(eps)
                 out = []
                 for cached in (True, False):
                     if cached:
@@ -609,11 +625,7 @@ def test_uncached_pass_equals_cached_pass():
                         val,
                         state,
                         np.empty(0, dtype=np.int64),
-                        div.code,
-                        div.param,
-                        c,
-                        A,
-                        lf,
+                        (div.code, div.param, c, A, lf),
                         bounds,
                         np.int64(1),
                     )

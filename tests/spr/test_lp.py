@@ -83,3 +83,25 @@ def test_kov_lp_with_labels_has_no_partition():
     res = ldpopt.kov_lp({"a": 0.5, "b": 0.3, "c": 0.2}, {"a": 0.2, "b": 0.3, "c": 0.5}, 1.0)
     assert res.labels == ("a", "b", "c")
     assert res.partition is None and res.labelled_partition is None
+
+
+#: kov_lp's documented precision as a check (docs/spr.md): HiGHS's 1e-10 tolerances on the
+#: objective scaled to max 1, times the ratio (<= ~10) of that scale to the optimum
+KOV_REL = 1e-9
+
+
+@pytest.mark.parametrize(
+    "divergence", ["kl", "reverse_kl", "js", "chi2", "hellinger", "tv", "renyi:0.5", "renyi:3"]
+)
+def test_kov_lp_agrees_with_spr_to_1e9_from_eps_1e6(divergence):
+    """The documented precision of the LP check: 1e-9 relative for eps >= 1e-6, k <= 8 (it was
+    0.0 at eps = 1e-6 and off by 2e-7 at 1e-4: the objective fell below HiGHS's tolerances)."""
+    rng = np.random.default_rng(24)
+    for eps in (1e-8, 1e-6, 1e-4, 1e-2, 0.5, 3.0, 20.0, 100.0, 700.0):
+        for _ in range(3):
+            k = int(rng.integers(2, 9))
+            p, q = rng.dirichlet(np.full(k, 0.7)), rng.dirichlet(np.full(k, 0.7))
+            lp = ldpopt.kov_lp(p, q, eps, divergence)
+            ref = ldpopt.optimal_mechanism(p, q, eps, divergence)
+            assert lp.status == 0 and lp.value >= 0
+            assert lp.value == pytest.approx(ref.value, rel=KOV_REL), (k, eps, lp.value, ref.value)

@@ -24,7 +24,8 @@ from _valuebounds import (
     utility_bound,
     vertex_bound,
 )
-from ldpopt.spr.solve import _dp_readable, _reduce, likelihood_ratio_reduction, spr_value
+from ldpopt.spr.reduction import _reduce, likelihood_ratio_reduction
+from ldpopt.spr.reference import _dp_readable, spr_value
 from reference import (
     brute_force_argmax,
     kl_spr_value_decimal,

@@ -27,7 +27,7 @@ from _valuebounds import (
     utility_bound,
 )
 from ldpopt.errors import LdpoptWarning
-from ldpopt.spr.solve import likelihood_ratio_reduction
+from ldpopt.spr.reduction import likelihood_ratio_reduction
 from ldpopt.sweeps import chunks, runner
 from ldpopt.sweeps.config import dirichlet_pair, parse_config
 from ldpopt.sweeps.store import COLUMNS, chunk_files
@@ -515,3 +515,21 @@ def test_argument_validation(tmp_path):
     with pytest.raises(ValueError, match="max_rows_in_memory must be an integer >= 0"):
         runner.run_sweep(GRID, tmp_path, scheduler="inline", max_rows_in_memory=1.5)
     assert ldpopt.run_sweep is runner.run_sweep
+
+
+def test_rows_of_one_symbol_instances_are_zero_and_unnormalised(tmp_path):
+    """k = 1 (P0 = P1 after renormalisation): value 0 and normalised utility nan in every row,
+    baselines included (a Dirichlet draw sums to 1 only to rounding: it was -7e-17 and 0.632)."""
+    grid = {
+        "instances": {"generator": "dirichlet", "k": 1, "trials": 2, "alpha": 0.7, "seed": 11},
+        "grid": {
+            "eps": [1e-8, 1.0, 800.0],
+            "divergences": ["kl", "reverse_kl", "renyi:2000"],
+            "max_outputs": [0],
+            "baselines": ["binary", "rr", "kov_lp"],
+        },
+    }
+    df = runner.run_sweep(grid, tmp_path, scheduler="inline", quiet=True)
+    assert len(df) == 2 * 3 * 3 * 4
+    assert (df["value"] == 0.0).all(), df["value"].describe()
+    assert df["normalized_utility"].isna().all()

@@ -93,7 +93,9 @@ def _print_comparison(res, rows, title: str | None = None) -> None:
     t.add_column("value", justify="right")
     t.add_column("normalised", justify="right")
     for name, value, n in rows:
-        norm = value / denom if denom and math.isfinite(denom) and math.isfinite(value) else math.nan
+        # in [0, 1] by data processing (outside it only by rounding), as res.normalized_value
+        ok = denom and math.isfinite(denom) and math.isfinite(value)
+        norm = min(max(value / denom, 0.0), 1.0) if ok else math.nan
         t.add_row(name, str(n), fmt(value), fmt(norm))
     console.print(t)
 

@@ -1,7 +1,7 @@
 r"""Dispatcher of the compiled exact solvers (used by :func:`ldpopt.optimal_mechanism`).
 
 :func:`ldpopt.spr.solve._solve_reduced` calls :func:`solve` for ``method="auto"``/``"fast"`` when
-:func:`supports` accepts the divergence.  The inputs are already validated and reduced (the
+:func:`ldpopt.spr._policy.use_compiled` says so.  The inputs are already validated and reduced (the
 strictly likelihood-ratio-sorted alphabet of :class:`ldpopt.LRReduction`), so this module
 only converts to the kernels' array/scalar arguments and back.  Two paths, the same optimum:
 
@@ -16,8 +16,9 @@ only converts to the kernels' array/scalar arguments and back.  Two paths, the s
   O(k^2) per step with exact pruning of split points, O(k) memory above
   ``SCORE_CACHE_MAX_K`` symbols, and the pruned O(l k^2) program for a binding budget.
 
-Both return exactly the optimum of the readable program :func:`ldpopt.spr.solve._dp_readable`
-(see ``docs/fast.md``).
+Both take the decisions of :mod:`ldpopt.spr._policy` (where Dinkelbach starts, when the budget
+program settles the answer) and return exactly the optimum of the readable program
+:func:`ldpopt.spr.reference._dp_readable` (see ``docs/fast.md``).
 """
 
 from __future__ import annotations
@@ -26,14 +27,15 @@ import math
 
 import numpy as np
 
-from ldpopt.divergences import FDivergence, _perspective_array
+from ldpopt._numerics import rescale
+from ldpopt.divergences import FDivergence, perspective_array
 from ldpopt.spr import _kernels as K
-from ldpopt.spr.solve import _Prefix
+from ldpopt.spr import _policy
+from ldpopt.spr._policy import METHOD_NAMES
+from ldpopt.spr.reduction import _Prefix
 
-__all__ = ["supports", "solve", "rescale", "score_table", "METHOD_NAMES", "TABLE_MAX_K", "PATHS"]
+__all__ = ["supports", "solve", "solve_scores", "score_table", "METHOD_NAMES", "TABLE_MAX_K", "PATHS"]
 
-#: kernel method codes -> ``OptimalMechanismResult.method``
-METHOD_NAMES = ("dinkelbach", "budget_dp", "single_block")
 #: single solves with at most this many reduced symbols take the table path: its packed score
 #: table has k (k + 1) / 2 entries (4.2 MB at the threshold), like the pruned path's cache
 TABLE_MAX_K = K.SCORE_CACHE_MAX_K
@@ -49,19 +51,6 @@ _TRACEBACK = getattr(K._traceback, "py_func", K._traceback)
 def supports(div: FDivergence) -> bool:
     """True when the kernels evaluate ``div`` natively (every built-in divergence and factory)."""
     return bool(div.is_builtin)
-
-
-def rescale(eps: float) -> tuple[float, float, float]:
-    """``(c, A, log_floor)``: c = e^{-eps}, A = 1 - c without cancellation, and the log floor.
-
-    Same numbers as ``spr._rescale``/``spr._log_floor``: ``log_floor = -eps`` only when c
-    underflowed to 0 at a finite eps (else ``-inf``, unused).
-    """
-    if math.isinf(eps):
-        return 0.0, 1.0, -math.inf
-    c = math.exp(-eps)
-    A = -math.expm1(-eps)
-    return c, A, (-eps if c == 0.0 else -math.inf)
 
 
 def solve(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int, path: str = "auto"):
@@ -118,7 +107,7 @@ def _solve_pruned(p, q, k, l, code, param, c, A, lf):
     # start only for huge k), which keeps the first call short; the overhead is a few us
     solve_ws = getattr(K.solve_ws, "py_func", K.solve_ws)  # (a plain function with NUMBA_DISABLE_JIT)
     raw, nb, code = solve_ws(
-        pre, k, l, code, param, c, A, lf, bounds, 0, sp, sq, val, state, np.empty(0, dtype=np.int64)
+        pre, k, l, (code, param, c, A, lf), bounds, 0, sp, sq, val, state, np.empty(0, dtype=np.int64)
     )
     return raw, bounds, nb, code
 
@@ -127,14 +116,16 @@ def _solve_pruned(p, q, k, l, code, param, c, A, lf):
 # The table path (k <= TABLE_MAX_K): same decisions as _kernels.solve_ws, over exact tables
 # ---------------------------------------------------------------------------------------------
 def _prefix_table(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """``_kernels.prefix_table(p, q)`` assembled from ``spr._Prefix`` (nothing to compile)."""
+    """``_kernels.prefix_table(p, q)`` assembled from ``reduction._Prefix`` (nothing to compile)."""
     ref = _Prefix(p, q)
     k = p.shape[0]
-    pre = np.zeros((10, k + 1))
+    pre = np.zeros((K.PRE_ROWS, k + 1))
     pre[K._PH], pre[K._PL] = ref.P
     pre[K._QH], pre[K._QL] = ref.Q
     pre[K._SPH], pre[K._SPL] = ref.SP
     pre[K._SQH], pre[K._SQL] = ref.SQ
+    pre[K._DH], pre[K._DL] = ref.D
+    pre[K._SDH], pre[K._SDL] = ref.SD
     pre[K._PX, :k] = p
     pre[K._QX, :k] = q
     return pre
@@ -145,9 +136,9 @@ def score_table(
 ) -> np.ndarray:
     r"""Every interval score :math:`\mu'[t:i)`, 0 <= t < i <= k, packed at ``i (i - 1) / 2 + t``.
 
-    The block sums are ``spr._Prefix.sums`` (compiled: :func:`ldpopt.spr._kernels.table_args`)
-    and the scores ``divergences._perspective_array`` of ``(c + A dP, c + A dQ, A (dP - dQ))``:
-    the operations by which ``spr._dp_readable`` scores the same blocks, so every entry equals
+    The block sums are ``reduction._Prefix.sums`` (compiled: :func:`ldpopt.spr._kernels.table_args`)
+    and the scores ``divergences.perspective_array`` of ``(c + A dP, c + A dQ, A (dP - dQ))``:
+    the operations by which ``reference._dp_readable`` scores the same blocks, so every entry equals
     the readable program's score bit for bit.
     """
     k = p.shape[0]
@@ -165,7 +156,7 @@ def score_table(
         i1 = min(k + 1, max(i0 + 1, (1 + math.isqrt(1 + 8 * (j0 + TABLE_CHUNK))) // 2))
         n = i1 * (i1 - 1) // 2 - j0
         K.table_args(pre, c, A, i0, i1, x, y, d)
-        S[j0 : j0 + n] = _perspective_array(code, param, x[:n], y[:n], d[:n], lf)
+        S[j0 : j0 + n] = perspective_array(code, param, x[:n], y[:n], d[:n], lf)
         i0 = i1
     return S
 
@@ -243,23 +234,26 @@ def _budget_table(S: np.ndarray, k: int, l: int, c: float):
 
 def _solve_table(p, q, k, l, code, param, c, A, lf):
     """``(raw, bounds, method code)``: the decisions of ``_kernels.solve_ws``, over exact tables."""
-    S = score_table(p, q, c, A, lf, code, param)
-    if k == 1 or l == 1:
-        return float(S[_at(0, k)]) / 1.0, [0, k], 2
-    bounds = [0, k] if c == 0.0 else _best_two_blocks(S, k, c)
+    return _solve_score_table(score_table(p, q, c, A, lf, code, param), k, l, c)
+
+
+def solve_scores(S: np.ndarray, k: int, l: int, c: float):
+    r"""``(raw, cuts)``: the optimum over partitions with at most ``l`` blocks of
+    :math:`\sum_t S[B_t] / (1 + (s-1) c)` for a given packed score table ``S`` (as
+    :func:`score_table`), by the table path (used for Renyi far from S = 1, ``solve._solve_power_far``).
+    """
+    raw, bounds, _ = _solve_score_table(np.ascontiguousarray(S, dtype=np.float64), k, min(max(l, 1), k), c)
+    return float(raw), [(int(bounds[j]), int(bounds[j + 1])) for j in range(len(bounds) - 1)]
+
+
+def _solve_score_table(S, k, l, c):
+    """``(raw, bounds, method code)`` over a score table, with the decisions of ``_policy``."""
+    first = _policy.start(k, l, c)
+    if first == _policy.START_SINGLE:
+        return float(S[_at(0, k)]) / 1.0, [0, k], _policy.SINGLE
+    bounds = [0, k] if first == _policy.START_UNPENALISED else _best_two_blocks(S, k, c)
     raw, bounds = _dinkelbach_table(S, k, c, bounds)
-    nb = len(bounds) - 1
-    if math.isinf(raw) and c > 0.0:
-        # an overflowing score: the readable program's answer is the first budget with an
-        # infinite row, and an infinite block needs at most 3 blocks (before, it, after)
-        raw, bounds = _budget_table(S, k, min(l, 3), c)
-        return raw, bounds, 1
-    if c < K.TIE_C and nb > 1 and nb * k * k <= K.TIE_WORK:
-        # the per-block penalty lambda c is below rounding: settle the tie between block
-        # counts as the readable program does (its smallest maximising s)
-        raw, bounds = _budget_table(S, k, min(nb, l), c)
-        return raw, bounds, 0
-    if nb <= l:
-        return raw, bounds, 0
-    raw, bounds = _budget_table(S, k, l, c)
-    return raw, bounds, 1
+    budget, method = _policy.settle(raw, len(bounds) - 1, k, l, c)
+    if budget > 0:
+        raw, bounds = _budget_table(S, k, budget, c)
+    return raw, bounds, method

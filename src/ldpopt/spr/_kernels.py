@@ -4,25 +4,32 @@ Only arrays and scalars go in and out; validation, the likelihood-ratio reductio
 result objects live in :mod:`ldpopt.spr._fast` and :mod:`ldpopt.spr.grid`.  Every kernel is
 ``@njit(cache=True)`` without ``fastmath`` and with numpy's floating-point error model, so
 that its floating-point operations are those of the readable reference
-:func:`ldpopt.spr.solve._dp_readable`:
+:func:`ldpopt.spr.reference._dp_readable`:
 
-* :func:`perspective` mirrors :func:`ldpopt.divergences._perspective_scalar` (same branches,
-  boundary conventions and ``(x, y, d)`` stable forms);
+* :func:`perspective` is the one-point version of :func:`ldpopt.divergences.perspective_array`
+  (same branches, constants, boundary conventions and ``(x, y, d)`` stable forms; the codes and
+  constants are imported from :mod:`ldpopt.divergences`);
 * interval sums come from the same compensated (Neumaier hi/lo) prefix and suffix sums (the
   side with the smaller partial sums, floored at the largest endpoint term) and the score of
   ``[a, b)`` is ``g(c + A dP, c + A dQ, A (dP - dQ))`` with ``c = e^{-eps}``,
   ``A = -expm1(-eps)`` (SPR eq. 31 divided by :math:`e^\varepsilon`);
 * partition sums are accumulated left to right, as ``F[s, i] = F[s-1, t] + mu'[t:i)`` does.
 
+The scoring kernels take one bundled argument ``sc = (code, param, c, A, lf)``: the
+divergence's code and parameter (:mod:`ldpopt.divergences`) and the rescaling of one eps
+(``c = e^-eps``, ``A = 1 - c``, the log floor; :func:`ldpopt._numerics.rescale`).
+
 Solvers (``docs/fast.md`` has the exactness arguments):
 
 * :func:`dinkelbach_ws` - the unconstrained optimum of
   :math:`\max_\pi \sum_t \mu'(B_t) / ((1-c) + s c)` by Dinkelbach's iteration; each step is
-  the 1-D partition program :func:`penalized_pass` (per-block penalty ``lambda c``) with
-  exact pruning of split points by cheap score bounds (:func:`score_bound`);
+  a 1-D partition program (per-block penalty ``lambda c``) with exact pruning of split points
+  by cheap score bounds (:func:`score_bound`): :func:`cached_pass` over a score cache (k up to
+  ``SCORE_CACHE_MAX_K``), :func:`uncached_pass` with group bounds in O(k) memory above;
 * :func:`budget_dp` - the O(l k^2) program of Prop. 3.3 for an output budget, O(l k) memory;
-* :func:`solve_ws` - one instance, with the budget logic (:mod:`ldpopt.spr._fast` runs it as
-  Python, so each kernel is compiled only when first needed); :func:`solve_item` - one
+* :func:`solve_ws` - one instance, with the decisions of :mod:`ldpopt.spr._policy` (compiled
+  from the same functions; :mod:`ldpopt.spr._fast` runs ``solve_ws`` as Python, so each kernel
+  is compiled only when first needed); :func:`solve_item` - one
   instance at many eps (GIL released: :mod:`ldpopt.spr.grid` runs items in parallel threads);
 * :func:`table_args`, :func:`table_pass`, :func:`table_budget_dp` - the small-problem path
   of :mod:`ldpopt.spr._fast` (k <= 1024 single solves) over an exact score table; they call no
@@ -41,16 +48,28 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-# Keep in sync with ldpopt.divergences.CODE_*
-CODE_KL = 0
-CODE_REVERSE_KL = 1
-CODE_TV = 2
-CODE_CHI2 = 3
-CODE_HELLINGER = 4
-CODE_JS = 5
-CODE_EGAMMA = 6
-CODE_POWER_UP = 7
-CODE_POWER_DOWN = 8
+from ldpopt.divergences import (
+    CODE_CHI2,
+    CODE_EGAMMA,
+    CODE_HELLINGER,
+    CODE_JS,
+    CODE_KL,
+    CODE_POWER_DOWN,
+    CODE_POWER_UP,
+    CODE_REVERSE_KL,
+    CODE_TV,
+    E_COEF,
+    EXP_MAX,
+    JS_NEAR_MAX,
+    KL_COEF,
+    LOG1P_MAX,
+    R_MAX,
+    R_MIN,
+    RKL_COEF,
+    SERIES_E_MAX,
+    SERIES_U_MAX,
+)
+from ldpopt.spr import _policy
 
 #: up to this many cut points the block sums, score bounds and scores are cached across
 #: Dinkelbach passes (packed lower triangles, 25 bytes per block, 13 MB at the threshold);
@@ -60,11 +79,6 @@ SCORE_CACHE_MAX_K = 1024
 #: Dinkelbach never needs more steps than there are partitions with distinct ratios; this
 #: cap only guards against a floating-point cycle (each accepted step strictly increases lambda)
 MAX_DINKELBACH_STEPS = 200
-#: below this c = e^{-eps} (eps > 27.6) the Dinkelbach penalty lambda c is lost in rounding,
-#: so optimal partitions with different block counts tie in floating point ...
-TIE_C = 1e-12
-#: ... and the tie is then settled by the budget program when nb k^2 is at most this
-TIE_WORK = 30_000_000
 #: solves with more reduced symbols than this start from the optimum over a coarse grid of cuts
 COARSEN_MIN_K = 4096
 #: number of groups of the coarse grid
@@ -72,25 +86,135 @@ COARSE_GROUPS = 1024
 
 
 # ---------------------------------------------------------------------------------------------
-# Perspective g(x, y) = y f(x / y) (mirror of divergences._perspective_scalar)
+# Perspective g(x, y) = y f(x / y) (the one-point divergences.perspective_array)
 # ---------------------------------------------------------------------------------------------
+# the series coefficients of the readable perspectives (the thresholds above are theirs too),
+# so both take the same branches with the same constants; padded with zeros to the 16 of
+# _u_series's Estrin scheme
+_KL_COEF = np.zeros(16)
+_KL_COEF[: len(KL_COEF)] = KL_COEF
+_RKL_COEF = np.zeros(16)
+_RKL_COEF[: len(RKL_COEF)] = RKL_COEF
+_E_COEF = np.zeros(16)
+_E_COEF[: len(E_COEF)] = E_COEF
+#: the solve policy, compiled from the very functions the table path runs as Python
+_start = njit(cache=True, error_model="numpy")(_policy.start)
+_settle = njit(cache=True, error_model="numpy")(_policy.settle)
+
+
 @njit(cache=True, error_model="numpy")
-def log_ratio(x, y, d):
-    """log(x / y): log1p(d / y) when x and y are close, else a difference of logs."""
-    if abs(d) < 0.5 * y:
-        return math.log1p(d / y)
+def _log_ratio_far(x, y):
+    """log(x / y) of the ratio when it is a normal number, else log x - log y."""
+    r = x / y
+    if R_MIN < r < R_MAX:
+        return math.log(r)
     return math.log(x) - math.log(y)
 
 
-#: expm1 overflows beyond log(DBL_MAX)
-_EXPM1_MAX = 709.782712893384
+@njit(cache=True, error_model="numpy")
+def log_ratio(x, y, d):
+    """log(x / y): log1p(d / y) unless x << y, else of the ratio (divergences._log_ratio)."""
+    u = d / y
+    if -LOG1P_MAX < u < R_MAX:
+        return math.log1p(u)
+    return _log_ratio_far(x, y)
 
 
 @njit(cache=True, error_model="numpy")
 def _expm1(t):
     # inf beyond the overflow threshold, as numpy and compiled code give; plain Python's
     # math.expm1 would raise instead (kernels run as Python with NUMBA_DISABLE_JIT=1)
-    return math.inf if t > _EXPM1_MAX else math.expm1(t)
+    return math.inf if t > EXP_MAX else math.expm1(t)
+
+
+@njit(cache=True, error_model="numpy")
+def _exp(t):
+    return math.inf if t > EXP_MAX else math.exp(t)
+
+
+@njit(cache=True, error_model="numpy")
+def _u_series(u, coef):
+    """u^2 sum_j coef[j] (-u)^j, j < 16 (divergences._u_series): Estrin's scheme, whose products
+    are independent (a quarter of Horner's latency), the same sum to a few ulp."""
+    v = -u
+    v2 = v * v
+    v4 = v2 * v2
+    q0 = (coef[0] + coef[1] * v) + (coef[2] + coef[3] * v) * v2
+    q1 = (coef[4] + coef[5] * v) + (coef[6] + coef[7] * v) * v2
+    q2 = (coef[8] + coef[9] * v) + (coef[10] + coef[11] * v) * v2
+    q3 = (coef[12] + coef[13] * v) + (coef[14] + coef[15] * v) * v2
+    return u * u * ((q0 + q1 * v4) + (q2 + q3 * v4) * (v4 * v4))
+
+
+@njit(cache=True, error_model="numpy")
+def _xe(x, b, l):
+    """x E(b l) = x (e^(b l) - 1 - b l), l = log(x/y) (divergences._xe and _pow_term)."""
+    z = b * l
+    if abs(z) < SERIES_E_MAX:
+        return x * _u_series(-z, _E_COEF)
+    h = x * math.exp(z) if z < EXP_MAX else _exp(math.log(x) + z)
+    return h - x * (1.0 + z)
+
+
+@njit(cache=True, error_model="numpy")
+def _kl_like(x, y, d, lf, reverse):
+    """KL: x log(x/y) - d; reverse KL: d - y log(x/y) (divergences._g_kl / _g_reverse_kl)."""
+    if x > 0.0 and y > 0.0:
+        u = d / y
+        if abs(u) < SERIES_U_MAX:
+            return y * _u_series(u, _RKL_COEF if reverse else _KL_COEF)
+        lr = math.log1p(u) if -LOG1P_MAX < u < R_MAX else _log_ratio_far(x, y)
+        return d - y * lr if reverse else x * lr - d
+    if reverse:
+        if y == 0.0:
+            return x
+        return max(y * (math.log(y) - lf - 1.0), 0.0)
+    if x == 0.0:
+        return y
+    return max(x * (math.log(x) - lf - 1.0), 0.0)
+
+
+@njit(cache=True, error_model="numpy")
+def _kl_term(x, y, d, l):
+    """x log(x/y) - d for x, y > 0 given l = log(x/y) (divergences._kl_term)."""
+    u = d / y
+    if abs(u) < SERIES_U_MAX:
+        return y * _u_series(u, _KL_COEF)
+    return x * l - d
+
+
+@njit(cache=True, error_model="numpy")
+def _js(x, y, d):
+    """(s/4) [2 w atanh(w) + log1p(-w^2)] near x = y, plain logs away from it (divergences._g_js)."""
+    s = x + y
+    w = d / s
+    if abs(w) < JS_NEAR_MAX:
+        return 0.25 * s * (2.0 * w * math.atanh(w) + math.log1p(-w * w))
+    a = x * math.log(2.0 * x / s) if x > 0.0 else 0.0
+    b = y * math.log(2.0 * y / s) if y > 0.0 else 0.0
+    return 0.5 * (a + b)
+
+
+@njit(cache=True, error_model="numpy")
+def _power(code, a, x, y, d, lf):
+    """Centred power terms, a > 1 (code 7) or 0 < a < 1 (divergences._g_power_up / _down)."""
+    if code == CODE_POWER_UP:
+        if y == 0.0:
+            return _exp(a * math.log(x) - (a - 1.0) * lf) - a * x
+        if x == 0.0:
+            return (a - 1.0) * y
+        b = a - 1.0
+        l = log_ratio(x, y, d)
+        return _xe(x, b, l) + b * _kl_term(x, y, d, l)
+    if y == 0.0:
+        return a * x
+    if x == 0.0:
+        return (1.0 - a) * y
+    b = 1.0 - a
+    l = log_ratio(x, y, d)
+    if l <= 1.0:
+        return b * _kl_term(x, y, d, l) - _xe(x, -b, l)
+    return x * (b * math.expm1(-l) - math.expm1(-b * l))
 
 
 @njit(cache=True, error_model="numpy")
@@ -98,27 +222,20 @@ def perspective(code, param, x, y, d, log_floor):
     """Scalar perspective for built-in ``code``; ``d`` = x - y known accurately.
 
     ``log_floor`` is the log of a lower bound of x and y that survives their underflow to 0
-    (``-inf`` for a true zero), exactly as in the readable version.
+    (``-inf`` for a true zero), exactly as in the readable version.  The generators are those
+    of :mod:`ldpopt.divergences` (f'(1) = 0: every term >= 0, no cancellation).
     """
     if x == 0.0 and y == 0.0:
         return 0.0
+    if code == CODE_KL:
+        return _kl_like(x, y, d, log_floor, False)
+    if code == CODE_REVERSE_KL:
+        return _kl_like(x, y, d, log_floor, True)
     if code == CODE_TV:
         return 0.5 * abs(d)
     if code == CODE_EGAMMA:
         v = d - (param - 1.0) * y
         return v if v > 0.0 else 0.0
-    if code == CODE_KL:
-        if x == 0.0:
-            return 0.0
-        if y == 0.0:
-            return x * (math.log(x) - log_floor)
-        return x * log_ratio(x, y, d)
-    if code == CODE_REVERSE_KL:
-        if y == 0.0:
-            return 0.0
-        if x == 0.0:
-            return y * (math.log(y) - log_floor)
-        return -y * log_ratio(x, y, d)
     if code == CODE_CHI2:
         if y == 0.0:
             return math.inf
@@ -127,28 +244,9 @@ def perspective(code, param, x, y, d, log_floor):
         s = math.sqrt(x) + math.sqrt(y)
         return d * d / (s * s)
     if code == CODE_JS:
-        # 2x/s = 1 + d/s and 2y/s = 1 - d/s: log1p while x, y are comparable, plain logs otherwise
-        s = x + y
-        close = abs(d) < 0.5 * s
-        a = 0.0
-        if x > 0.0:
-            a = x * (math.log1p(d / s) if close else math.log(2.0 * x / s))
-        b = 0.0
-        if y > 0.0:
-            b = y * (math.log1p(-d / s) if close else math.log(2.0 * y / s))
-        return 0.5 * (a + b)
-    if code == CODE_POWER_UP:
-        if y == 0.0:
-            return math.inf
-        if x == 0.0:
-            return -y
-        return y * _expm1(param * log_ratio(x, y, d))
-    if code == CODE_POWER_DOWN:
-        if y == 0.0:
-            return 0.0
-        if x == 0.0:
-            return y
-        return -y * _expm1(param * log_ratio(x, y, d))
+        return _js(x, y, d)
+    if code == CODE_POWER_UP or code == CODE_POWER_DOWN:
+        return _power(code, param, x, y, d, log_floor)
     return math.nan
 
 
@@ -157,12 +255,20 @@ def perspective(code, param, x, y, d, log_floor):
 # ---------------------------------------------------------------------------------------------
 # rows of the table built by prefix_table
 _PH, _PL, _QH, _QL, _SPH, _SPL, _SQH, _SQL, _PX, _QX = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
+# compensated prefix and suffix sums (hi, lo) of the differences p - q
+_DH, _DL, _SDH, _SDL = 10, 11, 12, 13
+#: number of rows of a prefix table
+PRE_ROWS = 14
+#: a block's difference from the sums of p - q is kept within this times (dP + dQ) of dP - dQ:
+#: dP and dQ are each within ~2 ulp of themselves, so the true difference is within ~4 ulp of
+#: dP - dQ; 8 ulp leaves a margin (shared with reduction._Prefix.sums)
+DIFF_CLIP = 8 * 2.0**-52
 
 
 @njit(cache=True, error_model="numpy")
 def _compensated_into(x, hi, lo, reverse):
-    # Neumaier summation, operation for operation as spr.compensated_prefix; ``reverse`` sums
-    # from the end (suffix sums S[i] = sum_{j >= i} x[j], as spr._suffix)
+    # Neumaier summation, operation for operation as reduction.compensated_prefix; ``reverse`` sums
+    # from the end (suffix sums S[i] = sum_{j >= i} x[j], as reduction._suffix)
     n = x.shape[0]
     s = 0.0
     comp = 0.0
@@ -190,14 +296,45 @@ def _compensated_into(x, hi, lo, reverse):
 
 
 @njit(cache=True, error_model="numpy")
+def _compensated_diff_into(p, q, hi, lo, reverse):
+    # Neumaier summation of p[i] and -q[i] in turn, as reduction.compensated_prefix_diff: hi + lo holds
+    # the prefix (or suffix) sums of p - q to ~ulp^2, so a block's difference keeps its own ulp
+    n = p.shape[0]
+    s = 0.0
+    comp = 0.0
+    if reverse:
+        hi[n] = 0.0
+        lo[n] = 0.0
+    else:
+        hi[0] = 0.0
+        lo[0] = 0.0
+    for j in range(n):
+        i = n - 1 - j if reverse else j
+        for v in (p[i], -q[i]):
+            t = s + v
+            if abs(s) >= abs(v):
+                comp += (s - t) + v
+            else:
+                comp += (v - t) + s
+            s = t
+        if reverse:
+            hi[i] = s
+            lo[i] = comp
+        else:
+            hi[i + 1] = s
+            lo[i + 1] = comp
+
+
+@njit(cache=True, error_model="numpy")
 def prefix_table(p, q):
-    """(10, k+1) table of what the interval sums need, as ``spr._Prefix`` keeps it.
+    """(PRE_ROWS, k+1) table of what the interval sums need, as ``reduction._Prefix`` keeps it.
 
     Rows: compensated prefix sums (hi, lo) of p and q, compensated suffix sums (hi, lo) of p
-    and q, and p, q themselves (for the endpoint floor; entry k unused).
+    and q, p and q themselves (for the endpoint floor; entry k unused), and compensated
+    prefix and suffix sums (hi, lo) of p - q.
     """
     k = p.shape[0]
-    pre = np.zeros((10, k + 1))
+    pre = np.zeros((PRE_ROWS, k + 1))
     _compensated_into(p, pre[_PH], pre[_PL], False)
     _compensated_into(q, pre[_QH], pre[_QL], False)
     _compensated_into(p, pre[_SPH], pre[_SPL], True)
@@ -205,13 +342,15 @@ def prefix_table(p, q):
     for i in range(k):
         pre[_PX, i] = p[i]
         pre[_QX, i] = q[i]
+    _compensated_diff_into(p, q, pre[_DH], pre[_DL], False)
+    _compensated_diff_into(p, q, pre[_SDH], pre[_SDL], True)
     return pre
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _interval(pre, rh, rl, rsh, rsl, rx, a, b):
     # sum over [a, b) from the side with the smaller partial sums, never below its largest
-    # endpoint term (spr._Prefix._interval)
+    # endpoint term (reduction._Prefix._interval)
     if pre[rh, b] <= pre[rsh, a]:
         total = (pre[rh, b] - pre[rh, a]) + (pre[rl, b] - pre[rl, a])
     else:
@@ -228,23 +367,56 @@ def block_sums(pre, a, b):
     return dp, dq
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def block_diff(pre, a, b, dp, dq):
+    """dP - dQ over the reduced symbols a..b-1, given their sums dp, dq (reduction._Prefix.sums).
+
+    From the compensated sums of p - q, on the side from which dP is summed, kept within
+    DIFF_CLIP (dp + dq) of dp - dq: about one ulp of itself where dP and dQ nearly cancel, and
+    never worse than dp - dq where that side's compensation (~n ulp^2 times its mass) is not
+    negligible next to a tiny block.
+    """
+    if pre[_PH, b] <= pre[_SPH, a]:
+        dd = (pre[_DH, b] - pre[_DH, a]) + (pre[_DL, b] - pre[_DL, a])
+    else:
+        dd = (pre[_SDH, a] - pre[_SDH, b]) + (pre[_SDL, a] - pre[_SDL, b])
+    plain = dp - dq
+    e = DIFF_CLIP * (dp + dq)
+    return min(max(dd, plain - e), plain + e)
+
+
 @njit(cache=True, error_model="numpy")
-def score(pre, a, b, code, param, c, A, lf):
+def score(pre, a, b, sc):
     """Rescaled interval score mu'[a:b) = g(c + A dP, c + A dQ, A (dP - dQ)) (eq. 31 over e^eps)."""
+    code, param, c, A, lf = sc
     dp, dq = block_sums(pre, a, b)
-    return perspective(code, param, c + A * dp, c + A * dq, A * (dp - dq), lf)
+    return perspective(code, param, c + A * dp, c + A * dq, A * block_diff(pre, a, b, dp, dq), lf)
 
 
 @njit(cache=True, error_model="numpy")
-def partition_ratio(pre, bounds, nb, code, param, c, A, lf):
+def diff_table(pre, pos, sp, sq):
+    """dP - dQ of every block [pos[t], pos[i]) whose sums are ``sp, sq`` (:func:`sums_tables`)."""
+    m = pos.shape[0] - 1
+    sd = np.empty(m * (m + 1) // 2)
+    j = 0
+    for i in range(1, m + 1):
+        for t in range(i):
+            sd[j] = block_diff(pre, pos[t], pos[i], sp[j], sq[j])
+            j += 1
+    return sd
+
+
+@njit(cache=True, error_model="numpy")
+def partition_ratio(pre, bounds, nb, sc):
     """Raw value of the partition with boundaries ``bounds[0] = 0 < ... < bounds[nb] = k``.
 
     The scores are summed left to right (as the readable program's F[s, k]) and divided by
     ``1 + (s - 1) c``.
     """
-    total = score(pre, bounds[0], bounds[1], code, param, c, A, lf)
+    c = sc[2]
+    total = score(pre, bounds[0], bounds[1], sc)
     for j in range(1, nb):
-        total = total + score(pre, bounds[j], bounds[j + 1], code, param, c, A, lf)
+        total = total + score(pre, bounds[j], bounds[j + 1], sc)
     return total / (1.0 + (nb - 1) * c)
 
 
@@ -272,13 +444,12 @@ def sums_tables(pre, pos):
 # ---------------------------------------------------------------------------------------------
 # Cheap upper bounds of the scores (exact pruning of split points, docs/fast.md)
 # ---------------------------------------------------------------------------------------------
-#: relative slack added to every bound (the bound and the score are each computed to a few ulp)
+#: relative slack added to every bound (the bound and the score are each computed to a few ulp;
+#: the centred near-x = y scores cancel by at most a factor 20, ~45 ulp = 1e-14)
 BOUND_SLACK_REL = 1e-12
 #: slack relative to the block mass for the difference-of-logs forms, whose absolute rounding
 #: error is at most ~ulp (|log x| + |log y|) x <= 1490 ulp x ~ 3.3e-13 x
 BOUND_SLACK_FAR = 1e-11
-#: slack relative to |d| for JS near x = y, where a + b cancels down to ~d^2/s
-BOUND_SLACK_JS = 1e-13
 #: states of a cached score: not computed yet, an upper bound, the exact score, and an upper
 #: bound carried over from a larger eps (:func:`carry_bounds`)
 _EMPTY, _BOUND, _EXACT, _CARRIED = 0, 1, 2, 3
@@ -344,30 +515,32 @@ def _log_ub_far(z):
 
 @njit(cache=True, error_model="numpy")
 def _kl_ub(x, y, d):
-    """Upper bound of the computed KL score x log(x/y) (NaN: no cheap bound, score it exactly)."""
+    """Upper bound of the computed KL score x log(x/y) - d (NaN: no cheap bound, score it exactly)."""
     if x > 0.0 and y > 0.0:
-        if abs(d) < 0.5 * y:  # the log1p(d / y) branch of perspective
-            v = x * d * (6.0 * y + d) / (y * (6.0 * y + 4.0 * d))
-            return v + BOUND_SLACK_REL * abs(v)
+        if abs(d) < LOG1P_MAX * y:
+            # y [(1+u) log1p(u) - u] <= y u^2 (3 + u) / (6 + 4u), u = d / y (log1p(u) <= u(6+u)/(6+4u))
+            v = d * d * (3.0 * y + d) / (y * (6.0 * y + 4.0 * d))
+            return v + BOUND_SLACK_REL * v
         z = x / y
         if _Z_MIN < z < _Z_MAX:  # the log(x) - log(y) branch
-            v = x * _log_ub_far(z)
-            return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_FAR * x
+            v = x * _log_ub_far(z) - d
+            return v + BOUND_SLACK_REL * (abs(v) + abs(d)) + BOUND_SLACK_FAR * x
     return math.nan
 
 
 @njit(cache=True, error_model="numpy")
 def _rkl_ub(x, y, d):
-    """Upper bound of the computed reverse-KL score -y log(x/y) (NaN: none)."""
+    """Upper bound of the computed reverse-KL score d - y log(x/y) (NaN: none)."""
     if x > 0.0 and y > 0.0:
-        if abs(d) < 0.5 * y:
-            # -log1p(u) = log1p(v) with v = -d / (y + d)
-            v = -y * d * (6.0 * y + 5.0 * d) / ((y + d) * (6.0 * y + 2.0 * d))
-            return v + BOUND_SLACK_REL * abs(v)
+        if abs(d) < LOG1P_MAX * y:
+            # y [u - log1p(u)] with -log1p(u) = log1p(v) <= v(6+v)/(6+4v), v = -u / (1 + u):
+            # <= y u^2 (3 + 2u) / ((1 + u)(6 + 2u))
+            v = d * d * (3.0 * y + 2.0 * d) / ((y + d) * (6.0 * y + 2.0 * d))
+            return v + BOUND_SLACK_REL * v
         z = y / x
         if _Z_MIN < z < _Z_MAX:
-            v = y * _log_ub_far(z)
-            return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_FAR * y
+            v = y * _log_ub_far(z) + d
+            return v + BOUND_SLACK_REL * (abs(v) + abs(d)) + BOUND_SLACK_FAR * y
     return math.nan
 
 
@@ -376,11 +549,12 @@ def _js_ub(x, y, d):
     """Upper bound of the computed JS score (NaN: none)."""
     if x > 0.0 and y > 0.0:
         s = x + y
-        if abs(d) < 0.5 * s:
-            a = x * d * (6.0 * s + d) / (s * (6.0 * s + 4.0 * d))
-            b = -y * d * (6.0 * s - d) / (s * (6.0 * s - 4.0 * d))
-            v = 0.5 * (a + b)
-            return v + BOUND_SLACK_REL * abs(v) + BOUND_SLACK_JS * abs(d)
+        w = d / s
+        if abs(w) < JS_NEAR_MAX:
+            # (s/4) h(w), h(w) = sum_{n>=1} w^(2n) / (n (2n - 1)) <= w^2 + w^4 / (6 (1 - w^2))
+            w2 = w * w
+            v = 0.25 * s * (w2 + w2 * w2 / (6.0 * (1.0 - w2)))
+            return v + BOUND_SLACK_REL * v
         z1 = 2.0 * x / s
         z2 = 2.0 * y / s
         if _Z_MIN < z1 < _Z_MAX and _Z_MIN < z2 < _Z_MAX:
@@ -393,12 +567,13 @@ def _js_ub(x, y, d):
 def score_bound(code, param, x, y, d, lf):
     r"""``(v, exact)``: the score itself when it is cheap (``exact``), else a bound it cannot exceed.
 
-    KL, reverse KL and JS bound every logarithm of :func:`perspective` on the same argument
-    and branch: near x = y (the ``log1p(u)`` forms) by the Pade-type inequality
-    :math:`\log(1+u) \le u(6+u)/(6+4u)` written in d so it stays accurate for tiny u, away
-    from it by :func:`_log_ub_far`.  A slack larger than the rounding errors of both
-    evaluations is added, so the *computed* score never exceeds ``v``.  Everything else
-    (cheap divergences, power divergences, zero masses, extreme ratios) is evaluated exactly.
+    KL, reverse KL and JS are bounded near x = y (|u| = |d/y| or |d/(x+y)| below 1/2) by
+    closed forms of order d^2 without cancellation: for KL and reverse KL from the Pade-type
+    inequality :math:`\log(1+u) \le u(6+u)/(6+4u)`, for JS from its series in w = d/(x+y);
+    away from x = y every logarithm is bounded by :func:`_log_ub_far`.  A slack larger than
+    the rounding errors of both evaluations is added, so the *computed* score never exceeds
+    ``v``.  Everything else (cheap divergences, power divergences, zero masses, extreme ratios)
+    is evaluated exactly.
     """
     v = math.nan
     if code == CODE_KL:
@@ -412,51 +587,51 @@ def score_bound(code, param, x, y, d, lf):
     return perspective(code, param, x, y, d, lf), True
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _has_bound(code):
+    """KL, reverse KL and JS have cheap score bounds (:func:`score_bound`); the rest is exact."""
+    return code == CODE_KL or code == CODE_REVERSE_KL or code == CODE_JS
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _wide_diff(dp, dq):
+    """dp - dq moved away from 0 by the DIFF_CLIP margin of :func:`block_diff`: the bounds of
+    KL, reverse KL and JS grow with |d| near x = y, so one at this d bounds the score at any
+    difference :func:`block_diff` can return (away from x = y the slack covers the margin)."""
+    plain = dp - dq
+    e = DIFF_CLIP * (dp + dq)
+    return plain + e if plain >= 0.0 else plain - e
+
+
 @njit(cache=True, error_model="numpy")
-def bounds_into(sp, sq, n, code, param, c, A, lf, out, st):
-    """``out[j], st[j]`` = :func:`score_bound` of the blocks with sums ``sp[j], sq[j]``, j < n.
+def bounds_into(sp, sq, sd, n, sc, out, st):
+    """``out[j], st[j]`` for the blocks with sums ``sp[j], sq[j]``, j < n: for KL, reverse KL
+    and JS an upper bound of the score at any difference :func:`block_diff` returns (+inf
+    where there is no cheap bound); for the other divergences the exact score, from the
+    differences ``sd[j]`` (:func:`block_diff`; not read for the three).
 
     One loop per divergence, so the hot loop holds only that divergence's bound.
     """
+    code, param, c, A, lf = sc
+    # no cheap bound (zero mass, extreme ratio): +inf, scored exactly when a pass reaches it
     if code == CODE_KL:
         for j in range(n):
-            x = c + A * sp[j]
-            y = c + A * sq[j]
-            d = A * (sp[j] - sq[j])
-            v = _kl_ub(x, y, d)
-            if v == v:
-                out[j] = v
-                st[j] = _BOUND
-            else:
-                out[j] = perspective(code, param, x, y, d, lf)
-                st[j] = _EXACT
+            v = _kl_ub(c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
+            out[j] = v if v == v else math.inf
+            st[j] = _BOUND
     elif code == CODE_REVERSE_KL:
         for j in range(n):
-            x = c + A * sp[j]
-            y = c + A * sq[j]
-            d = A * (sp[j] - sq[j])
-            v = _rkl_ub(x, y, d)
-            if v == v:
-                out[j] = v
-                st[j] = _BOUND
-            else:
-                out[j] = perspective(code, param, x, y, d, lf)
-                st[j] = _EXACT
+            v = _rkl_ub(c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
+            out[j] = v if v == v else math.inf
+            st[j] = _BOUND
     elif code == CODE_JS:
         for j in range(n):
-            x = c + A * sp[j]
-            y = c + A * sq[j]
-            d = A * (sp[j] - sq[j])
-            v = _js_ub(x, y, d)
-            if v == v:
-                out[j] = v
-                st[j] = _BOUND
-            else:
-                out[j] = perspective(code, param, x, y, d, lf)
-                st[j] = _EXACT
+            v = _js_ub(c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
+            out[j] = v if v == v else math.inf
+            st[j] = _BOUND
     else:
         for j in range(n):
-            out[j] = perspective(code, param, c + A * sp[j], c + A * sq[j], A * (sp[j] - sq[j]), lf)
+            out[j] = perspective(code, param, c + A * sp[j], c + A * sq[j], A * sd[j], lf)
             st[j] = _EXACT
 
 
@@ -493,9 +668,10 @@ def carry_bounds(val, state, sp, sq, c0, A0, c1, A1):
 
 
 @njit(cache=True, error_model="numpy")
-def fill_cache(sp, sq, val, state, code, param, c, A, lf):
+def fill_cache(pre, pos, sp, sq, val, state, sc):
     """Fresh bounds (or exact scores, for cheap divergences) of every block of an empty cache."""
-    bounds_into(sp, sq, sp.shape[0], code, param, c, A, lf, val, state)
+    sd = np.empty(0) if _has_bound(sc[0]) else diff_table(pre, pos, sp, sq)
+    bounds_into(sp, sq, sd, sp.shape[0], sc, val, state)
 
 
 #: split points are pruned in groups of GROUP, and GROUP groups form a super group, when there
@@ -506,7 +682,7 @@ SUPER = GROUP * GROUP
 
 
 @njit(cache=True, error_model="numpy")
-def _box_prunes(pre, pos, ta, tb, b, hmax, best, code, param, c, A, lf, pen):
+def _box_prunes(pre, pos, ta, tb, b, hmax, best, sc, pen):
     r"""True when no split point t in ``pos[ta..tb]`` can reach ``best`` for the end point ``b``.
 
     The block sums of [pos_t, b) lie in the box [dP(tb), dP(ta)] x [dQ(tb), dQ(ta)] (they
@@ -515,6 +691,7 @@ def _box_prunes(pre, pos, ta, tb, b, hmax, best, code, param, c, A, lf, pen):
     H[t] of the range, ``hmax + max corner - pen`` (plus the rounding budget of the scores,
     1e-12 relative + 1e-11 per unit of block mass) bounds every candidate's computed value.
     """
+    code, param, c, A, lf = sc
     pa, qa = block_sums(pre, pos[ta], b)
     pb, qb = block_sums(pre, pos[tb], b)
     v1, _ = score_bound(code, param, c + A * pa, c + A * qa, A * (pa - qa), lf)
@@ -530,32 +707,29 @@ def _box_prunes(pre, pos, ta, tb, b, hmax, best, code, param, c, A, lf, pen):
 
 
 @njit(cache=True, error_model="numpy")
-def _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH):
+def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH):
     """``(best, count, split)`` of end point ``i`` without a score cache (O(m) memory).
 
     The hint ``h`` is scored first (the incumbent); super groups, then groups, of split points
     are skipped by :func:`_box_prunes`; the rest are pruned one by one by :func:`score_bound`.
-    Ties as :func:`penalized_pass`.
+    Ties as :func:`uncached_pass`.
     """
+    code, param, c, A, lf = sc
     b = pos[i]
     dp, dq = block_sums(pre, pos[h], b)
-    w = perspective(code, param, c + A * dp, c + A * dq, A * (dp - dq), lf)
+    w = perspective(code, param, c + A * dp, c + A * dq, A * block_diff(pre, pos[h], b, dp, dq), lf)
     best = H[h] + (w - pen)
     bc = cnt[h] + 1
     bt = h
     for sg in range(i // SUPER + 1):
         s0 = sg * SUPER
         s1 = min(s0 + SUPER, i)
-        if s1 - s0 == SUPER and _box_prunes(
-            pre, pos, s0, s1 - 1, b, SH[sg], best, code, param, c, A, lf, pen
-        ):
+        if s1 - s0 == SUPER and _box_prunes(pre, pos, s0, s1 - 1, b, SH[sg], best, sc, pen):
             continue
         for g in range(s0 // GROUP, (s1 + GROUP - 1) // GROUP):
             t0 = g * GROUP
             t1 = min(t0 + GROUP, s1)
-            if t1 - t0 == GROUP and _box_prunes(
-                pre, pos, t0, t1 - 1, b, GH[g], best, code, param, c, A, lf, pen
-            ):
+            if t1 - t0 == GROUP and _box_prunes(pre, pos, t0, t1 - 1, b, GH[g], best, sc, pen):
                 continue
             for t in range(t0, t1):
                 if t == h:
@@ -563,7 +737,7 @@ def _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH):
                 dp, dq = block_sums(pre, pos[t], b)
                 x = c + A * dp
                 y = c + A * dq
-                d = A * (dp - dq)
+                d = A * block_diff(pre, pos[t], b, dp, dq)
                 w, exact = score_bound(code, param, x, y, d, lf)
                 u = H[t] + (w - pen)
                 if u < best:
@@ -582,55 +756,65 @@ def _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH):
 
 
 @njit(cache=True, error_model="numpy")
-def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, cnt, par, hinted, GH, SH):
-    r"""One Dinkelbach step: :math:`H[i] = \max_{t<i} H[t] + (\mu'[pos_t:pos_i) - pen)`.
+def uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH):
+    r"""One Dinkelbach step without a score cache: :math:`H[i] = \max_{t<i} H[t] + (\mu'[pos_t:pos_i) - pen)`.
 
     Only the cut points listed in ``pos`` (increasing, ``pos[0] = 0``, ``pos[-1] = k``) are
     allowed.  Ties: the largest value, then the fewest blocks, then the smallest split point,
-    the order of :func:`ldpopt.spr.solve._dp_readable`.  Fills ``H``, ``cnt`` (block count) and
-    ``par`` (start of the last block, as a position index).
-
-    Split points are pruned exactly.  Every candidate has an upper bound of its value (a
-    cached score or bound, or :func:`score_bound`); one candidate is scored exactly and becomes
-    the incumbent - the hint ``par[i]`` (the previous pass's or previous eps's choice) when
-    ``hinted``, else the candidate with the best bound; then only candidates whose bound
-    reaches the incumbent are scored exactly.  A pruned candidate's computed value is strictly
-    below the incumbent (rounding is monotone), so it can neither be the maximiser nor tie
-    with it: the result equals the unpruned program's.
-
-    With a cache (``val``/``state`` complete for this eps - bounds, exact scores or carried
-    bounds - and the block sums ``sp``/``sq``, packed lower triangles of the position space)
-    bounds and exact scores persist across passes.  Without one (empty arrays) nothing of
-    size m^2 exists: :func:`_uncached_row` bounds whole groups of split points at once, with
-    the maxima of H per group and super group kept in ``GH``/``SH`` (O(m) memory).
+    the order of :func:`ldpopt.spr.reference._dp_readable`.  Fills ``H``, ``cnt`` (block count)
+    and ``par`` (start of the last block, as a position index).  Nothing of size m^2 exists:
+    :func:`_uncached_row` bounds whole groups of split points at once, with the maxima of H per
+    group and super group kept in ``GH``/``SH`` (O(m) memory); pruning is exact as in
+    :func:`cached_pass`.
     """
     m = pos.shape[0] - 1
-    use_table = val.shape[0] > 0
     H[0] = 0.0
     cnt[0] = 0
     par[0] = 0
     for i in range(1, m + 1):
-        if not use_table:
-            h = par[i] if hinted else par[i - 1]
-            if h < 0 or h >= i:
-                h = i - 1
-            best, bc, bt = _uncached_row(pre, pos, i, h, code, param, c, A, lf, pen, H, cnt, GH, SH)
-            H[i] = best
-            cnt[i] = bc
-            par[i] = bt
-            if (i + 1) % GROUP == 0:  # group i // GROUP of split points is complete
-                g = i // GROUP
-                mx = H[i]
-                for t in range(i - GROUP + 1, i):
-                    mx = max(mx, H[t])
-                GH[g] = mx
-                if (g + 1) % GROUP == 0:
-                    sg = g // GROUP
-                    mx = GH[g]
-                    for j in range(g - GROUP + 1, g):
-                        mx = max(mx, GH[j])
-                    SH[sg] = mx
-            continue
+        h = par[i] if hinted else par[i - 1]
+        if h < 0 or h >= i:
+            h = i - 1
+        best, bc, bt = _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH)
+        H[i] = best
+        cnt[i] = bc
+        par[i] = bt
+        if (i + 1) % GROUP == 0:  # group i // GROUP of split points is complete
+            g = i // GROUP
+            mx = H[i]
+            for t in range(i - GROUP + 1, i):
+                mx = max(mx, H[t])
+            GH[g] = mx
+            if (g + 1) % GROUP == 0:
+                sg = g // GROUP
+                mx = GH[g]
+                for j in range(g - GROUP + 1, g):
+                    mx = max(mx, GH[j])
+                SH[sg] = mx
+
+
+@njit(cache=True, error_model="numpy")
+def cached_pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted):
+    r"""One Dinkelbach step over a score cache: :math:`H[i] = \max_{t<i} H[t] + (\mu'[pos_t:pos_i) - pen)`.
+
+    Cut points, ties and outputs as :func:`uncached_pass`.  ``val``/``state`` is complete for
+    this eps (bounds, exact scores or carried bounds) over the block sums ``sp``/``sq`` (packed
+    lower triangles of the position space); bounds and exact scores persist across passes.
+
+    Split points are pruned exactly.  Every candidate has an upper bound of its value (a
+    cached score or bound); one candidate is scored exactly and becomes the incumbent - the
+    hint ``par[i]`` (the previous pass's or previous eps's choice) when ``hinted``, else the
+    candidate with the best bound; then only candidates whose bound reaches the incumbent are
+    scored exactly.  A pruned candidate's computed value is strictly below the incumbent
+    (rounding is monotone), so it can neither be the maximiser nor tie with it: the result
+    equals the unpruned program's.
+    """
+    code, param, c, A, lf = sc
+    m = pos.shape[0] - 1
+    H[0] = 0.0
+    cnt[0] = 0
+    par[0] = 0
+    for i in range(1, m + 1):
         base = i * (i - 1) // 2
         src = val[base : base + i]
         sts = state[base : base + i]
@@ -647,12 +831,14 @@ def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, 
                     umax = u
                     h = t
         if sts[h] != _EXACT:
-            src[h] = perspective(code, param, c + A * dps[h], c + A * dqs[h], A * (dps[h] - dqs[h]), lf)
+            dh = A * block_diff(pre, pos[h], pos[i], dps[h], dqs[h])
+            src[h] = perspective(code, param, c + A * dps[h], c + A * dqs[h], dh, lf)
             sts[h] = _EXACT
         best = H[h] + (src[h] - pen)
         bc = cnt[h] + 1
         bt = h
-        # only candidates whose bound reaches the incumbent are scored exactly
+        # only candidates whose bound reaches the incumbent are scored exactly (inline: helper
+        # kernels here made the Figure-1b sweep 40 % slower)
         for t in range(i):
             u = H[t] + (src[t] - pen)
             if u < best or t == h:
@@ -661,7 +847,7 @@ def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, 
             if st != _EXACT:
                 x = c + A * dps[t]
                 y = c + A * dqs[t]
-                d = A * (dps[t] - dqs[t])
+                d = A * block_diff(pre, pos[t], pos[i], dps[t], dqs[t])
                 if st == _CARRIED:
                     # a bound carried from a larger eps: tighten it first
                     w, exact = score_bound(code, param, x, y, d, lf)
@@ -689,6 +875,15 @@ def penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, pen, H, 
 
 
 @njit(cache=True, error_model="numpy")
+def _pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted, GH, SH):
+    """One penalised pass: :func:`cached_pass` when there is a score cache, else :func:`uncached_pass`."""
+    if val.shape[0] > 0:
+        cached_pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted)
+    else:
+        uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH)
+
+
+@njit(cache=True, error_model="numpy")
 def _traceback(pos, par, cnt, out):
     """Boundaries (symbol indices) of the partition ending at position m; returns the block count."""
     m = pos.shape[0] - 1
@@ -704,11 +899,11 @@ def _traceback(pos, par, cnt, out):
 
 
 @njit(cache=True, error_model="numpy")
-def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, code, param, c, A, lf, bounds, nb):
+def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, sc, bounds, nb):
     r"""Maximise :math:`\sum_t \mu'(B_t) / (1 + (s-1)c)` over partitions with cuts in ``pos``.
 
     ``bounds[:nb + 1]`` is a feasible start partition on entry and the optimum on exit.
-    ``sp, sq, val, state`` is the cache of :func:`penalized_pass` (all empty: none; else
+    ``sp, sq, val, state`` is the cache of :func:`cached_pass` (all empty: none; else
     either all entries empty - it is then filled - or all valid for this eps: exact scores,
     bounds or carried bounds).  ``hint`` (length m + 1, or empty) holds each end point's split
     point of a previous solve (e.g. the neighbouring eps): tried first, and overwritten with
@@ -720,6 +915,7 @@ def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, code, param, c, A, lf, bou
     partition beats :math:`\lambda` and the current one is optimal (``docs/fast.md``).
     An infinite ratio is returned as soon as it appears (the caller settles it).
     """
+    c = sc[2]
     m = pos.shape[0] - 1
     H = np.empty(m + 1)
     cnt = np.empty(m + 1, dtype=np.int64)
@@ -734,23 +930,21 @@ def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, code, param, c, A, lf, bou
             par[i] = hint[i]
     if state.shape[0] > 0 and state[0] == _EMPTY:
         # a cache is either empty (fresh) or complete for this eps (filled or carried)
-        fill_cache(sp, sq, val, state, code, param, c, A, lf)
+        fill_cache(pre, pos, sp, sq, val, state, sc)
     if c == 0.0:
         # every partition has denominator 1: one unpenalised pass is the optimum
-        penalized_pass(pre, pos, sp, sq, val, state, code, param, c, A, lf, 0.0, H, cnt, par, hinted, GH, SH)
+        _pass(pre, pos, sp, sq, val, state, sc, 0.0, H, cnt, par, hinted, GH, SH)
         nb = _traceback(pos, par, cnt, bounds)
-        lam = partition_ratio(pre, bounds, nb, code, param, c, A, lf)
+        lam = partition_ratio(pre, bounds, nb, sc)
     else:
-        lam = partition_ratio(pre, bounds, nb, code, param, c, A, lf)
+        lam = partition_ratio(pre, bounds, nb, sc)
         passes = 0
         while passes < MAX_DINKELBACH_STEPS and not math.isinf(lam):
-            penalized_pass(
-                pre, pos, sp, sq, val, state, code, param, c, A, lf, lam * c, H, cnt, par, hinted, GH, SH
-            )
+            _pass(pre, pos, sp, sq, val, state, sc, lam * c, H, cnt, par, hinted, GH, SH)
             passes += 1
             hinted = True  # the previous pass's split points
             nb2 = _traceback(pos, par, cnt, cand)
-            r = partition_ratio(pre, cand, nb2, code, param, c, A, lf)
+            r = partition_ratio(pre, cand, nb2, sc)
             if r >= lam:
                 # r == lam: the pass's maximiser (fewest blocks, smallest cuts) replaces an equal one
                 improved = r > lam
@@ -785,13 +979,14 @@ def _new_cache(pre, pos):
 
 
 @njit(cache=True, error_model="numpy")
-def best_two_blocks(pre, k, code, param, c, A, lf, bounds):
+def best_two_blocks(pre, k, sc, bounds):
     """Best partition into at most two blocks, O(k): a cheap, usually good, Dinkelbach start."""
+    c = sc[2]
     z = np.int64(0)  # not a literal: one compiled specialisation of score
-    best = score(pre, z, k, code, param, c, A, lf)
+    best = score(pre, z, k, sc)
     bt = 0
     for t in range(1, k):
-        v = (score(pre, z, t, code, param, c, A, lf) + score(pre, t, k, code, param, c, A, lf)) / (1.0 + c)
+        v = (score(pre, z, t, sc) + score(pre, t, k, sc)) / (1.0 + c)
         if v > best:
             best = v
             bt = t
@@ -805,49 +1000,64 @@ def best_two_blocks(pre, k, code, param, c, A, lf, bounds):
 
 
 # ---------------------------------------------------------------------------------------------
-# Output budget: the O(l k^2) program of Prop. 3.3 (mirror of spr._dp_readable)
+# Output budget: the O(l k^2) program of Prop. 3.3 (mirror of reference._dp_readable)
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy")
-def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
+def _row_sums(pre, i, DPr, DQr, DDr, with_diff):
+    """Sums (and, ``with_diff``, differences) of the blocks [t, i), t < i."""
+    for t in range(i):
+        dp, dq = block_sums(pre, t, i)
+        DPr[t] = dp
+        DQr[t] = dq
+        if with_diff:
+            DDr[t] = block_diff(pre, t, i, dp, dq)
+
+
+@njit(cache=True, error_model="numpy")
+def budget_dp(pre, k, l, sc, bounds):
     r"""Best partition into at most ``l`` blocks: ``F[s, i] = max_t F[s-1, t] + mu'[t:i)``.
 
     Same recursion, masks, accumulation order and tie-breaking (smallest split point,
-    smallest block count) as :func:`ldpopt.spr.solve._dp_readable`; O(l k) memory for ``F`` and the
+    smallest block count) as :func:`ldpopt.spr.reference._dp_readable`; O(l k) memory for ``F`` and the
     parent table, O(k) for the scores of the current end point, whose logarithms are only
     evaluated for split points that a cheap bound cannot exclude (same exact pruning as
-    :func:`penalized_pass`).  Row ``l`` is only needed at ``i = k``, so for ``l = 2`` the
+    the penalised passes).  Row ``l`` is only needed at ``i = k``, so for ``l = 2`` the
     program is O(k).  Returns ``(ratio, nb)``.
     """
+    code, param, c, A, lf = sc
     F = np.full((l + 1, k + 1), -math.inf)
     par = np.zeros((l + 1, k + 1), dtype=np.int64)
     W = np.empty(k)  # bound or exact score of [t, i)
     EX = np.empty(k, dtype=np.uint8)
     DPr = np.empty(k)
     DQr = np.empty(k)
+    DDr = np.empty(k)  # differences, for the divergences scored exactly by bounds_into
+    exact_all = not _has_bound(code)
     for i in range(1, k + 1):
         smax = min(l, i) if i == k else min(l - 1, i)
         if smax < 2:
-            F[1, i] = score(pre, np.int64(0), i, code, param, c, A, lf)
+            F[1, i] = score(pre, np.int64(0), i, sc)
             continue
-        for t in range(i):
-            dp, dq = block_sums(pre, t, i)
-            DPr[t] = dp
-            DQr[t] = dq
-        bounds_into(DPr, DQr, i, code, param, c, A, lf, W, EX)
+        _row_sums(pre, i, DPr, DQr, DDr, exact_all)
+        bounds_into(DPr, DQr, DDr, i, sc, W, EX)
         if EX[0] != _EXACT:
-            W[0] = perspective(code, param, c + A * DPr[0], c + A * DQr[0], A * (DPr[0] - DQr[0]), lf)
+            W[0] = perspective(
+                code, param, c + A * DPr[0], c + A * DQr[0], A * block_diff(pre, 0, i, DPr[0], DQr[0]), lf
+            )
             EX[0] = _EXACT
         F[1, i] = W[0]
         for s in range(2, smax + 1):
             prev = F[s - 1]
             # incumbent: the split point of the previous end point in this row (exactly scored);
             # then only candidates whose bound reaches it are scored (exact pruning, as in
-            # penalized_pass); ties go to the smallest split point, as numpy's argmax
+            # the penalised passes); ties go to the smallest split point, as numpy's argmax
             h = par[s, i - 1] if i - 1 >= s else s - 1
             if h < s - 1 or h >= i:
                 h = s - 1
             if EX[h] != _EXACT:
-                W[h] = perspective(code, param, c + A * DPr[h], c + A * DQr[h], A * (DPr[h] - DQr[h]), lf)
+                W[h] = perspective(
+                    code, param, c + A * DPr[h], c + A * DQr[h], A * block_diff(pre, h, i, DPr[h], DQr[h]), lf
+                )
                 EX[h] = _EXACT
             best = prev[h] + W[h]
             bt = h
@@ -856,7 +1066,14 @@ def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
                 if v < best or t == h:
                     continue
                 if EX[t] != _EXACT:
-                    W[t] = perspective(code, param, c + A * DPr[t], c + A * DQr[t], A * (DPr[t] - DQr[t]), lf)
+                    W[t] = perspective(
+                        code,
+                        param,
+                        c + A * DPr[t],
+                        c + A * DQr[t],
+                        A * block_diff(pre, t, i, DPr[t], DQr[t]),
+                        lf,
+                    )
                     EX[t] = _EXACT
                     v = prev[t] + W[t]
                     if v < best:
@@ -886,7 +1103,7 @@ def budget_dp(pre, k, l, code, param, c, A, lf, bounds):
 # One solve: unconstrained first, the budget program only when it is needed
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy")
-def _coarse_start(pre, k, code, param, c, A, lf, bounds):
+def _coarse_start(pre, k, sc, bounds):
     """Start for large k: the optimum over cuts on a coarse grid, refined around its cuts.
 
     Any partition is a valid Dinkelbach start; a good one saves full O(k^2) passes.
@@ -901,9 +1118,7 @@ def _coarse_start(pre, k, code, param, c, A, lf, bounds):
     nb = np.int64(1)
     for rnd in range(2):
         sp, sq, val, state = _new_cache(pre, pos)
-        nb = dinkelbach_ws(
-            pre, pos, sp, sq, val, state, np.empty(0, dtype=np.int64), code, param, c, A, lf, bounds, nb
-        )[1]
+        nb = dinkelbach_ws(pre, pos, sp, sq, val, state, np.empty(0, dtype=np.int64), sc, bounds, nb)[1]
         if rnd == 1:
             break
         # refine: allow every cut within two groups of a coarse cut
@@ -929,21 +1144,23 @@ def _coarse_start(pre, k, code, param, c, A, lf, bounds):
 
 
 @njit(cache=True, error_model="numpy")
-def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, val, state, hint):
+def solve_ws(pre, k, l, sc, bounds, nwarm, sp, sq, val, state, hint):
     """Optimal raw value and partition of one reduced instance with budget ``l`` (1 <= l <= k).
 
     ``bounds`` (length k + 1) receives the block boundaries; on entry ``bounds[:nwarm + 1]``
     is a start partition when ``nwarm > 0`` (e.g. the optimum at a neighbouring eps).
     ``sp, sq, val, state`` is the score cache over all cut points (see
-    :func:`penalized_pass`; empty arrays: none) and ``hint`` the split points of a previous
+    :func:`cached_pass`; empty arrays: none) and ``hint`` the split points of a previous
     solve (see :func:`dinkelbach_ws`; empty: none).  Returns ``(raw, nb, method)``, method
     0 = Dinkelbach, 1 = budget program, 2 = one block (k = 1 or l = 1).
     """
-    if k == 1 or l == 1:
+    c = sc[2]
+    first = _start(k, l, c)
+    if first == _policy.START_SINGLE:
         bounds[0] = 0
         bounds[1] = k
-        return score(pre, np.int64(0), k, code, param, c, A, lf) / 1.0, np.int64(1), np.int64(2)
-    if c == 0.0:
+        return score(pre, np.int64(0), k, sc) / 1.0, np.int64(1), np.int64(_policy.SINGLE)
+    if first == _policy.START_UNPENALISED:
         nb = np.int64(1)
         bounds[0] = 0
         bounds[1] = k
@@ -951,33 +1168,22 @@ def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, val, state
         if nwarm > 0:
             nb = nwarm
         else:
-            nb = best_two_blocks(pre, k, code, param, c, A, lf, bounds)
+            nb = best_two_blocks(pre, k, sc, bounds)
         if k > COARSEN_MIN_K:
             alt = np.empty(k + 1, dtype=np.int64)
-            nb_alt = _coarse_start(pre, k, code, param, c, A, lf, alt)
-            if partition_ratio(pre, alt, nb_alt, code, param, c, A, lf) > partition_ratio(
-                pre, bounds, nb, code, param, c, A, lf
-            ):
+            nb_alt = _coarse_start(pre, k, sc, alt)
+            if partition_ratio(pre, alt, nb_alt, sc) > partition_ratio(pre, bounds, nb, sc):
                 nb = nb_alt
                 for j in range(nb + 1):
                     bounds[j] = alt[j]
     pos = np.arange(k + 1)
-    raw, nb = dinkelbach_ws(pre, pos, sp, sq, val, state, hint, code, param, c, A, lf, bounds, nb)
-    if math.isinf(raw) and c > 0.0:
-        # an overflowing score: the readable program's answer is the first budget with an
-        # infinite row, and an infinite block needs at most 3 blocks (before, it, after)
-        raw, nb = budget_dp(pre, k, min(l, 3), code, param, c, A, lf, bounds)
-        return raw, nb, 1
-    if c < TIE_C and nb > 1 and nb * k * k <= TIE_WORK:
-        # the per-block penalty lambda c is below rounding: partitions with different block
-        # counts tie in floating point; settle the tie as the readable program does (its
-        # smallest maximising s), which the budget program with l = nb reproduces
-        raw, nb = budget_dp(pre, k, min(nb, l), code, param, c, A, lf, bounds)
-        return raw, nb, 0
-    if nb <= l:
-        return raw, nb, 0
-    raw, nb = budget_dp(pre, k, l, code, param, c, A, lf, bounds)
-    return raw, nb, 1
+    raw, nb = dinkelbach_ws(pre, pos, sp, sq, val, state, hint, sc, bounds, nb)
+    # an infinite score, near-ties between block counts or a binding budget: the budget
+    # program settles the answer (ldpopt.spr._policy.settle)
+    budget, method = _settle(raw, nb, k, l, c)
+    if budget > 0:
+        raw, nb = budget_dp(pre, k, budget, sc, bounds)
+    return raw, nb, np.int64(method)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -987,15 +1193,15 @@ def solve_ws(pre, k, l, code, param, c, A, lf, bounds, nwarm, sp, sq, val, state
 # IR level), so a fresh process compiles them in about a second: the pruned solvers above
 # link a dozen dispatchers into each other and take 10-15 s to compile.  The scores
 # themselves are evaluated by numpy (divergences._perspective_array), exactly as
-# spr._dp_readable evaluates them.  Keep them free of calls to other @njit functions (and of
-# numpy allocations, which compile helpers too): tests/test_kernels.py checks which kernels a
+# reference._dp_readable evaluates them.  Keep them free of calls to other @njit functions (and of
+# numpy allocations, which compile helpers too): tests/spr/test_kernels.py checks which kernels a
 # small solve touches, benchmarks/bench_fast.py measures the first call.
 @njit(cache=True, error_model="numpy")
 def table_args(pre, c, A, i0, i1, x, y, d):
     """Perspective arguments of the blocks [t, i), t < i, for the end points i0 <= i < i1.
 
     ``x = c + A dP``, ``y = c + A dQ``, ``d = A (dP - dQ)`` with the block sums of
-    :func:`block_sums` (those of ``spr._Prefix.sums``), in packed order: block [t, i) at
+    :func:`block_sums` (those of ``reduction._Prefix.sums``), in packed order: block [t, i) at
     ``i (i - 1) / 2 + t - i0 (i0 - 1) / 2``; ``pre`` as :func:`prefix_table`.
     """
     j = 0
@@ -1004,7 +1210,7 @@ def table_args(pre, c, A, i0, i1, x, y, d):
             dp, dq = block_sums(pre, t, i)
             x[j] = c + A * dp
             y[j] = c + A * dq
-            d[j] = A * (dp - dq)
+            d[j] = A * block_diff(pre, t, i, dp, dq)
             j += 1
 
 
@@ -1012,9 +1218,9 @@ def table_args(pre, c, A, i0, i1, x, y, d):
 def table_pass(S, k, pen, H, cnt, par):
     r"""One Dinkelbach step over the exact score table ``S`` (packed as :func:`table_args`).
 
-    :math:`H[i] = \max_{t<i} H[t] + (\mu'[t:i) - pen)` with the ties of :func:`penalized_pass`
+    :math:`H[i] = \max_{t<i} H[t] + (\mu'[t:i) - pen)` with the ties of :func:`cached_pass`
     (largest value, then fewest blocks, then smallest split point), so it returns what
-    :func:`penalized_pass` returns for the same scores; ``cnt`` receives the block counts
+    :func:`cached_pass` returns for the same scores; ``cnt`` receives the block counts
     and ``par`` the split points.
     """
     H[0] = 0.0
@@ -1044,7 +1250,7 @@ def table_budget_dp(S, k, l, c, F, par, bounds):
     r"""Best partition into at most ``l`` blocks over the score table ``S``; returns ``(ratio, nb)``.
 
     The recursion :math:`F[s, i] = \max_{t \ge s-1} F[s-1, t] + \mu'[t:i)` of
-    :func:`ldpopt.spr.solve._dp_readable` with its tie-breaking: every maximum is numpy's
+    :func:`ldpopt.spr.reference._dp_readable` with its tie-breaking: every maximum is numpy's
     ``argmax`` (the first maximum, or the first NaN), over the split points and over the
     block counts.  ``F`` (filled with -inf) and ``par`` are (l + 1, k + 1) scratch arrays,
     allocated by the caller (numpy's allocators would add half a second of compilation);
@@ -1118,15 +1324,15 @@ def solve_item(
     The block sums are computed once (they do not depend on eps), every solve is warm-started
     from the previous eps's optimum and, for KL, reverse KL and JS, the cached scores and
     bounds are carried down to the next eps as bounds (:func:`carry_bounds`).  ``pres``
-    holds every instance's (10, k+1) prefix table flattened, instance ``t`` at
+    holds every instance's (PRE_ROWS, k+1) prefix table flattened, instance ``t`` at
     ``pre_off[t]``.  Results go to ``raw_out[t, e]``, ``nb_out[t, e]``, ``meth_out[t, e]``
     and, when ``bounds_out`` is not empty, the block boundaries to
     ``bounds_out[bounds_off[t, e]:]``.  Releases the GIL, so items run in parallel threads.
     """
     k = ks[t]
     o = pre_off[t]
-    pre = np.empty((10, k + 1))
-    for r in range(10):
+    pre = np.empty((PRE_ROWS, k + 1))
+    for r in range(PRE_ROWS):
         for i in range(k + 1):
             pre[r, i] = pres[o + r * (k + 1) + i]
     sp, sq, val, state = _new_cache(pre, np.arange(k + 1))
@@ -1145,7 +1351,7 @@ def solve_item(
         else:
             state[:] = _EMPTY
         raw, nb, m = solve_ws(
-            pre, k, ls[t], code, param, c, A, lfs[e], bounds, nwarm, sp, sq, val, state, hint
+            pre, k, ls[t], (code, param, c, A, lfs[e]), bounds, nwarm, sp, sq, val, state, hint
         )
         c_prev = c
         A_prev = A

@@ -17,18 +17,24 @@ same numbers as looping :func:`ldpopt.optimal_mechanism`, but
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ldpopt._numerics import rescale
 from ldpopt._progress import ProgressBar
 from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int, is_real
-from ldpopt.divergences import FDivergence, get_divergence
+from ldpopt.divergences import CODE_POWER_DOWN, CODE_POWER_UP, FDivergence, get_divergence
 from ldpopt.errors import LdpoptWarning
-from ldpopt.spr.solve import _NEAR_TIE_RTOL, LRReduction, _dp_readable, _reduce
+from ldpopt.spr import _policy
+from ldpopt.spr.reduction import _reduce
+from ldpopt.spr.reference import _dp_readable
+from ldpopt.spr.solve import _compiled, _partition_value, _solve_power_far
 
 __all__ = ["SweepResult", "sweep"]
 
@@ -78,11 +84,14 @@ class SweepResult:
 
     @property
     def normalized_values(self) -> np.ndarray:
-        """``values / input_divergence`` per pair (nan where that is 0 or infinite)."""
+        """``values / input_divergence`` per pair, in [0, 1] (nan where that is 0 or infinite).
+
+        Clipped to [0, 1] as ``OptimalMechanismResult.normalized_value`` (data processing).
+        """
         d = np.asarray(self.input_divergence, dtype=float)[:, None]
         ok = np.isfinite(d) & (d != 0) & np.isfinite(self.values)
         with np.errstate(all="ignore"):
-            return np.where(ok, self.values / np.where(ok, d, 1.0), np.nan)
+            return np.where(ok, np.clip(self.values / np.where(ok, d, 1.0), 0.0, 1.0), np.nan)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -123,34 +132,6 @@ def _as_eps_grid(eps_grid: Any) -> np.ndarray:
     if len(items) == 0:
         raise ValueError("eps_grid must contain at least one privacy level")
     return np.array([check_eps(e, name=f"eps_grid[{j}]") for j, e in enumerate(items)], dtype=float)
-
-
-def _reduce_pair(u: np.ndarray, v: np.ndarray) -> LRReduction:
-    """``spr._reduce`` with a vectorised fast path for the common case of no (near-)tied ratios.
-
-    When no two adjacent sorted log-ratios are within the near-tie tolerance, every class is a
-    single symbol and the reduction is just the sort (what ``_reduce`` computes then, without
-    its per-symbol Python loop); otherwise ``_reduce`` itself runs.
-    """
-    keep = (u > 0) | (v > 0)
-    idx = np.flatnonzero(keep)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        key = np.log(u[idx]) - np.log(v[idx])
-        order = idx[np.argsort(key, kind="stable")]
-        skey = np.sort(key, kind="stable")
-        a, b = skey[:-1], skey[1:]
-        finite = np.isfinite(a) & np.isfinite(b)
-        scale = np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
-        near = (a == b) | (finite & (np.abs(b - a) <= _NEAR_TIE_RTOL * np.where(finite, scale, 1.0)))
-    if idx.size == 0 or np.any(near):
-        return _reduce(u, v)
-    return LRReduction(
-        p=u[order].astype(float),
-        q=v[order].astype(float),
-        classes=tuple((int(i),) for i in order),
-        dropped=tuple(int(i) for i in np.flatnonzero(~keep)),
-        k_original=int(u.shape[0]),
-    )
 
 
 def sweep(
@@ -209,7 +190,7 @@ def sweep(
         check_labelled_pair(a, b, names=(f"p0s[{t}]", f"p1s[{t}]"), normalize=normalize)[:2]
         for t, (a, b) in enumerate(zip(a_list, b_list, strict=False))
     ]
-    reds = [_reduce_pair(u, v) for u, v in pairs]
+    reds = [_reduce(u, v) for u, v in pairs]
     input_div = np.array([div(u, v) for u, v in pairs], dtype=float)
     T, E = len(reds), grid.shape[0]
     ls = np.array([r.k if l_user is None else min(l_user, r.k) for r in reds], dtype=np.int64)
@@ -226,6 +207,10 @@ def sweep(
         values = raw.copy()
     else:
         values = np.array([div.transform(float(x)) for x in raw.reshape(-1)], dtype=float).reshape(T, E)
+    _resolve_far_cells(reds, ls, grid, div, raw, values, nb, bounds)
+    # a divergence of two output distributions is >= 0: a negative value is rounding (only a
+    # user's generator, whose terms change sign, can produce one)
+    values = np.where(values < 0.0, 0.0, values)
     partitions = None
     if return_partitions:
         partitions = [[reds[t].lift_blocks(bounds[t][e]) for e in range(E)] for t in range(T)]
@@ -241,6 +226,34 @@ def sweep(
         input_divergence=input_div,
         method=method,
     )
+
+
+def _resolve_far_cells(reds, ls, grid, div, raw, values, nb, bounds) -> None:
+    """Renyi cells whose centred optimum does not determine D_alpha (``_policy.power_far``: an
+    overflow for alpha > 1, a Renyi sum below 1/2 for alpha < 1) are solved again as
+    ``optimal_mechanism`` does, on the scaled Renyi sum (``solve._solve_power_far``); ``values``,
+    ``nb`` and ``bounds`` are updated in place."""
+    if div.code not in (CODE_POWER_UP, CODE_POWER_DOWN):
+        return
+    for t, e in zip(
+        *np.nonzero([[_policy.power_far(div, float(r)) for r in row] for row in raw]), strict=True
+    ):
+        r = reds[t]
+        eps = float(grid[e])
+        cuts = _solve_power_far(
+            r.p, r.q, eps, div, int(ls[t]), _near_cuts(r, bounds, t, e, eps, div, ls), True
+        )
+        values[t, e] = _partition_value(r.p, r.q, eps, div, cuts, float(raw[t, e]))
+        nb[t, e] = len(cuts)
+        if bounds is not None:
+            bounds[t][e] = cuts
+
+
+def _near_cuts(r, bounds, t, e, eps, div, ls):
+    """The sweep's own partition of cell (t, e), or that of the single compiled solve."""
+    if bounds is not None:
+        return bounds[t][e]
+    return _compiled().solve(r.p, r.q, eps, div, int(ls[t]))[1]
 
 
 def _warn_user_divergence(div: FDivergence) -> None:
@@ -280,9 +293,7 @@ def _work_items(ks: np.ndarray, E: int, threads: int) -> list[tuple[int, int, in
 
 
 def _threads() -> int:
-    import os
-
-    import numba
+    import numba  # heavy: only once a compiled sweep runs
 
     # read the environment too: a worker process may set NUMBA_NUM_THREADS after numba was imported
     env = os.environ.get("NUMBA_NUM_THREADS", "")
@@ -291,20 +302,16 @@ def _threads() -> int:
 
 
 def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
-    from concurrent.futures import ThreadPoolExecutor
-
-    from ldpopt.spr import _fast
-    from ldpopt.spr import _kernels as K
-
+    K = _compiled().K  # the compiled kernels
     T, E = len(reds), grid.shape[0]
     ks = np.array([r.k for r in reds], dtype=np.int64)
     pre_off = np.zeros(T + 1, dtype=np.int64)
-    pre_off[1:] = np.cumsum(10 * (ks + 1))
+    pre_off[1:] = np.cumsum(K.PRE_ROWS * (ks + 1))
     pres = np.empty(int(pre_off[-1]))
     for t, r in enumerate(reds):
         table = K.prefix_table(np.ascontiguousarray(r.p, dtype=float), np.ascontiguousarray(r.q, dtype=float))
         pres[pre_off[t] : pre_off[t + 1]] = table.reshape(-1)
-    scal = [_fast.rescale(float(e)) for e in grid]
+    scal = [rescale(float(e)) for e in grid]
     cs = np.array([s[0] for s in scal])
     As = np.array([s[1] for s in scal])
     lfs = np.array([s[2] for s in scal])

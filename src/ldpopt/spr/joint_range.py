@@ -26,16 +26,17 @@ duplicate points are handled exactly, and a candidate on an edge of the hull is 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
+from ldpopt._numerics import rescale
 from ldpopt._validation import check_eps, check_labelled_pair, is_integer
 from ldpopt.mechanism import Mechanism, spr_mechanism
-from ldpopt.spr.solve import _reduce, compensated_prefix
+from ldpopt.spr.reduction import _reduce, compensated_prefix
 
 __all__ = ["JointRange", "joint_range", "HULL_TOL"]
 
@@ -87,6 +88,7 @@ class JointRange:
     eps: float
     k: int
     max_outputs: int = 2
+    _: KW_ONLY  # at most 8 positional fields; the rest by keyword
     symbol_labels: tuple | None = field(default=None, repr=False)
     #: reduced symbols (classes of original indices) in LR order, symbols without mass, split per candidate
     _classes: tuple = field(default=(), repr=False)
@@ -208,8 +210,7 @@ def joint_range(p0: Any, p1: Any, eps: float, max_outputs: int = 2, *, normalize
         )
     red = _reduce(u, v)
     kr = red.k
-    c = 0.0 if math.isinf(eps) else math.exp(-eps)
-    A = 1.0 if math.isinf(eps) else -math.expm1(-eps)
+    c, A, _ = rescale(eps)
     # t = c / A = 1/(e^eps - 1): offset of the constants in normalised coordinates
     t_exact = Fraction(0) if math.isinf(eps) else Fraction(c) / Fraction(A)
 

@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from ldpopt._extras import require
-from ldpopt._numerics import rescale_array
-from ldpopt.divergences import get_divergence
+from ldpopt._numerics import rescale, rescale_array
+from ldpopt._validation import check_distribution_pair
+from ldpopt.divergences import CODE_POWER_DOWN, CODE_POWER_UP, get_divergence, renyi_value
 from ldpopt.spr.grid import sweep
 from ldpopt.spr.kov import kov_lp
 from ldpopt.sweeps.config import InstanceSpec, SweepConfig, dirichlet_pair
@@ -103,20 +104,36 @@ def _cached_partition_string(blocks, cache: dict) -> str:
 # ---------------------------------------------------------------------------------------------
 # Baselines, vectorised over the eps grid
 # ---------------------------------------------------------------------------------------------
-def _transform(div, raw: np.ndarray) -> np.ndarray:
-    if div.value_transform is None:
-        return raw
-    return np.array([div.transform(float(r)) for r in raw])
+def _outputs_value(div, x: np.ndarray, y: np.ndarray, d: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    r"""Utility of s-ary RR on a block label, :math:`D(\sum_t g(x_t, y_t)/(1 + (s-1)c))` per eps
+    (SPR eq. 30).
+
+    ``x, y, d`` (E, s) are the rescaled output masses ``c + A P_t``, ``c + A Q_t`` and
+    ``A (P_t - Q_t)`` of the s blocks at each eps.  Every value is >= 0 (a divergence of two
+    distributions; the built-in terms are >= 0); Renyi is evaluated as ``optimal_mechanism``
+    reports it (log domain far from S = 1: no overflow).
+    """
+    c, _ = rescale_array(eps)
+    denom = 1.0 + (x.shape[1] - 1) * c
+    lf = np.array([rescale(float(e)).log_floor for e in eps])  # log c where c underflowed, else -inf
+    if div.code in (CODE_POWER_UP, CODE_POWER_DOWN):
+        return np.array(
+            [renyi_value(div.code, div.param, x[e], y[e], d[e], denom[e], lf[e]) for e in range(eps.shape[0])]
+        )
+    terms = div.perspective(x, y, d)
+    for e in np.flatnonzero(lf > -np.inf):  # e^{-eps} underflowed: keep log(e^{-eps}) = -eps
+        terms[e] = div.perspective(x[e], y[e], d[e], log_floor=float(lf[e]))
+    raw = terms.sum(axis=1) / denom
+    out = raw if div.value_transform is None else np.array([div.transform(float(r)) for r in raw])
+    return np.where(out < 0.0, 0.0, out)
 
 
 def _blocks_value(div, sums: list[tuple[float, float, float]], eps: np.ndarray) -> np.ndarray:
     r"""Utility of s-ary RR on a block label: :math:`\sum_t g(c + A P_t, c + A Q_t)/(1 + (s-1)c)`
     (SPR eq. 30)."""
     c, A = rescale_array(eps)
-    total = np.zeros_like(eps)
-    for P, Q, D in sums:
-        total = total + div.perspective(c + A * P, c + A * Q, A * D)
-    return _transform(div, total / (1.0 + (len(sums) - 1) * c))
+    P, Q, D = (np.array([s[j] for s in sums], dtype=float) for j in range(3))
+    return _outputs_value(div, c[:, None] + A[:, None] * P, c[:, None] + A[:, None] * Q, A[:, None] * D, eps)
 
 
 def _baseline_binary(u, v, eps, div):
@@ -133,13 +150,14 @@ def _baseline_binary(u, v, eps, div):
 def _baseline_rr(u, v, eps, div):
     """k-ary randomized response = SPR with singleton blocks; every symbol is its own output."""
     c, A = rescale_array(eps)
-    terms = div.perspective(
+    value = _outputs_value(
+        div,
         c[:, None] + A[:, None] * u[None, :],
         c[:, None] + A[:, None] * v[None, :],
         A[:, None] * (u - v)[None, :],
+        eps,
     )
-    raw = terms.sum(axis=1) / (1.0 + (u.shape[0] - 1) * c)
-    return _transform(div, raw), np.full(eps.shape, u.shape[0], dtype=np.int64), None
+    return value, np.full(eps.shape, u.shape[0], dtype=np.int64), None
 
 
 def _baseline_kov_lp(u, v, eps, div):
@@ -147,7 +165,10 @@ def _baseline_kov_lp(u, v, eps, div):
     vals = np.full(eps.shape, np.nan)
     nout = np.zeros(eps.shape, dtype=np.int64)
     for j, e in enumerate(eps):
-        res = kov_lp(u, v, float(e), div)
+        try:
+            res = kov_lp(u, v, float(e), div)
+        except ValueError:  # refused at this eps (e.g. infinite objective coefficients): no value
+            continue
         if res.status == 0:
             vals[j] = res.value
             nout[j] = res.num_outputs
@@ -321,7 +342,8 @@ def _table(task: ChunkTask, ks: np.ndarray, eps: np.ndarray, groups: list, input
     denom = inputs[:, div_of_group][:, :, None]
     ok = (denom != 0) & np.isfinite(denom) & np.isfinite(cells.values)
     with np.errstate(all="ignore"):
-        normalized = np.where(ok, cells.values / np.where(ok, denom, 1.0), np.nan)
+        # in [0, 1] by data processing (outside only by rounding); nan where D(P0||P1) = 0
+        normalized = np.where(ok, np.clip(cells.values / np.where(ok, denom, 1.0), 0.0, 1.0), np.nan)
     per_inst = G * E
     group_div = np.array([task.divergences[di] for di, _, _ in groups], dtype=object)
     group_mech = np.array([m for _, m, _ in groups], dtype=object)
@@ -350,6 +372,9 @@ def compute_chunk(task: ChunkTask) -> tuple[Any, float, float]:
         if task.pairs is not None
         else [dirichlet_pair(task.spec, i) for i in range(task.start, task.stop)]
     )
+    # renormalised exactly as every solver does (a Dirichlet draw sums to 1 only to rounding):
+    # the input divergence, the baselines and the optimum then see the same distributions
+    pairs = [check_distribution_pair(u, v, names=("p0", "p1")) for u, v in pairs]
     eps = np.asarray(task.eps, dtype=float)
     groups = _groups(task)
     n, E = len(pairs), len(task.eps)
