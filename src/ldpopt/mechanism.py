@@ -22,6 +22,7 @@ import numpy as np
 
 from ldpopt import _sampler
 from ldpopt._mechfile import read_mechanism_file, write_mechanism_file
+from ldpopt._numerics import rescale
 from ldpopt._validation import (
     _short,
     as_real_array,
@@ -375,7 +376,7 @@ def _check_partition(partition: Any, matrix: np.ndarray, eps: float) -> tuple[tu
 def _rr_levels(s: int, eps: float) -> tuple[float, float]:
     r"""High/low entries of s-ary RR: :math:`e^\varepsilon/(e^\varepsilon+s-1)` and
     :math:`1/(e^\varepsilon+s-1)`, computed from :math:`c=e^{-\varepsilon}` so nothing overflows."""
-    c = math.exp(-eps)
+    c = rescale(eps).c
     den = 1.0 + (s - 1) * c
     return 1.0 / den, c / den
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ldpopt._numerics import rescale
 from ldpopt._validation import check_eps, check_labelled_pair, is_real
 from ldpopt.divergences import egamma
 from ldpopt.mechanism import two_set_mechanism
@@ -31,7 +32,7 @@ def egamma_mechanism(
     g = div.param
     in_s = u >= g * v
     e_in = div(u, v)
-    c = 0.0 if math.isinf(eps) else math.exp(-eps)
+    c = rescale(eps).c
     t = 1.0 if math.isinf(eps) else math.tanh(eps / 2.0)
     value = max(0.0, t * e_in + (1.0 - g) * c / (1.0 + c))
     mech = two_set_mechanism(in_s, eps, labels, "egamma")
