@@ -9,13 +9,13 @@ from importlib.metadata import version
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 import ldpopt
-from cli_runner import make_runner
 from ldpopt.cli import app
 from ldpopt.cli.design import DEMO_EVENTS
 
-runner = make_runner()
+runner = CliRunner()
 
 
 def test_design_prints_and_writes_json(tmp_path):

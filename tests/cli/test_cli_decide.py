@@ -6,13 +6,13 @@ import json
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 import ldpopt
 from _errmodel import U, channel_err, lp_err, minimax_risk_err, support_vertex_err, within, within_all
-from cli_runner import make_runner
 from ldpopt.cli import app
 
-runner = make_runner()
+runner = CliRunner()
 
 PROBLEM = {
     "name": "triage",

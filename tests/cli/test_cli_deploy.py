@@ -7,15 +7,15 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
 import ldpopt
-from cli_runner import make_runner
 from ldpopt.cli import app
 from ldpopt.deploy.files import load_mechanism
 from ldpopt.deploy.sizing import sample_size
 from ldpopt.deploy.testing import LikelihoodRatioTest
 
-runner = make_runner()
+runner = CliRunner()
 
 LABELS = [
     "page",

@@ -7,13 +7,13 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
 from _valuebounds import baseline_utility_err, fast_spr_err, kov_bound
-from cli_runner import make_runner
 from ldpopt.cli import app
 from ldpopt.experiments import draw_pairs
 
-runner = make_runner()
+runner = CliRunner()
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
-from cli_runner import make_runner
 from ldpopt.cli import app
 from ldpopt.sweeps import runner
 from ldpopt.sweeps.report import summarize
@@ -30,7 +30,7 @@ instances_per_chunk = 2
 
 @pytest.fixture
 def cli():
-    return make_runner()
+    return CliRunner()
 
 
 @pytest.fixture

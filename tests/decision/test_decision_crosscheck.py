@@ -370,9 +370,9 @@ def test_objective_with_extreme_linear_pieces_gives_the_scaled_optimum():
 
 def test_lp_failure_names_its_cause(monkeypatch, tmp_path):
     import scipy.optimize
+    from typer.testing import CliRunner
 
-    from cli_runner import make_runner
-    from ldpopt.cli import app
+    from ldpopt.cli._common import app
 
     def failing(*args, **kwargs):
         return scipy.optimize.OptimizeResult(
@@ -387,7 +387,7 @@ def test_lp_failure_names_its_cause(monkeypatch, tmp_path):
     assert "numerical difficulties" in res.message and "ratio 1e+12" in res.message
     path = tmp_path / "p.json"
     path.write_text(json.dumps({"likelihood": prob.likelihood.tolist(), "loss": [[0, 1], [1, 0]]}))
-    out = make_runner().invoke(app, ["decide", str(path), "--eps", "1", "--method", "direct"])
+    out = CliRunner().invoke(app, ["decide", str(path), "--eps", "1", "--method", "direct"])
     text = " ".join(out.output.split())  # the console may wrap the line
     assert out.exit_code != 0
     assert "the LP solver failed" in text and "numerical difficulties" in text
