@@ -133,8 +133,10 @@ def test_report_writes_summary_and_figures(cli, finished, tmp_path):
         assert (rep / name).stat().st_size > 0, name
     assert (rep / "utility_vs_eps.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert b"<svg" in (rep / "outputs_vs_eps.svg").read_bytes()[:2000]
-    # round_trip: the float parser that gives back each repr exactly (older pandas default to "high")
-    summary = pd.read_csv(rep / "summary.csv", float_precision="round_trip")
+    # the float parser that gives back each repr exactly: pandas 3's default, "round_trip" before
+    # (pandas 2 defaults to "high"; pandas 3 deprecates the argument)
+    exact = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+    summary = pd.read_csv(rep / "summary.csv", **exact)
     # means are plain means over the instances (checked with a pandas groupby)
     df = runner.load_results(finished)
     direct = df.groupby(["divergence", "budget", "mechanism", "eps"])["normalized_utility"].mean()
