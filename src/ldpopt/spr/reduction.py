@@ -188,22 +188,9 @@ def compensated_prefix_diff(p: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, n
     block (``_Prefix.sums``) keeps about one ulp of itself even where dP and dQ nearly cancel;
     ``dP - dQ`` from the separate sums would carry ~ulp (dP + dQ).
     """
-    n = p.shape[0]
-    hi = np.zeros(n + 1)
-    lo = np.zeros(n + 1)
-    s = 0.0
-    comp = 0.0
-    for i in range(n):
-        for v in (float(p[i]), -float(q[i])):
-            t = s + v
-            if abs(s) >= abs(v):
-                comp += (s - t) + v
-            else:
-                comp += (v - t) + s
-            s = t
-        hi[i + 1] = s
-        lo[i + 1] = comp
-    return hi, lo
+    # the same Neumaier steps over p[0], -q[0], p[1], -q[1], ...; the prefix after each pair
+    hi, lo = compensated_prefix(np.column_stack((p, -np.asarray(q, dtype=float))).ravel())
+    return hi[::2].copy(), lo[::2].copy()
 
 
 class _Prefix:
