@@ -132,16 +132,17 @@ def partition_table(res, title: str, column: str = "symbols (likelihood-ratio or
     return t
 
 
-def write_json(path: Path, payload: dict) -> None:
+def write_json(path: Path, payload: dict, *, announce: bool = True) -> None:
     """Write ``payload`` as indented, strict JSON (no NaN or Infinity: non-finite numbers become
     ``null``) to ``path`` (``-``: standard output) through the atomic-write helper, which never
-    replaces a link, FIFO or device; a failure is a one-line error."""
+    replaces a link, FIFO or device; a failure is a one-line error.  ``announce``: say "wrote
+    PATH" (never for standard output, which holds the JSON alone)."""
     text = json.dumps(json_safe(payload), indent=2, allow_nan=False) + "\n"
     try:
         atomic_write_text(path, text)
     except OSError as exc:
         fail(f"cannot write --json {path}: {exc.strerror or exc}")
-    if not is_stdout(path):
+    if announce and not is_stdout(path):
         console.print(f"wrote {path}")
 
 

@@ -70,7 +70,7 @@ def _write_outputs(
         df.to_csv(path, index=False)
         paths.append(path)
     sj = outdir / "summary.json"
-    write_json(sj, json_safe(summary))
+    write_json(sj, summary, announce=False)  # listed with the other outputs below
     paths.append(sj)
     return paths
 
