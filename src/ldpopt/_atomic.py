@@ -11,8 +11,8 @@
   by a regular file.
 * ``"-"`` means standard output.
 
-Nothing else is created, replaced or removed: no directory is made for a path whose parent is
-missing unless the caller asks (``make_parents``), and a directory is refused.
+Nothing else is replaced or removed: missing parent folders of a new file are created, and a
+directory is refused.
 """
 
 from __future__ import annotations
@@ -81,7 +81,6 @@ def atomic_write(
     *,
     binary: bool = True,
     newline: str | None = None,
-    make_parents: bool = True,
 ) -> Path:
     """Call ``writer(fileobj)`` and put what it wrote at ``path`` (see the module docstring for
     links, FIFOs, devices and ``"-"``); returns ``path``."""
@@ -99,8 +98,7 @@ def atomic_write(
     if info is not None and not stat.S_ISREG(info.st_mode):
         _write_through(target, writer, binary, newline)
         return named
-    if make_parents:
-        target.parent.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
     _replace(target, writer, binary, newline)
     return named
 
