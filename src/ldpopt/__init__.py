@@ -1,6 +1,7 @@
 """ldpopt: exactly optimal local-differential-privacy mechanisms.
 
 * Binary hypothesis testing (Sort-Partition-Randomize): :func:`optimal_mechanism`.
+* Dominance certificates for a given mechanism: :func:`spr_decomposition`, :func:`dominance`.
 * Baselines and closed forms: :func:`randomized_response`, :func:`binary_mechanism`,
   :func:`egamma_mechanism`, :func:`lr_distance_mechanism`, :func:`kov_lp`.
 """
@@ -39,6 +40,14 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "SweepResult": ("ldpopt.spr.grid", "SweepResult"),
     "joint_range": ("ldpopt.spr.joint_range", "joint_range"),
     "JointRange": ("ldpopt.spr.joint_range", "JointRange"),
+    # dominance certificates (Theorem 3.1 of the SPR paper for a given mechanism)
+    "staircase_refinement": ("ldpopt.spr.certificates", "staircase_refinement"),
+    "spr_decomposition": ("ldpopt.spr.certificates", "spr_decomposition"),
+    "dominance": ("ldpopt.spr.certificates", "dominance"),
+    "verify_certificate": ("ldpopt.spr.certificates", "verify_certificate"),
+    "SPRDecomposition": ("ldpopt.spr.certificates", "SPRDecomposition"),
+    "DominanceResult": ("ldpopt.spr.certificates", "DominanceResult"),
+    "StaircaseRefinement": ("ldpopt.spr.certificates", "StaircaseRefinement"),
     # paper reproductions and figures
     "experiments": ("ldpopt.experiments", None),
     "plots": ("ldpopt.plots", None),

@@ -9,7 +9,9 @@
 * :mod:`~ldpopt.spr.closed_forms` - ``egamma_mechanism``, ``lr_distance_mechanism``;
 * :mod:`~ldpopt.spr.grid` - :func:`sweep`, a batched grid of instances x eps;
 * :mod:`~ldpopt.spr.kov` - :func:`kov_lp`, the exponential staircase LP (an independent check);
-* :mod:`~ldpopt.spr.joint_range` - ``joint_range``, the geometry of binary-output channels.
+* :mod:`~ldpopt.spr.joint_range` - ``joint_range``, the geometry of binary-output channels;
+* :mod:`~ldpopt.spr.certificates` - ``spr_decomposition``, ``dominance``: Theorem 3.1 for a given
+  mechanism, as a certificate checked by matrix products.
 
 A function named like its module (``joint_range``) is not re-exported here, so that
 ``import ldpopt.spr.joint_range`` keeps meaning the module; it is ``ldpopt.joint_range``.
