@@ -526,7 +526,12 @@ def _caratheodory(images: np.ndarray, w: np.ndarray, target: np.ndarray) -> tupl
         live = [i for i in range(len(idx)) if i != drop and w[i] > 0.0]
         idx = [idx[i] for i in live]
         w = w[live]
-    return idx, _polish(images[:, idx], w, target)
+    w = _polish(images[:, idx], w, target)
+    while len(idx) > 1 and np.any(w == 0.0):  # a weight polished to 0: its pair is not needed
+        live = np.flatnonzero(w > 0.0)
+        idx = [idx[i] for i in live]
+        w = _polish(images[:, idx], w[live], target)
+    return idx, w
 
 
 def _polish(X: np.ndarray, w: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -567,7 +572,8 @@ def _residual(comps, weights, u, v, target) -> float:
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CertificateCheck:
-    """Outcome of :func:`verify_certificate`: ``valid`` and, when not, the first ``problem``."""
+    """Outcome of :func:`verify_certificate`: ``valid``, the recomputed ``residual`` and, when not
+    valid, every ``problem`` found."""
 
     valid: bool
     residual: float
@@ -601,9 +607,12 @@ def verify_certificate(cert: Any) -> CertificateCheck:
     SPR channel of its partition (s-ary randomized response, ``1/(1+(s-1)c)`` and
     ``c/(1+(s-1)c)``) placed in its slots; the partition covers the inputs and is LR-contiguous
     for (p0, p1); Q is eps-LDP; and :math:`\max|\sum_t w_t C_t^\top [p_0\ p_1] - Q^\top [p_0\ p_1]|
-    \le` :data:`RESIDUAL_TOL`.
+    \le` :data:`RESIDUAL_TOL`.  A document that is not a certificate (missing keys, ragged arrays,
+    inconsistent shapes) raises ValueError; a certificate that does not hold returns ``valid=False``.
     """
     d = cert.to_dict() if isinstance(cert, SPRDecomposition) else cert
+    if not isinstance(d, dict) or d.get("format") != CERTIFICATE_FORMAT:
+        raise ValueError(f"not a certificate: expected a JSON object with format {CERTIFICATE_FORMAT!r}")
     problems: list[str] = []
     try:
         eps = math.inf if d["eps"] == "inf" else float(d["eps"])
@@ -612,15 +621,20 @@ def verify_certificate(cert: Any) -> CertificateCheck:
         p1 = np.array(d["p1"], dtype=float)
         w = np.array(d["weights"], dtype=float)
         comps = [np.array(c, dtype=float) for c in d["components"]]
-        parts = d["partitions"]
-        places = d["placements"]
-    except (KeyError, TypeError, ValueError) as exc:
-        return CertificateCheck(False, math.nan, (f"malformed certificate: {exc}",))
-    if Q.ndim != 2 or p0.shape != (Q.shape[0],) or p1.shape != (Q.shape[0],):
-        return CertificateCheck(False, math.nan, ("matrix, p0 and p1 have inconsistent shapes",))
+        parts = list(d["partitions"])
+        places = list(d["placements"])
+    except KeyError as exc:
+        raise ValueError(f"malformed certificate: missing key {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"malformed certificate: {exc}") from None
+    if Q.ndim != 2 or p0.shape != (Q.shape[0],) or p1.shape != (Q.shape[0],) or w.ndim != 1:
+        raise ValueError("malformed certificate: matrix, p0, p1 and weights have inconsistent shapes")
     if not (len(comps) == len(parts) == len(places) == w.shape[0]):
-        problem = "weights, partitions, placements and components differ in number"
-        return CertificateCheck(False, math.nan, (problem,))
+        raise ValueError(
+            "malformed certificate: weights, partitions, placements, components differ in number"
+        )
+    if not eps >= 0.0:
+        raise ValueError(f"malformed certificate: eps must be >= 0, got {eps!r}")
     k, m = Q.shape
     if ldp_violation(Q, eps) is not None:
         problems.append(f"the matrix is not eps-LDP for eps={eps!r}")
@@ -701,8 +715,9 @@ class DominanceRow:
 
     @property
     def loss(self) -> float:
-        """``optimum - value``: what the given mechanism gives up for this divergence."""
-        return self.optimum - self.value
+        """``optimum - value``: what the given mechanism gives up for this divergence (>= 0: a
+        negative difference is rounding of two evaluations of the same value)."""
+        return max(self.optimum - self.value, 0.0)
 
 
 @dataclass(frozen=True)

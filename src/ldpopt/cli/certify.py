@@ -1,0 +1,181 @@
+"""``ldpopt compare`` and ``ldpopt verify-certificate``: dominance certificates for a deployed mechanism.
+
+``compare M.json`` decomposes the mechanism's pair of output distributions into SPR mechanisms'
+pairs (:func:`ldpopt.spr_decomposition`), prints for each divergence the mechanism's value, the
+mixture bound, the best SPR component and the optimum, and writes the certificate as JSON;
+``verify-certificate CERT.json`` re-checks such a file with matrix products alone
+(:func:`ldpopt.verify_certificate`).  Exit codes: 0 ok, 1 the certificate does not hold, 2 bad input.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from ldpopt._json import loads_strict
+from ldpopt.cli._common import (
+    app,
+    console,
+    fail,
+    fmt,
+    parse_distribution,
+    report_to_stderr_if_json_on_stdout,
+    write_json,
+)
+
+#: the divergences ``compare`` reports unless ``--divergence`` is given
+DEFAULT_COMPARE = ("kl", "reverse_kl", "tv", "chi2", "hellinger", "js")
+
+
+def _load_mechanism_file(path: Path):
+    from ldpopt.deploy.files import MechanismFileError, load_mechanism
+
+    if not path.exists():
+        fail(f"{path}: no such file")
+    try:
+        return load_mechanism(path)
+    except MechanismFileError as exc:
+        fail(str(exc))
+
+
+def _aligned(text: str, name: str, labels: tuple | None) -> Any:
+    """``--p0``/``--p1`` parsed; label=prob pairs matched to the mechanism's labels as text."""
+    dist = parse_distribution(text, name)
+    if not isinstance(dist, dict):
+        return dist
+    if labels is None:
+        fail(f"--{name} has labels but the mechanism has none; give plain probabilities")
+    by_text = {str(lab): lab for lab in labels}
+    unknown = [key for key in dist if key not in by_text]
+    if unknown:
+        fail(f"--{name} has unknown label {unknown[0]!r}; the mechanism's labels are {', '.join(by_text)}")
+    return {by_text[key]: val for key, val in dist.items()}
+
+
+def _pair(mf: Any, p0: str | None, p1: str | None) -> tuple[Any, Any]:
+    if (p0 is None) != (p1 is None):
+        fail("give both --p0 and --p1, or neither (to use the ones stored in the mechanism file)")
+    if p0 is None or p1 is None:
+        if mf.p0 is None:
+            fail("the mechanism file does not store p0/p1: give --p0 and --p1")
+        return mf.p0, mf.p1
+    labels = mf.mechanism.labels
+    return _aligned(p0, "p0", labels), _aligned(p1, "p1", labels)
+
+
+def _names(dec: Any, part: tuple) -> str:
+    return " | ".join(", ".join(map(str, block)) for block in part)
+
+
+def _print_report(res: Any, path: Path) -> None:
+    dec = res.decomposition
+    t = Table(title=f"{path.name}: value <= mixture <= best SPR component <= optimum (eps = {res.eps:g})")
+    for col in ("divergence", "mechanism", "mixture bound", "best SPR", "component", "optimum", "loss"):
+        t.add_column(col, justify="left" if col == "divergence" else "right")
+    for row in res.rows:
+        t.add_row(
+            row.divergence,
+            fmt(row.value),
+            fmt(row.mixture),
+            fmt(row.best_value),
+            str(row.best_index),
+            fmt(row.optimum),
+            fmt(row.loss),
+        )
+    console.print(t)
+    c = Table(title=f"Certificate: {dec.num_components} SPR mechanism(s), residual {dec.residual:.3g}")
+    c.add_column("component", justify="right")
+    c.add_column("weight", justify="right")
+    c.add_column("blocks (likelihood-ratio order)")
+    c.add_column("output slots")
+    for i, (w, part, slots) in enumerate(zip(dec.weights, dec.partitions, dec.placements, strict=True)):
+        c.add_row(str(i), fmt(float(w)), _names(dec, part), ", ".join(map(str, slots)))
+    console.print(c)
+
+
+def _payload(res: Any) -> dict:
+    out = res.decomposition.to_dict()
+    out["dominance"] = [
+        {
+            "divergence": r.divergence,
+            "value": r.value,
+            "mixture": r.mixture,
+            "best_index": r.best_index,
+            "best_value": r.best_value,
+            "optimum": r.optimum,
+            "optimal_partition": None
+            if r.optimal_partition is None
+            else [list(b) for b in r.optimal_partition],
+        }
+        for r in res.rows
+    ]
+    return out
+
+
+@app.command("compare")
+def compare_cmd(
+    mechanism: Path = typer.Argument(..., help="Mechanism file (JSON, as written by 'ldpopt export')."),
+    p0: str | None = typer.Option(None, "--p0", help="P0 (default: stored in the mechanism file)."),
+    p1: str | None = typer.Option(None, "--p1", help="P1 (default: stored in the mechanism file)."),
+    eps: float | None = typer.Option(None, "--eps", help="Privacy level (default: the mechanism's)."),
+    divergence: list[str] | None = typer.Option(
+        None, "--divergence", help="Divergence to report (repeatable; default: the built-in ones)."
+    ),
+    json_out: Path | None = typer.Option(
+        None, "--json", help="Write the certificate as JSON to FILE ('-': stdout)."
+    ),
+) -> None:
+    """Is the mechanism dominated? Its SPR decomposition and what it loses per divergence."""
+    from ldpopt.spr.certificates import dominance
+
+    mf = _load_mechanism_file(mechanism)
+    a, b = _pair(mf, p0, p1)
+    try:
+        res = dominance(mf.mechanism, a, b, eps, tuple(divergence) if divergence else DEFAULT_COMPARE)
+    except (ValueError, TypeError) as exc:
+        fail(str(exc))
+    with report_to_stderr_if_json_on_stdout(json_out):
+        _print_report(res, mechanism)
+        if not res.success:
+            console.print(f"[red]certificate failed:[/] {res.decomposition.message}")
+    if json_out is not None:
+        write_json(json_out, _payload(res))
+    if not res.success:
+        raise typer.Exit(1)
+
+
+@app.command("verify-certificate")
+def verify_cmd(
+    certificate: Path = typer.Argument(
+        ..., help="Certificate file (JSON, as written by 'ldpopt compare --json')."
+    ),
+) -> None:
+    """Re-check a dominance certificate with matrix products alone (exit 1 when it does not hold)."""
+    from ldpopt.spr.certificates import verify_certificate
+
+    if not certificate.exists():
+        fail(f"{certificate}: no such file")
+    try:
+        doc = loads_strict(certificate.read_text(), certificate)
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"{certificate} cannot be read: {exc}")
+    except ValueError as exc:
+        fail(str(exc))
+    if not isinstance(doc, dict):
+        fail(f"{certificate}: the top level must be a JSON object (a certificate)")
+    try:
+        check = verify_certificate(doc)
+    except (ValueError, TypeError) as exc:
+        fail(f"{certificate}: {exc}")
+    if check.valid:
+        console.print(
+            f"[green]valid:[/] {check.num_components} SPR mechanism(s), residual {check.residual:.3g} "
+            "(the mechanism's pair of output distributions is their convex combination)"
+        )
+        return
+    for problem in check.problems:
+        console.print(f"[red]invalid:[/] {problem}", highlight=False)
+    raise typer.Exit(1)
