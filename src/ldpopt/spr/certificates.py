@@ -528,9 +528,9 @@ def _caratheodory(images: np.ndarray, w: np.ndarray, target: np.ndarray) -> tupl
         w = w[live]
     w = _polish(images[:, idx], w, target)
     while len(idx) > 1 and np.any(w == 0.0):  # a weight polished to 0: its pair is not needed
-        live = np.flatnonzero(w > 0.0)
-        idx = [idx[i] for i in live]
-        w = _polish(images[:, idx], w[live], target)
+        pos = np.flatnonzero(w > 0.0)
+        idx = [idx[int(i)] for i in pos]
+        w = _polish(images[:, idx], w[pos], target)
     return idx, w
 
 
