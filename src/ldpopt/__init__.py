@@ -43,6 +43,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     # dominance certificates (Theorem 3.1 of the SPR paper for a given mechanism)
     "staircase_refinement": ("ldpopt.spr.certificates", "staircase_refinement"),
     "spr_decomposition": ("ldpopt.spr.certificates", "spr_decomposition"),
+    "layer_decomposition": ("ldpopt.spr.certificates", "layer_decomposition"),
     "dominance": ("ldpopt.spr.certificates", "dominance"),
     "verify_certificate": ("ldpopt.spr.certificates", "verify_certificate"),
     "SPRDecomposition": ("ldpopt.spr.certificates", "SPRDecomposition"),

@@ -16,6 +16,7 @@ from ldpopt.decision.problem import DecisionProblem
 from ldpopt.spr.certificates import (
     RESIDUAL_TOL,
     dominance,
+    layer_decomposition,
     spr_decomposition,
     staircase_refinement,
     verify_certificate,
@@ -357,6 +358,56 @@ def test_example_b2_paper_certificate_verifies_and_decomposition_is_valid():
     dec = spr_decomposition(Q, B2_P0, B2_P1, 1.0)
     check_certificate(dec, Q, B2_P0, B2_P1, 1.0)
     assert verify_certificate(dec).valid
+
+
+def test_example_b2_layers_are_the_papers():
+    Q = b2_float()[0]
+    lay = layer_decomposition(Q, 1.0)
+    D = 17 + 14 * math.e
+    # lambda = 7/D, 4/D, 3/D; layers {I1, I4}, {I2, I5}, {I1, I3, I5}
+    assert np.allclose(lay.thickness * D, B2_LAMBDA, rtol=32 * U, atol=0)
+    assert lay.placements == tuple(outs for outs, _ in B2_LAYERS)
+    assert lay.partitions == (((0,), (1, 2, 3, 4)), ((0, 1), (2, 3, 4)), ((0,), (1,), (2, 3, 4)))
+    _, weights, _, _, comps = b2_float()
+    assert np.allclose(lay.weights, weights, rtol=32 * U, atol=0)
+    for got, want in zip(lay.components, comps, strict=True):
+        assert np.allclose(got, want, rtol=ENTRY_RTOL, atol=0)
+    total = sum(w * c for w, c in zip(weights, comps, strict=True))
+    assert np.max(np.abs(total - Q)) <= 16 * U
+
+
+def random_interval_partition(rng, k):
+    s = int(rng.integers(1, k + 1))
+    cuts = sorted(rng.choice(np.arange(1, k), size=s - 1, replace=False)) if s > 1 else []
+    return [tuple(range(a, b)) for a, b in zip([0, *cuts], [*cuts, k], strict=True)]
+
+
+def test_layer_decomposition_of_random_interval_staircase_channels():
+    rng = np.random.default_rng(42)
+    done = 0
+    while done < 20:
+        k, m = int(rng.integers(2, 8)), int(rng.integers(2, 9))
+        eps = float(rng.uniform(0.2, 3.0))
+        parts = [random_interval_partition(rng, k) for _ in range(int(rng.integers(1, 4)))]
+        intervals = sorted({iv for part in parts for iv in part})
+        if len(intervals) > m:
+            continue
+        slot = dict(zip(intervals, rng.permutation(m)[: len(intervals)].tolist(), strict=True))
+        # a convex combination of SPR channels in which each interval always has the same column,
+        # so every column is staircase with an interval high set
+        weights = rng.dirichlet(np.ones(len(parts)))
+        Q = sum(
+            w * spr_channel(part, [slot[iv] for iv in part], k, m, eps)
+            for w, part in zip(weights, parts, strict=True)
+        )
+        lay = layer_decomposition(Q, eps)
+        assert np.all(lay.weights > 0) and abs(math.fsum(lay.weights) - 1) <= 8 * len(lay.weights) * U
+        assert len(lay.weights) <= len(intervals)  # each layer empties at least one column
+        total = sum(w * c for w, c in zip(lay.weights, lay.components, strict=True))
+        assert np.max(np.abs(total - Q)) <= 64 * U
+        done += 1
+    with pytest.raises(ValueError, match="interval high set"):
+        layer_decomposition(spr_channel([[0, 2], [1]], [0, 1], 3, 2, 1.0), 1.0)
 
 
 def test_verify_rejects_broken_certificates():

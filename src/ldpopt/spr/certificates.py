@@ -10,6 +10,8 @@ space of dimension :math:`2m - 2`).  For every f-divergence, convexity then give
 
 * :func:`staircase_refinement` - Lemma A.1: a staircase channel with nested high sets per
   original output and the merge map back to Q (the paper's Example A.3);
+* :func:`layer_decomposition` - Proposition 4.2 / Lemma B.1: a staircase channel with interval
+  high sets peeled into SPR channels (the paper's Example B.2);
 * :func:`spr_decomposition` - the certificate :math:`\sum_t w_t C_t^\top [p_0\ p_1] = Q^\top
   [p_0\ p_1]`, each :math:`C_t` the SPR channel of an LR-contiguous partition with its outputs placed
   injectively into Q's output slots;
@@ -55,10 +57,12 @@ __all__ = [
     "RESIDUAL_TOL",
     "DominanceResult",
     "DominanceRow",
+    "LayerDecomposition",
     "SPRDecomposition",
     "StaircaseRefinement",
     "CertificateCheck",
     "dominance",
+    "layer_decomposition",
     "spr_decomposition",
     "staircase_refinement",
     "verify_certificate",
@@ -189,6 +193,117 @@ def staircase_refinement(Q: Any, eps: float) -> StaircaseRefinement:
         high_sets=tuple(sets),
         merge=_frozen(np.array(merge, dtype=int)),
         eps=e,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Proposition 4.2 / Lemma B.1: layers of an interval staircase channel
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LayerDecomposition:
+    r""":math:`Q = \sum_t \beta_t \hat Q^{(t)}` for a staircase channel whose high sets are intervals.
+
+    Attributes
+    ----------
+    weights : ndarray
+        :math:`\beta_t = \lambda_t (e^\varepsilon + s_t - 1) > 0`, summing to 1.
+    thickness : ndarray
+        :math:`\lambda_t`, the weight peeled off with layer t (Lemma B.1).
+    partitions : tuple
+        Per layer, its blocks (row indices, intervals in the row order of Q).
+    placements : tuple
+        Per layer, the column of Q of each block.
+    components : tuple of ndarray
+        :math:`\hat Q^{(t)}`: the SPR channel of the layer in those columns, zero elsewhere.
+    residual : float
+        :math:`\max|\sum_t \beta_t \hat Q^{(t)} - Q|` (the matrices themselves, not only their pairs).
+    """
+
+    weights: np.ndarray
+    thickness: np.ndarray
+    partitions: tuple
+    placements: tuple
+    components: tuple
+    residual: float
+
+
+#: a staircase column's entries are theta or e^eps theta up to this relative rounding, and peeled
+#: weights below this times the largest are rounding of a zero (the weights are differences of
+#: O(1) numbers, each exact to a few ulp)
+_STAIR_RTOL = 1e-9
+
+
+def layer_decomposition(Q: Any, eps: float) -> LayerDecomposition:
+    r"""Proposition 4.2 of the SPR paper (the peeling of Lemma B.1) for an interval staircase channel.
+
+    Every active column of Q must be staircase, :math:`Q(i, y) = \theta_y(1 + (e^\varepsilon-1)
+    1\{i \in I_y\})`, with :math:`I_y` an interval of rows in the given order (a constant column
+    counts as :math:`I_y = [k]` with :math:`\theta_y` = its entry / :math:`e^\varepsilon`).  The
+    weighted intervals then cover every row equally, and peeling partitions off from the left
+    (each time the largest run of intervals that tiles the rows, with the smallest remaining
+    weight :math:`\lambda_t`) writes Q as a convex combination of SPR channels placed in its
+    columns.  This is the paper's Example B.2 construction; rows are taken in the given order (sort
+    them by likelihood ratio first for an SPR statement about a pair).
+    """
+    matrix = as_channel_matrix(Q, "Q")
+    e = check_eps(eps, allow_inf=False)
+    _refuse_non_ldp(matrix, e, "Q")
+    k, m = matrix.shape
+    e_eps = math.exp(e)
+    weight: dict[int, float] = {}
+    interval: dict[int, tuple[int, int]] = {}
+    for y in range(m):
+        col = matrix[:, y]
+        hi = float(col.max())
+        if hi == 0.0:
+            continue
+        high = col >= hi / (1.0 + _STAIR_RTOL)
+        rows = np.flatnonzero(high)
+        low_ok = np.all(np.abs(col[~high] * e_eps - hi) <= _STAIR_RTOL * hi)
+        if not low_ok or rows[-1] - rows[0] + 1 != rows.size:
+            raise ValueError(
+                f"Q column {y} is not a staircase column with an interval high set "
+                f"(entries {hi!r} on rows {rows.tolist()} and e^-eps times that elsewhere)"
+            )
+        if rows.size == k and e > 0:
+            rows = np.arange(k)
+        weight[y] = hi / e_eps
+        interval[y] = (int(rows[0]), int(rows[-1]) + 1)
+    wmax = max(weight.values())
+    layers, thick = [], []
+    while any(w > _STAIR_RTOL * wmax for w in weight.values()):
+        chosen, start = [], 0
+        while start < k:
+            cands = [y for y, (a, _) in interval.items() if a == start and weight[y] > _STAIR_RTOL * wmax]
+            if not cands:
+                raise ValueError("Q's intervals do not cover every row equally (Q is not row-stochastic)")
+            y = max(cands, key=lambda c: weight[c])
+            chosen.append(y)
+            start = interval[y][1]
+        lam = min(weight[y] for y in chosen)
+        for y in chosen:
+            weight[y] -= lam
+        layers.append(chosen)
+        thick.append(lam)
+    comps, betas, parts = [], [], []
+    for chosen, lam in zip(layers, thick, strict=True):
+        s = len(chosen)
+        comp = np.zeros((k, m))
+        for y in chosen:
+            a, b = interval[y]
+            comp[:, y] = 1.0 / (e_eps + s - 1)
+            comp[a:b, y] = e_eps / (e_eps + s - 1)
+        comps.append(comp)
+        betas.append(lam * (e_eps + s - 1))
+        parts.append(tuple(tuple(range(*interval[y])) for y in chosen))
+    total = sum(b * c for b, c in zip(betas, comps, strict=True))
+    return LayerDecomposition(
+        weights=_frozen(np.array(betas)),
+        thickness=_frozen(np.array(thick)),
+        partitions=tuple(parts),
+        placements=tuple(tuple(ch) for ch in layers),
+        components=tuple(_frozen(c) for c in comps),
+        residual=float(np.max(np.abs(total - matrix))),
     )
 
 
