@@ -87,6 +87,9 @@ _MAX_ROUNDS = 2000
 #: singular values of the augmented image matrix below this times its largest one count as 0
 #: (affine dependence, Caratheodory step); images are probabilities, rounding ~1e-16
 _RANK_RTOL = 1e-11
+#: a polished weight at or below this is dropped (and the rest solved again): leaving its pair out
+#: moves the mixture by at most this much per entry, 100 times below RESIDUAL_TOL
+_NEGLIGIBLE_WEIGHT = 1e-14
 #: a verified component may differ from the SPR channel of its partition by this much per entry
 #: (both are 1/(1+(s-1)c) and c/(1+(s-1)c) rounded once or twice: a few ulp)
 COMPONENT_ATOL = 1e-13
@@ -642,8 +645,8 @@ def _caratheodory(images: np.ndarray, w: np.ndarray, target: np.ndarray) -> tupl
         idx = [idx[i] for i in live]
         w = w[live]
     w = _polish(images[:, idx], w, target)
-    while len(idx) > 1 and np.any(w == 0.0):  # a weight polished to 0: its pair is not needed
-        pos = np.flatnonzero(w > 0.0)
+    while len(idx) > 1 and np.any(w <= _NEGLIGIBLE_WEIGHT):  # its pair is not needed
+        pos = np.flatnonzero(w > _NEGLIGIBLE_WEIGHT)
         idx = [idx[int(i)] for i in pos]
         w = _polish(images[:, idx], w[pos], target)
     return idx, w
