@@ -9,6 +9,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 import ldpopt
@@ -168,6 +170,7 @@ def certify_and_check(Q, p0, p1, eps, divergences=("kl", "reverse_kl", "tv", "ch
     return dec
 
 
+@pytest.mark.numerics
 def test_random_mechanisms_are_certified():
     rng = np.random.default_rng(20260502)
     count = 0
@@ -197,6 +200,7 @@ def test_random_mechanisms_are_certified():
     assert count >= 250
 
 
+@pytest.mark.numerics
 def test_all_divergences_on_a_few_mechanisms():
     rng = np.random.default_rng(7)
     for _ in range(10):
@@ -212,6 +216,7 @@ def test_all_divergences_on_a_few_mechanisms():
 A3 = np.array([[0.3124, 0.6876], [0.4017, 0.5983], [0.2865, 0.7135], [0.3588, 0.6412], [0.4279, 0.5721]])
 
 
+@pytest.mark.numerics
 def test_example_a3_refinement():
     ref = staircase_refinement(A3, 1.0)
     assert np.round(ref.coefficients, 4).tolist() == [
@@ -360,6 +365,7 @@ def test_example_b2_paper_certificate_verifies_and_decomposition_is_valid():
     assert verify_certificate(dec).valid
 
 
+@pytest.mark.numerics
 def test_example_b2_layers_are_the_papers():
     Q = b2_float()[0]
     lay = layer_decomposition(Q, 1.0)
@@ -382,6 +388,7 @@ def random_interval_partition(rng, k):
     return [tuple(range(a, b)) for a, b in zip([0, *cuts], [*cuts, k], strict=True)]
 
 
+@pytest.mark.numerics
 def test_layer_decomposition_of_random_interval_staircase_channels():
     rng = np.random.default_rng(42)
     done = 0
@@ -424,6 +431,7 @@ def test_verify_rejects_broken_certificates():
 # ---------------------------------------------------------------------------------------------
 # Proposition 4.3
 # ---------------------------------------------------------------------------------------------
+@pytest.mark.numerics
 def test_prop_4_3_coarsened_spr_is_not_extreme():
     rng = np.random.default_rng(43)
     for _ in range(12):
@@ -499,3 +507,22 @@ def test_mechanism_input_with_labels():
     assert dec.eps == 1.0 and dec.success
     assert all(set(x for b in part for x in b) == {"a", "b", "c"} for part in dec.partitions)
     check_certificate(dec, np.asarray(mech.matrix), np.array([0.2, 0.5, 0.3]), np.array([0.3, 0.1, 0.6]), 1.0)
+
+
+@settings(max_examples=25)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    k=st.integers(1, 6),
+    m=st.integers(1, 6),
+    eps=st.floats(0.05, 4.0),
+)
+def test_certificate_survives_relabelling_of_inputs_and_outputs(seed, k, m, eps):
+    """Permuting the inputs (rows of Q and entries of p0, p1) and the outputs (columns of Q) gives
+    a certificate for the permuted mechanism: every claim is re-checked on the permuted instance."""
+    rng = np.random.default_rng(seed)
+    p0, p1 = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))
+    Q = interior(rng, k, m, eps)
+    rows, cols = rng.permutation(k), rng.permutation(m)
+    for QQ, a, b in ((Q, p0, p1), (Q[rows][:, cols], p0[rows], p1[rows])):
+        dec = spr_decomposition(QQ, a, b, eps)
+        check_certificate(dec, QQ, a, b, eps)
