@@ -243,10 +243,12 @@ def layer_decomposition(Q: Any, eps: float) -> LayerDecomposition:
     1\{i \in I_y\})`, with :math:`I_y` an interval of rows in the given order (a constant column
     counts as :math:`I_y = [k]` with :math:`\theta_y` = its entry / :math:`e^\varepsilon`).  The
     weighted intervals then cover every row equally, and peeling partitions off from the left
-    (each time the largest run of intervals that tiles the rows, with the smallest remaining
-    weight :math:`\lambda_t`) writes Q as a convex combination of SPR channels placed in its
-    columns.  This is the paper's Example B.2 construction; rows are taken in the given order (sort
-    them by likelihood ratio first for an SPR statement about a pair).
+    (from row 0, an interval starting where the previous one ended - the one with the largest
+    remaining weight - until the rows are tiled; then the smallest weight of the layer,
+    :math:`\lambda_t`, is subtracted from each of its intervals) writes Q as a convex combination
+    of SPR channels placed in its columns.  This is the paper's Example B.2 construction; rows are
+    taken in the given order (sort them by likelihood ratio first for an SPR statement about a
+    pair).
     """
     matrix = as_channel_matrix(Q, "Q")
     e = check_eps(eps, allow_inf=False)
@@ -268,8 +270,6 @@ def layer_decomposition(Q: Any, eps: float) -> LayerDecomposition:
                 f"Q column {y} is not a staircase column with an interval high set "
                 f"(entries {hi!r} on rows {rows.tolist()} and e^-eps times that elsewhere)"
             )
-        if rows.size == k and e > 0:
-            rows = np.arange(k)
         weight[y] = hi / e_eps
         interval[y] = (int(rows[0]), int(rows[-1]) + 1)
     wmax = max(weight.values())
@@ -335,8 +335,15 @@ class SPRDecomposition:
         when ``status == 0``).
     matrix, p0, p1, eps :
         The certified mechanism's channel (k x m), the distributions and the privacy level.
+    labels : tuple or None
+        The caller's symbol labels (from a mechanism or labelled distributions).
+    index_partitions : tuple
+        ``partitions`` with symbol indices (what the JSON certificate stores).
+    rounds : int
+        Rounds of column generation.
     status : int
         0: certified; 1: the residual exceeds :data:`RESIDUAL_TOL` (``message`` says by how much).
+    message : str
     """
 
     weights: np.ndarray
