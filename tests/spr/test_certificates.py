@@ -75,7 +75,9 @@ def check_certificate(dec, Q, p0, p1, eps):
 #: perspective y f(x/y) of every built-in divergence has partial derivatives below
 #: e^(2 eps) + eps + 2 (chi^2: |f - t f'| = |1 - t^2|; KL: |f'| = |log t + 1|), so the values
 #: differ by at most 2 m r (e^(2 eps) + eps + 2); the evaluations' own rounding is below
-#: 64 m u (1 + value).
+#: 64 m u (1 + value).  The same bound covers E_2 (|f'| <= 1, |f - t f'| <= 2) and Renyi of
+#: orders 2 and 1/2 (D = log S / (a - 1): |dS| <= e^(2 eps) with S >= 1 for a = 2; |dS| <= e^(eps/2) / 2
+#: with S >= e^(-eps/2) for a = 1/2, so |dD| <= e^eps).
 def div_slack(m, eps, value):
     return 2 * m * RESIDUAL_TOL * (math.exp(2 * eps) + eps + 2) + 64 * m * U * (1 + abs(value))
 
@@ -156,7 +158,11 @@ def decision_channel(rng, k, eps):
     return np.asarray(ldpopt.optimal_channel(prob, eps).mechanism.matrix)
 
 
-def certify_and_check(Q, p0, p1, eps, divergences=("kl", "reverse_kl", "tv", "chi2", "hellinger", "js")):
+#: the built-in divergences
+DIVS = ("kl", "reverse_kl", "tv", "chi2", "hellinger", "js")
+
+
+def certify_and_check(Q, p0, p1, eps, divergences=DIVS):
     res = dominance(Q, p0, p1, eps, divergences)
     dec = res.decomposition
     assert dec.success, dec.message
@@ -190,7 +196,7 @@ def test_random_mechanisms_are_certified():
         for Q in family:
             active = Q.max(axis=0) > 0
             e = max(eps, float(np.log(Q.max(0)[active] / Q.min(0)[active]).max()))  # vertices: own level
-            certify_and_check(Q, p0, p1, e, ("kl", "tv", "chi2"))
+            certify_and_check(Q, p0, p1, e)
             count += 1
     for k in (2, 3):
         for eps in (0.3, 1.0, 2.5):
@@ -207,7 +213,7 @@ def test_all_divergences_on_a_few_mechanisms():
         k, m = int(rng.integers(2, 7)), int(rng.integers(2, 7))
         eps = float(rng.uniform(0.2, 2.0))
         p0, p1 = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))
-        certify_and_check(interior(rng, k, m, eps), p0, p1, eps)
+        certify_and_check(interior(rng, k, m, eps), p0, p1, eps, (*DIVS, "egamma:2", "renyi:2", "renyi:0.5"))
 
 
 # ---------------------------------------------------------------------------------------------
