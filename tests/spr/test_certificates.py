@@ -485,6 +485,20 @@ def test_zero_masses_and_ties():
             assert any(1 in b for b in blocks)
 
 
+def test_pairs_close_together():
+    """Where every SPR pair is close to every other (eps near 0; p0 close to p1 on its mass), the
+    gap left by the master is below the rounding of a plain NNLS's prices: still certified."""
+    p0 = np.array([9.999023946952921e-01, 9.585314694081872e-07, 9.664677323852902e-05])
+    p1 = np.array([9.9968506698251003e-01, 7.3413883108090229e-08, 3.1485960360693046e-04])
+    eps = 0.0018814555049859133
+    certify_and_check(rr(3, eps), p0, p1, eps, ("kl", "tv"))
+    Q = np.zeros((2, 6))
+    Q[:, [0, 4]] = spr_channel([[1], [0]], [0, 1], 2, 2, 1.8259049811488433)
+    p0 = np.array([2.107578658391768e-08, 1 - 2.107578658391768e-08])
+    p1 = np.array([1.3615309260954033e-11, 1 - 1.3615309260954033e-11])
+    certify_and_check(Q, p0, p1, 1.8259049811488433, ("kl", "tv"))
+
+
 def test_eps_zero_and_infinity():
     rng = np.random.default_rng(5)
     p0, p1 = rng.dirichlet(np.ones(4)), rng.dirichlet(np.ones(4))

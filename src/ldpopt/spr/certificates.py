@@ -81,12 +81,19 @@ CERTIFICATE_VERSION = 1
 #: the master's residual (max abs entry) at which the target counts as reached: a few ulp of the
 #: probabilities; below it no new pair can be told from rounding
 _MASTER_DONE = 1e-15
+#: the master's whitening ignores directions in which the pairs minus the target spread less than
+#: this: a gap there is below 1e-13 per entry (under RESIDUAL_TOL), and inverting a smaller
+#: singular value would amplify the pairs' rounding (~1e-16) beyond 1e-3
+_SV_FLOOR = 1e-13
+#: guards a division by a sum of weights that NNLS may return as 0
+_TINY = 1e-300
 #: column generation stops after this many rounds (each adds at least one new SPR pair; a
 #: safety bound far above the rounds observed, about m)
 _MAX_ROUNDS = 2000
-#: singular values of the augmented image matrix below this times its largest one count as 0
-#: (affine dependence, Caratheodory step); images are probabilities, rounding ~1e-16
-_RANK_RTOL = 1e-11
+#: singular values of the augmented image matrix [X; 1] below this count as 0 (affine dependence,
+#: Caratheodory step): moving the weights (<= 1) along such a direction changes the mixture by
+#: less than this, 10 times below RESIDUAL_TOL, and the weights are solved again afterwards
+_RANK_TOL = 1e-13
 #: a polished weight at or below this is dropped (and the rest solved again): leaving its pair out
 #: moves the mixture by at most this much per entry, 100 times below RESIDUAL_TOL
 _NEGLIGIBLE_WEIGHT = 1e-14
@@ -579,11 +586,14 @@ def _column_generation(p, q, eps, m, target):
     convex combination with ``weights`` is ``target`` up to rounding.
 
     Master: non-negative least squares ``min |[X; 1] w - [target; 1]|, w >= 0`` over the pairs X
-    found so far (Lawson-Hanson, scipy's ``nnls``).  At its optimum the residual r satisfies
-    :math:`[x; 1]^\top r \le 0` for every column present; a pair with :math:`[x; 1]^\top r > 0`
-    lowers the distance, and :func:`_price` finds the pair maximising it over all SPR pairs.  When
-    none is positive the target's distance to the joint range is the current residual, which is 0
-    by Theorem 3.1 (the target is the pair of an eps-LDP channel).
+    found so far (Lawson-Hanson, scipy's ``nnls``; also in whitened coordinates, :func:`_master`).
+    At its optimum the residual r satisfies :math:`[x; 1]^\top r \le 0` for every column present;
+    a pair with :math:`[x; 1]^\top r > 0` lowers the distance, and :func:`_price` finds the pair
+    maximising it over all SPR pairs.  When none is positive the target's distance to the joint
+    range is the current residual, which is 0 by Theorem 3.1 (the target is the pair of an
+    eps-LDP channel).  In floating point the improvement :math:`|r|^2` falls below the rounding of
+    the prices once :math:`|r|` is ~1e-8, which is what the whitened master is for; a stall above
+    :data:`RESIDUAL_TOL` is reported by the caller as ``status = 1``.
     """
     from scipy.optimize import nnls
 
@@ -605,18 +615,20 @@ def _column_generation(p, q, eps, m, target):
 
     for j in range(m):
         add([(0, k)], [j])
-    b = np.concatenate([target, [1.0]])
     rounds = 0
+    whiten = False
     while True:
         rounds += 1
-        M = np.vstack([np.array(images).T, np.ones(len(images))])
-        w, _ = nnls(M, b)
-        r = b - M @ w
-        if np.max(np.abs(r)) <= _MASTER_DONE or rounds >= _MAX_ROUNDS:
+        X = np.array(images).T
+        w, g, offset = _master(X, target, nnls, whiten)
+        # NNLS stops once its squared residual is negligible, which can leave sum(w) = 1 - delta
+        # where the pairs are close together: w / sum(w) is the combination
+        w = w / max(float(w.sum()), _TINY)
+        if _miss(X, w, target) <= _MASTER_DONE or rounds >= _MAX_ROUNDS:
             break
         added = False
-        for val, cuts, slots in _price(dP, dQ, c, A, r[:m], r[m : 2 * m], min(m, k)):
-            if val + r[-1] <= 0.0:
+        for val, cuts, slots in _price(dP, dQ, c, A, g[:m], g[m : 2 * m], min(m, k)):
+            if val + offset <= 0.0:
                 continue
             if len(set(slots)) == len(slots):
                 added |= add(cuts, slots)
@@ -625,8 +637,45 @@ def _column_generation(p, q, eps, m, target):
                     if slots.count(j) > 1:
                         added |= add([(0, k)], [j])
         if not added:
-            break
+            if whiten:
+                break
+            whiten = True  # the plain master stalled: continue in whitened coordinates
     return cols, w, rounds
+
+
+def _miss(X: np.ndarray, w: np.ndarray, target: np.ndarray) -> float:
+    """How far ``X w`` (with ``w`` summing to 1) is from the target: max abs entry."""
+    return max(float(np.max(np.abs(X @ w - target))), abs(float(w.sum()) - 1.0))
+
+
+def _master(X: np.ndarray, target: np.ndarray, nnls, whiten: bool) -> tuple[np.ndarray, np.ndarray, float]:
+    r"""``(w, g, offset)``: the master's weights and the pricing functional ``g . x + offset``.
+
+    Plain: the NNLS ``min |[X; 1] w - [x^*; 1]|`` over ``w >= 0``, whose residual
+    :math:`(r, r_0)` prices a pair x by :math:`r^\top x + r_0`.  Whitened: the same question in
+    coordinates where the pairs are spread evenly: with the thin SVD :math:`X - x^* = U \Sigma
+    V^\top` (singular values above :data:`_SV_FLOOR`), :math:`\sum_t w_t x_t = x^*` with
+    :math:`\sum_t w_t = 1` is :math:`V^\top w = 0`; the NNLS ``min |[V^T; 1] w - [0; 1]|`` stays
+    accurate where the pairs differ by tiny amounts in some direction (eps near 0, p0 close to
+    p1), where the plain one stops early, and its residual :math:`(\rho, \rho_0)` prices x by
+    :math:`\rho^\top \Sigma^{-1} U^\top (x - x^*) + \rho_0`.  The plain functional is the
+    cheaper and robust one; the whitened one takes over when it stalls.
+    """
+    if not whiten:
+        M = np.vstack([X, np.ones(X.shape[1])])
+        b = np.concatenate([target, [1.0]])
+        w, _ = nnls(M, b)
+        r = b - M @ w
+        return w, r[:-1], float(r[-1])
+    U, sv, Vt = np.linalg.svd(X - target[:, None], full_matrices=False)
+    keep = sv > _SV_FLOOR
+    M = np.vstack([Vt[keep], np.ones(X.shape[1])])
+    b = np.zeros(M.shape[0])
+    b[-1] = 1.0
+    w, _ = nnls(M, b)
+    rho = b - M @ w
+    g = U[:, keep] @ (rho[:-1] / sv[keep])
+    return w, g, float(rho[-1] - g @ target)
 
 
 def _caratheodory(images: np.ndarray, w: np.ndarray, target: np.ndarray) -> tuple[list[int], np.ndarray]:
@@ -637,7 +686,7 @@ def _caratheodory(images: np.ndarray, w: np.ndarray, target: np.ndarray) -> tupl
     while len(idx) > 1:
         M = np.vstack([images[:, idx], np.ones(len(idx))])
         _, sv, vt = np.linalg.svd(M)
-        rank = int(np.sum(sv > _RANK_RTOL * sv[0])) if sv.size else 0
+        rank = int(np.sum(sv > _RANK_TOL))
         if len(idx) <= min(rank, m2 - 1):
             break
         z = vt[-1]
