@@ -430,12 +430,15 @@ def spr_decomposition(
     matrix, u, v, labels, e = _inputs(mechanism, p0, p1, eps, normalize)
     red = likelihood_ratio_reduction(u, v)
     target = np.concatenate([matrix.T @ u, matrix.T @ v])
-    cols, w, rounds = _column_generation(red.p, red.q, e, matrix.shape[1], target)
-    comps = [_component(red, cuts, slots, e, matrix.shape) for cuts, slots in cols]
-    images = np.array([np.concatenate([c.T @ u, c.T @ v]) for c in comps]).T
-    keep, weights = _caratheodory(images, w, target)
-    comps = [comps[i] for i in keep]
-    residual = _residual(comps, weights, u, v, target)
+    found = None
+    layers = _layer_path(matrix, red, e)
+    if layers is not None:  # Proposition 4.2 applies to Q itself: its layers, exactly
+        found = _assemble(red, layers[0], layers[1], e, matrix.shape, u, v, target)
+        rounds = 0
+    if found is None or found[3] > RESIDUAL_TOL:
+        cols, w, rounds = _column_generation(red.p, red.q, e, matrix.shape[1], target)
+        found = _assemble(red, cols, w, e, matrix.shape, u, v, target)
+    cols, keep, comps, residual, weights = found
     index_parts = tuple(red.lift_blocks(cols[i][0]) for i in keep)
     parts = index_parts
     if labels is not None:
@@ -457,6 +460,35 @@ def spr_decomposition(
         status=0 if ok else 1,
         message="certified" if ok else f"residual {residual:.3g} exceeds {RESIDUAL_TOL:g}",
     )
+
+
+def _assemble(red, cols, w, eps, shape, u, v, target):
+    """``(cols, keep, components, residual, weights)``: the components of the columns, reduced to
+    affinely independent pairs with their weights solved again (Caratheodory, polish)."""
+    comps = [_component(red, cuts, slots, eps, shape) for cuts, slots in cols]
+    images = np.array([np.concatenate([c.T @ u, c.T @ v]) for c in comps]).T
+    keep, weights = _caratheodory(images, np.asarray(w, dtype=float), target)
+    comps = [comps[i] for i in keep]
+    return cols, keep, comps, _residual(comps, weights, u, v, target), weights
+
+
+def _layer_path(matrix: np.ndarray, red, eps: float):
+    """``(columns, weights)`` of :func:`layer_decomposition` when Q with its rows in likelihood-ratio
+    order is a staircase channel with interval high sets (SPR mechanisms such as k-ary RR, and
+    mixtures of them like the paper's Example B.2), else None.  Only without ties and zero-mass
+    symbols, where the reduced alphabet is Q's own rows."""
+    if red.dropped or any(len(cl) > 1 for cl in red.classes) or not 0.0 < eps < math.inf:
+        return None
+    order = [cl[0] for cl in red.classes]
+    try:
+        lay = layer_decomposition(matrix[order], eps)
+    except ValueError:
+        return None
+    cols = [
+        ([(blk[0], blk[-1] + 1) for blk in part], list(slots))
+        for part, slots in zip(lay.partitions, lay.placements, strict=True)
+    ]
+    return cols, lay.weights
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
