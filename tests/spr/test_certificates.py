@@ -369,6 +369,9 @@ def test_example_b2_paper_certificate_verifies_and_decomposition_is_valid():
     dec = spr_decomposition(Q, B2_P0, B2_P1, 1.0)
     check_certificate(dec, Q, B2_P0, B2_P1, 1.0)
     assert verify_certificate(dec).valid
+    # Q is an interval staircase channel in LR order: the certificate is the paper's layers
+    assert dec.placements == tuple(outs for outs, _ in B2_LAYERS)
+    assert np.allclose(dec.weights, b2_float()[1], rtol=64 * U, atol=0)  # re-solved weights: a few ulp
 
 
 @pytest.mark.numerics
