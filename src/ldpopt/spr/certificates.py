@@ -19,20 +19,23 @@ space of dimension :math:`2m - 2`).  For every f-divergence, convexity then give
   with the construction);
 * :func:`dominance` - per divergence: value <= mixture bound <= best component <= optimum.
 
-**Construction** (``docs/certificates.md``).  The paper's own route (refine, remove the zigzag and
-3-cycle obstructions, peel layers) is a proof about extreme points; for an arbitrary Q we compute
-the convex combination directly by column generation: the master problem is the distance from
-the target pair to the convex hull of the SPR pairs found so far (non-negative least squares), and
-the pricing oracle maximises the master's residual direction over all SPR pairs exactly, by a dynamic
-program over LR-contiguous partitions (a linear functional of the pair is a sum of block scores
-over the common denominator :math:`1+(s-1)c`, ``c = e^-eps``; the best slot of a block is chosen
-per block).  When the best partition places two blocks in one slot (a merged SPR, not an SPR),
-Proposition 4.3 splits it into randomized response on the coarser partition plus an
-input-independent remainder, whose one-block SPR pairs are then optimal too; those enter instead.
-A linear functional's maximum over the joint range is attained at an extreme point, an SPR pair
-(Theorem 3.1), so the oracle is exact.  At the end the combination is reduced to affinely
-independent pairs (Caratheodory, at most 2m - 1) and the weights are solved again from the small
-linear system (least squares with iterative refinement), so the residual is at rounding level.
+**Construction** (``docs/certificates.md``). The paper's own route (refine, remove the zigzag and
+3-cycle obstructions, peel layers) is a proof about extreme points. When Q itself, rows in
+likelihood-ratio order, is a staircase channel with interval high sets (SPR mechanisms, k-ary RR,
+Example B.2), its layers (Proposition 4.2) are the certificate. For any other Q we compute the
+convex combination directly by column generation: the master problem is the distance from the target
+pair to the convex hull of the SPR pairs found so far (non-negative least squares; in whitened
+coordinates when the pairs are close together), and the pricing oracle maximises the master's
+residual direction over all SPR pairs exactly, by a dynamic program over LR-contiguous partitions (a
+linear functional of the pair is a sum of block scores over the common denominator :math:`1+(s-1)c`,
+``c = e^-eps``; the best slot of a block is chosen per block). When the best partition places two
+blocks in one slot (a merged SPR, not an SPR), Proposition 4.3 splits it into randomized response on
+the coarser partition plus an input-independent remainder, whose one-block SPR pairs are then
+optimal too; those enter instead. A linear functional's maximum over the joint range is attained at
+an extreme point, an SPR pair (Theorem 3.1), so the oracle is exact. At the end the combination is
+reduced to affinely independent pairs (Caratheodory, at most 2m - 1) and the weights are solved
+again from the small linear system (least squares with iterative refinement), so the residual is at
+rounding level.
 """
 
 from __future__ import annotations
