@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import sys
 
-from ldpopt.cli import decide, deploy, design, reproduce, sweep
+from ldpopt.cli import decide, deploy, design, reproduce, studio, sweep
 from ldpopt.cli._common import app, err_console
 
 __all__ = ["app", "main"]
-_COMMAND_GROUPS = (design, deploy, decide, reproduce, sweep)
+_COMMAND_GROUPS = (design, deploy, decide, reproduce, sweep, studio)
 
 
 def main() -> None:  # pragma: no cover - exercised through the console script
