@@ -4,6 +4,7 @@
 
 const $ = (id) => document.getElementById(id);
 const state = { pair: null, design: null, designSeq: 0, options: null };
+const PLOT_CONFIG = { displaylogo: false, responsive: true, displayModeBar: false };
 const FMT = (v) => (v === null || v === undefined ? "-" : Number(v).toPrecision(6).replace(/\.?0+(e|$)/, "$1"));
 
 async function call(path, body, raw) {
@@ -48,11 +49,11 @@ function fillTable(id, rows) {
 function heatmap(div, matrix, rows, title) {
   if (!matrix) { div.textContent = "channel too large to draw"; return; }
   const cols = matrix[0].map((_, j) => `y=${j}`);
-  Plotly.react(div, [{ z: matrix, x: cols, y: rows, type: "heatmap", colorscale: "Blues", zmin: 0, zmax: 1,
+  Plotly.react(div, [{ z: matrix, x: cols, y: rows, type: "heatmap", colorscale: "Blues", reversescale: true, zmin: 0, zmax: 1,
     hovertemplate: "x=%{y}<br>%{x}<br>Q=%{z:.4f}<extra></extra>" }],
     { title: { text: title, font: { size: 13 } }, margin: { l: 120, r: 10, t: 30, b: 30 },
       height: Math.min(620, 90 + 16 * rows.length), yaxis: { autorange: "reversed", automargin: true } },
-    { displaylogo: false, responsive: true });
+    PLOT_CONFIG);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -130,9 +131,9 @@ async function drawCurve() {
     const layout = (title, ytitle) => ({ title: { text: title, font: { size: 13 } }, height: 300,
       margin: { l: 55, r: 10, t: 30, b: 40 }, xaxis: { title: { text: "eps" } }, yaxis: { title: { text: ytitle } } });
     Plotly.react($("curve"), traces, layout(`utility vs eps (${res.divergence})`, norm ? "normalised utility" : "value"),
-      { displaylogo: false, responsive: true });
+      PLOT_CONFIG);
     Plotly.react($("outputs"), [{ x: res.eps, y: res.num_outputs, mode: "lines", line: { shape: "hv" }, name: "outputs" }],
-      layout("outputs of the optimal mechanism", "outputs"), { displaylogo: false, responsive: true });
+      layout("outputs of the optimal mechanism", "outputs"), PLOT_CONFIG);
   } catch (e) { show("curve-error", e.message); }
 }
 

@@ -1,0 +1,193 @@
+"""The studio page in headless Chromium: upload the demo CSV, move eps, read the partition table and
+the value against ``ldpopt.optimal_mechanism``, download the mechanism file and load it, see the
+error of a bad file, solve a decision problem, keep a screenshot.
+
+The tests share one browser session and one page (module order: each step builds on the last).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from importlib import resources
+
+import numpy as np
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+import ldpopt
+from ldpopt._validation import check_labelled_pair
+from ldpopt.cli.design import DEMO_EVENTS
+
+#: a page step (a design, a chart) that has not happened after this long has failed
+WAIT = 60.0
+
+
+def _demo_pair():
+    p0 = {k: v[0] for k, v in DEMO_EVENTS.items()}
+    p1 = {k: v[1] for k, v in DEMO_EVENTS.items()}
+    u, v, labels = check_labelled_pair(p0, p1, normalize=True)  # what the page holds
+    return dict(zip(labels, u, strict=True)), dict(zip(labels, v, strict=True))
+
+
+def _wait(driver, condition, message: str):
+    return WebDriverWait(driver, WAIT, poll_frequency=0.05).until(lambda d: condition(d), message)
+
+
+def _design_at(driver, eps: str) -> dict:
+    """Wait for the design at ``eps`` and return what the page shows."""
+    summary = driver.find_element(By.ID, "design-summary")
+    _wait(
+        driver,
+        lambda d: summary.get_attribute("data-state") == "ready" and summary.get_attribute("data-eps") == eps,
+        f"no design at eps = {eps}",
+    )
+    rows = driver.find_elements(By.CSS_SELECTOR, "#partition tbody tr")
+    return {
+        "value": float(summary.get_attribute("data-value")),
+        "partition": [r.find_elements(By.TAG_NAME, "td")[1].text.split(", ") for r in rows],
+    }
+
+
+def _upload(driver, input_id: str, path) -> None:
+    driver.find_element(By.ID, input_id).send_keys(str(path))
+
+
+@pytest.fixture(scope="module")
+def page(browser, server, tmp_path_factory):
+    driver, downloads = browser
+    driver.get(server.url + "/")
+    body = driver.find_element(By.TAG_NAME, "body")
+    _wait(driver, lambda d: body.get_attribute("data-ready") == "1", "page not ready")
+    return driver, downloads, tmp_path_factory.mktemp("studio-files")
+
+
+def test_upload_demo_csv_and_move_eps(page):
+    driver, _, files = page
+    demo = files / "demo.csv"
+    demo.write_bytes(resources.files("ldpopt.studio").joinpath("static", "demo.csv").read_bytes())
+    _upload(driver, "upload-file", demo)
+    status = driver.find_element(By.ID, "data-status")
+    _wait(driver, lambda d: status.get_attribute("data-k") == "12", "demo not loaded")
+    p0, p1 = _demo_pair()
+    for eps, shown in ((1.0, "1"), (1.5, "1.5")):
+        if eps != 1.0:  # move the slider with the keyboard: 50 steps of 0.01
+            slider = driver.find_element(By.ID, "eps-slider")
+            slider.send_keys(*([Keys.ARROW_RIGHT] * 50))
+        seen = _design_at(driver, shown)
+        ref = ldpopt.optimal_mechanism(p0, p1, eps)
+        assert seen["value"] == ref.value  # the same floats through the same solver, printed by repr
+        assert seen["partition"] == [[str(x) for x in b] for b in ref.labelled_partition]
+    assert driver.find_element(By.ID, "eps").get_attribute("value") == "1.5"
+    # the channel heat map is drawn with one row per symbol
+    rows = driver.execute_script("return document.getElementById('channel').data[0].z.length")
+    assert rows == 12
+
+
+def test_exact_eps_field_and_budget(page):
+    driver, _, _ = page
+    field = driver.find_element(By.ID, "eps")
+    field.clear()
+    field.send_keys("2.25")
+    budget = driver.find_element(By.ID, "max-outputs")
+    budget.send_keys("3")
+    p0, p1 = _demo_pair()
+    ref = ldpopt.optimal_mechanism(p0, p1, 2.25, max_outputs=3)
+    _wait(driver, lambda d: _design_at(d, "2.25")["value"] == ref.value, "no design with the budget")
+    assert _design_at(driver, "2.25")["partition"] == [[str(x) for x in b] for b in ref.labelled_partition]
+    budget.clear()
+    budget.send_keys(Keys.BACKSPACE)  # an input event with the field empty: no budget
+    ref = ldpopt.optimal_mechanism(p0, p1, 2.25)
+    _wait(driver, lambda d: _design_at(d, "2.25")["value"] == ref.value, "the budget was not lifted")
+
+
+def test_tradeoff_curve_is_drawn(page):
+    driver, _, _ = page
+    driver.find_element(By.ID, "draw-curve").click()
+
+    def traces(d):
+        return d.execute_script(
+            "const c = document.getElementById('curve'); return c.data ? c.data.map(t => t.name) : null"
+        )
+
+    _wait(driver, lambda d: traces(d) == ["optimal", "binary", "k-RR"], "no trade-off curve")
+    xs = driver.execute_script("return document.getElementById('outputs').data[0].x.length")
+    assert xs == 101
+
+
+def test_download_mechanism_file_and_design(page):
+    driver, downloads, _ = page
+    driver.find_element(By.ID, "download-mechanism").click()
+    target = downloads / "mechanism.json"
+    _wait(driver, lambda d: target.exists() and target.stat().st_size > 0, "no mechanism file downloaded")
+    time.sleep(0.2)  # the file appears under its name once complete; let the browser close it
+    mech = ldpopt.Mechanism.from_json(target)
+    p0, p1 = _demo_pair()
+    ref = ldpopt.optimal_mechanism(p0, p1, 2.25)
+    assert np.array_equal(mech.matrix, ref.mechanism.matrix) and mech.eps == 2.25
+    assert list(mech.labels) == list(DEMO_EVENTS)
+    driver.find_element(By.ID, "download-design").click()
+    design = downloads / "design.json"
+    _wait(driver, lambda d: design.exists() and design.stat().st_size > 0, "no design JSON downloaded")
+    time.sleep(0.2)
+    doc = json.loads(design.read_text())
+    assert doc["design"]["value"] == ref.value and doc["inputs"]["eps"] == "2.25"
+
+
+def test_sample_sizes(page):
+    driver, _, _ = page
+    driver.find_element(By.ID, "sample-size").click()
+    rows = "#samplesize tbody tr"
+    _wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, rows)) == 3, "no sample sizes")
+    first = driver.find_elements(By.CSS_SELECTOR, rows)[0].find_elements(By.TAG_NAME, "td")
+    p0, p1 = _demo_pair()
+    ref = ldpopt.sample_size(ldpopt.optimal_mechanism(p0, p1, 2.25).mechanism, p0, p1, 0.05, 0.05)
+    assert first[0].text == "optimal" and int(first[1].text) == ref.n
+
+
+def test_bad_file_shows_the_error(page):
+    driver, _, files = page
+    bad = files / "bad.csv"
+    bad.write_text("label,p0,p1\na,1,2\nb,lots,3\n")
+    _upload(driver, "upload-file", bad)
+    with pytest.raises(TypeError) as info:
+        check_labelled_pair([1.0, "lots"], [2.0, 3.0])
+    error = driver.find_element(By.ID, "data-error")
+    _wait(driver, lambda d: error.text != "", "no error shown")
+    assert str(info.value) in error.text
+    # the previous data stays loaded
+    assert driver.find_element(By.ID, "data-status").get_attribute("data-k") == "12"
+
+
+def test_decision_problem(page):
+    driver, _, files = page
+    prob = {
+        "likelihood": [[0.5, 0.1], [0.3, 0.3], [0.2, 0.6]],
+        "loss": [[0, 1], [1, 0]],
+        "labels": {"inputs": ["low", "mid", "high"], "actions": ["accept", "reject"]},
+        "name": "two hypotheses",
+    }
+    path = files / "problem.json"
+    path.write_text(json.dumps(prob))
+    eps = driver.find_element(By.ID, "decide-eps")
+    eps.clear()
+    eps.send_keys("0.7")
+    _upload(driver, "problem-file", path)
+    _wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".decide-value")) == 2, "no decisions")
+    p = ldpopt.DecisionProblem(prob["likelihood"], prob["loss"])
+    for head in driver.find_elements(By.CSS_SELECTOR, ".decide-value"):
+        risk = head.get_attribute("data-risk")
+        assert float(head.get_attribute("data-value")) == ldpopt.optimal_channel(p, 0.7, risk=risk).value
+
+
+def test_screenshot(page, tmp_path):
+    driver, _, _ = page
+    driver.execute_script("window.scrollTo(0, 0)")
+    shot = tmp_path / "studio.png"  # kept under pytest's temp dir (the CI artifact)
+    assert driver.save_screenshot(str(shot))
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    logs = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    # only the requests the tests made fail on purpose (the bad file: HTTP 400)
+    assert all("400" in e["message"] for e in logs), logs
