@@ -54,6 +54,10 @@ def median_time(fn, repeat: int):
     return statistics.median(times), out
 
 
+def row(label: str, ours: float, ref: float, same: bool) -> None:
+    print(f"{label:48s} {ours * 1e3:7.1f}ms {ref * 1e3:7.1f}ms {ours / ref:6.1f}x  {same}")
+
+
 def main() -> None:
     import ldpopt
     from ldpopt._validation import check_labelled_pair
@@ -62,7 +66,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
     srv, base = start_server()
-    print(f"{'workload':44s} {'studio':>9s} {'library':>9s} {'ratio':>7s}  same value")
+    print(f"{'workload':48s} {'studio':>9s} {'library':>9s} {'ratio':>7s}  same value")
     for k in (10, 100, 1000):
         rng = np.random.default_rng(k)
         a, b = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))
@@ -71,7 +75,7 @@ def main() -> None:
         ours, res = median_time(lambda req=req: post(base + "/api/design", req), args.repeat)
         ref, lib = median_time(lambda u=u, v=v: ldpopt.optimal_mechanism(u, v, 2.0), args.repeat)
         same = res["value"] == lib.value
-        print(f"{f'design, k = {k}, KL, eps = 2':44s} {ours * 1e3:7.1f}ms {ref * 1e3:7.1f}ms {ours / ref:6.1f}x  {same}")
+        row(f"design, k = {k}, KL, eps = 2", ours, ref, same)
     rng = np.random.default_rng(100)
     u, v, _ = check_labelled_pair(rng.dirichlet(np.ones(100)), rng.dirichlet(np.ones(100)), normalize=True)
     req = {"p0": u.tolist(), "p1": v.tolist(), "eps_min": 0.1, "eps_max": 5, "points": 101}
@@ -79,8 +83,7 @@ def main() -> None:
     grid = np.linspace(0.1, 5, 101)
     ref, sw = median_time(lambda: ldpopt.sweep([u], [v], grid, progress=False), args.repeat)
     same = res["value"]["optimal"] == sw.values[0].tolist()
-    label = "curve, k = 100, 101 eps (optimal, binary, k-RR)"
-    print(f"{label:44s} {ours * 1e3:7.1f}ms {ref * 1e3:7.1f}ms {ours / ref:6.1f}x  {same}")
+    row("curve, k = 100, 101 eps (optimal, binary, k-RR)", ours, ref, same)
     srv.should_exit = True
 
 
