@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 import ldpopt
 from ldpopt._validation import check_labelled_pair
@@ -36,19 +36,24 @@ def _wait(driver, condition, message: str):
     return WebDriverWait(driver, WAIT, poll_frequency=0.05).until(lambda d: condition(d), message)
 
 
+#: what the page shows of the design, read in one script (the tables are redrawn on every change)
+READ_DESIGN = """
+const s = document.getElementById('design-summary');
+return {state: s.dataset.state, eps: s.dataset.eps, value: s.dataset.value,
+        partition: [...document.querySelectorAll('#partition tbody tr')].map(r => r.cells[1].textContent)};
+"""
+
+
 def _design_at(driver, eps: str) -> dict:
     """Wait for the design at ``eps`` and return what the page shows."""
-    summary = driver.find_element(By.ID, "design-summary")
-    _wait(
-        driver,
-        lambda d: summary.get_attribute("data-state") == "ready" and summary.get_attribute("data-eps") == eps,
-        f"no design at eps = {eps}",
-    )
-    rows = driver.find_elements(By.CSS_SELECTOR, "#partition tbody tr")
-    return {
-        "value": float(summary.get_attribute("data-value")),
-        "partition": [r.find_elements(By.TAG_NAME, "td")[1].text.split(", ") for r in rows],
-    }
+    seen: dict = {}
+
+    def ready(d) -> bool:
+        seen.update(d.execute_script(READ_DESIGN))
+        return seen["state"] == "ready" and seen["eps"] == eps
+
+    _wait(driver, ready, f"no design at eps = {eps}")
+    return {"value": float(seen["value"]), "partition": [row.split(", ") for row in seen["partition"]]}
 
 
 def _upload(driver, input_id: str, path) -> None:
@@ -101,6 +106,28 @@ def test_exact_eps_field_and_budget(page):
     budget.send_keys(Keys.BACKSPACE)  # an input event with the field empty: no budget
     ref = ldpopt.optimal_mechanism(p0, p1, 2.25)
     _wait(driver, lambda d: _design_at(d, "2.25")["value"] == ref.value, "the budget was not lifted")
+
+
+def test_divergence_with_a_parameter(page):
+    driver, _, _ = page
+    Select(driver.find_element(By.ID, "divergence")).select_by_value("egamma")
+    param = driver.find_element(By.ID, "param")
+    _wait(driver, lambda d: param.is_displayed(), "no parameter field for egamma")
+    param.clear()
+    param.send_keys("0.5")  # gamma < 1: the factory's own message
+    with pytest.raises(ValueError) as info:
+        ldpopt.egamma(0.5)
+    error = driver.find_element(By.ID, "design-error")
+    _wait(driver, lambda d: str(info.value) in error.text, "no error for gamma = 0.5")
+    param.send_keys(Keys.BACKSPACE, Keys.BACKSPACE, Keys.BACKSPACE, "1.75")
+    p0, p1 = _demo_pair()
+    ref = ldpopt.optimal_mechanism(p0, p1, 2.25, ldpopt.egamma(1.75))
+    _wait(driver, lambda d: _design_at(d, "2.25")["value"] == ref.value, "no E_gamma design")
+    assert error.text == ""
+    Select(driver.find_element(By.ID, "divergence")).select_by_value("kl")
+    _wait(driver, lambda d: not param.is_displayed(), "the parameter field stays for kl")
+    ref = ldpopt.optimal_mechanism(p0, p1, 2.25)
+    _wait(driver, lambda d: _design_at(d, "2.25")["value"] == ref.value, "no KL design")
 
 
 def test_tradeoff_curve_is_drawn(page):
@@ -191,3 +218,18 @@ def test_screenshot(page, tmp_path):
     logs = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     # only the requests the tests made fail on purpose (the bad file: HTTP 400)
     assert all("400" in e["message"] for e in logs), logs
+
+
+def test_pasted_pairs(page):
+    driver, _, _ = page
+    driver.find_element(By.CSS_SELECTOR, "#data-panel summary").click()
+    driver.find_element(By.ID, "paste-p0").send_keys("x=30, y=50\nz=20")
+    driver.find_element(By.ID, "paste-p1").send_keys("x=10, y=40, z=50")
+    driver.find_element(By.ID, "use-pasted").click()
+    status = driver.find_element(By.ID, "data-status")
+    _wait(driver, lambda d: status.get_attribute("data-k") == "3", "pasted pair not loaded")
+    p0, p1 = {"x": 0.3, "y": 0.5, "z": 0.2}, {"x": 0.1, "y": 0.4, "z": 0.5}
+    ref = ldpopt.optimal_mechanism(p0, p1, 2.25)
+    seen = _design_at(driver, "2.25")
+    assert seen["value"] == pytest.approx(ref.value, rel=1e-14)  # 30/100 vs 0.3: rounding only
+    assert seen["partition"] == [list(b) for b in ref.labelled_partition]

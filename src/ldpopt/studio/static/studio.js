@@ -67,6 +67,7 @@ function setPair(pair, source) {
     ` symbols (${shown})`);
   $("data-status").dataset.k = pair.k;
   show("data-error", "");
+  $("design-summary").dataset.state = "busy";  // the design shown is the previous data's
   redesign();
   drawCurve();
 }
@@ -85,7 +86,11 @@ async function uploadFile(file, endpoint, extra) {
 // 2. design
 // ---------------------------------------------------------------------------------------------
 let timer = null;
-function redesign() { clearTimeout(timer); timer = setTimeout(runDesign, 60); }
+function redesign() {
+  $("design-summary").dataset.state = "busy";
+  clearTimeout(timer);
+  timer = setTimeout(runDesign, 60);
+}
 
 async function runDesign() {
   if (!state.pair) return;
