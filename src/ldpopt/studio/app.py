@@ -198,7 +198,9 @@ def create_app(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> Starlette:
         name = request.path_params["name"]
         if name not in types:
             return _json({"error": f"no such file: {name}"}, 404)
-        return Response(files[name], media_type=types[name], headers=_HEADERS)
+        # plotly.js changes only with the installed plotly: let the browser keep it
+        cache = "max-age=86400" if name == "plotly.min.js" else "no-cache"
+        return Response(files[name], media_type=types[name], headers={**_HEADERS, "Cache-Control": cache})
 
     async def options(request: Request) -> Response:
         return _json(core.options())
