@@ -64,7 +64,7 @@ _HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Content-Security-Policy": (
-        "default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; "
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
         "img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'"
     ),
 }
@@ -161,7 +161,6 @@ async def _upload(request: Request) -> Response:
     data = await _body(request, MAX_UPLOAD_BYTES)
 
     def parse() -> dict:
-        # the one place a file's pair is read: the library's reader of pairs takes this over
         p0, p1 = read_upload(name, data)
         return core.pair_payload(p0, p1)
 
