@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 HEAVY = ("matplotlib", "pandas", "pyarrow", "dask", "distributed", "typer", "rich", "cdd")
+HEAVY += ("starlette", "uvicorn", "plotly")  # the studio's web stack
 
 
 def main() -> None:
@@ -42,6 +43,7 @@ def main() -> None:
         for args, extra in (
             (["sweep", str(cfg), "--out", str(Path(tmp) / "run")], "sweeps"),
             (["reproduce", "fig3", "--out", str(Path(tmp) / "fig3")], "plots"),
+            (["studio"], "studio"),
         ):
             r = subprocess.run(
                 [sys.executable, "-m", "ldpopt", *args], capture_output=True, text=True, timeout=300

@@ -35,6 +35,7 @@ __all__ = [
     "content_digest",
     "distribution_digest",
     "read_mechanism_file",
+    "mechanism_file_text",
     "write_mechanism_file",
 ]
 
@@ -157,7 +158,24 @@ def write_mechanism_file(
     value: float | None = None,
     include_distributions: bool = True,
 ) -> Path:
-    """Write ``mech`` atomically as a versioned mechanism file; returns the path.
+    """Write ``mech`` atomically as a versioned mechanism file (:func:`mechanism_file_text`);
+    returns the path."""
+    text = mechanism_file_text(
+        mech, p0=p0, p1=p1, divergence=divergence, value=value, include_distributions=include_distributions
+    )
+    return atomic_write_text(Path(path), text)
+
+
+def mechanism_file_text(
+    mech: Any,
+    *,
+    p0: np.ndarray | None = None,
+    p1: np.ndarray | None = None,
+    divergence: str | None = None,
+    value: float | None = None,
+    include_distributions: bool = True,
+) -> str:
+    """The text of the versioned mechanism file of ``mech`` (what :func:`write_mechanism_file` writes).
 
     ``p0``/``p1`` are the hypotheses already aligned with the mechanism's inputs (their digests
     are always written, the values unless ``include_distributions=False``); a non-finite
@@ -182,7 +200,7 @@ def write_mechanism_file(
         "p1_sha256": distribution_digest(p1) if p1 is not None else None,
     }
     payload["content_sha256"] = content_digest(payload)
-    return atomic_write_text(Path(path), _format(payload))
+    return _format(payload)
 
 
 def _format(payload: dict) -> str:

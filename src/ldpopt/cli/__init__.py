@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 import sys
 
-from ldpopt.cli import certify, decide, deploy, design, reproduce, sweep
+from ldpopt.cli import certify, decide, deploy, design, reproduce, studio, sweep
 from ldpopt.cli._common import app, err_console
 
 __all__ = ["app", "main"]
-_COMMAND_GROUPS = (design, deploy, decide, reproduce, sweep, certify)
+_COMMAND_GROUPS = (design, deploy, decide, reproduce, sweep, certify, studio)
 
 
 def main() -> None:  # pragma: no cover - exercised through the console script

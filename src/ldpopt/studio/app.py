@@ -1,0 +1,240 @@
+"""The studio's web application (Starlette) and its server (uvicorn).
+
+One HTML page with plain JavaScript calls the JSON endpoints below; the charts are drawn by the
+``plotly.min.js`` that ships inside the plotly Python package, served from here (no network).
+
+Endpoints (every answer is JSON; an error is ``{"error": message}`` with status 400, 413 for a
+body over the size limit):
+
+========================  =====================================================================
+``GET  /``                the page
+``GET  /static/NAME``     its script, style sheet, plotly.min.js and the demo CSV
+``GET  /api/options``     divergences and limits for the controls
+``GET  /api/demo``        the built-in demo pair
+``POST /api/pasted``      ``{"p0": text, "p1": text}`` -> the validated pair
+``POST /api/upload``      the file's bytes, ``?name=FILE.csv|.parquet|.json`` -> the validated pair
+``POST /api/design``      pair + ``eps``, ``divergence``, ``param``, ``max_outputs``
+``POST /api/curve``       pair + ``eps_min``, ``eps_max``, ``points``, ``divergence``, ...
+``POST /api/deployment``  pair + design fields + ``alpha``, ``beta``
+``POST /api/mechanism``   pair + design fields (+ ``which``) -> the mechanism file
+``POST /api/decide``      a ``decide`` problem file's bytes, ``?name=...&eps=...``
+========================  =====================================================================
+
+Security: the server binds to 127.0.0.1 unless told otherwise and answers only requests whose
+Host header names the address it serves (no DNS rebinding); it reads nothing from disk but its
+own package files and writes nothing; request bodies are capped (:data:`MAX_UPLOAD_BYTES`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import webbrowser
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ldpopt._json import loads_strict
+from ldpopt.studio import core
+from ldpopt.studio.uploads import read_upload
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_UPLOAD_BYTES", "MAX_REQUEST_BYTES", "create_app", "serve"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+#: largest uploaded file (a CSV of 10 000 symbols with long labels is ~1 MB)
+MAX_UPLOAD_BYTES = 2 * 1024 * 1024
+#: largest JSON request (a pair of MAX_K symbols with labels, as the page sends it)
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
+_STATIC = {
+    "studio.js": "text/javascript; charset=utf-8",
+    "studio.css": "text/css; charset=utf-8",
+    "demo.csv": "text/csv; charset=utf-8",
+}
+_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+        "img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'"
+    ),
+}
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _package_file(name: str) -> bytes:
+    return resources.files("ldpopt.studio").joinpath("static", name).read_bytes()
+
+
+def _plotly_js() -> bytes:
+    return resources.files("plotly").joinpath("package_data", "plotly.min.js").read_bytes()
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    """The request body, refused (413) past ``limit`` bytes without reading the rest."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _TooLarge(f"the request is {int(declared)} bytes; the limit is {limit}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge(f"the request is over the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _json_body(request: Request) -> dict:
+    data = await _body(request, MAX_REQUEST_BYTES)
+    try:
+        doc = loads_strict(data.decode("utf-8"), "request")
+    except UnicodeDecodeError:
+        raise ValueError("request: not UTF-8 text") from None
+    if not isinstance(doc, dict):
+        raise ValueError("request: expected a JSON object")
+    return doc
+
+
+def _json(payload: Any, status: int = 200) -> Response:
+    # strict JSON: core returns no NaN or infinity (None in their place)
+    return Response(
+        json.dumps(payload, allow_nan=False),
+        status_code=status,
+        media_type="application/json",
+        headers=_HEADERS,
+    )
+
+
+def _guard(handler: Callable) -> Callable:
+    """Run ``handler``; the library's ValueError/TypeError (bad input) is a 400 with its message."""
+
+    async def run(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except _TooLarge as exc:
+            return _json({"error": str(exc)}, 413)
+        except (ValueError, TypeError) as exc:
+            return _json({"error": str(exc)}, 400)
+        except Exception as exc:  # a failure of ours: one line in the page, the server goes on
+            return _json({"error": f"internal error ({type(exc).__name__}: {exc})"}, 500)
+
+    return run
+
+
+def _compute(fn: Callable[[dict], Any]) -> Callable:
+    @_guard
+    async def handler(request: Request) -> Response:
+        req = await _json_body(request)
+        return _json(await run_in_threadpool(fn, req))
+
+    return handler
+
+
+@_guard
+async def _pasted(request: Request) -> Response:
+    req = await _json_body(request)
+    return _json(await run_in_threadpool(core.parse_pasted, req.get("p0"), req.get("p1")))
+
+
+def _upload_name(request: Request) -> str:
+    name = request.query_params.get("name", "")
+    if not name or len(name) > 200:
+        raise ValueError("the upload needs its file name (?name=FILE.csv), at most 200 characters")
+    return name
+
+
+@_guard
+async def _upload(request: Request) -> Response:
+    name = _upload_name(request)
+    data = await _body(request, MAX_UPLOAD_BYTES)
+
+    def parse() -> dict:
+        p0, p1 = read_upload(name, data)
+        return core.pair_payload(p0, p1)
+
+    return _json(await run_in_threadpool(parse))
+
+
+@_guard
+async def _decide(request: Request) -> Response:
+    name = _upload_name(request)
+    data = await _body(request, MAX_UPLOAD_BYTES)
+    eps = request.query_params.get("eps", "")
+    return _json(await run_in_threadpool(core.decide, data, name, eps))
+
+
+@_guard
+async def _mechanism(request: Request) -> Response:
+    req = await _json_body(request)
+    text = await run_in_threadpool(core.mechanism_file, req)
+    headers = {**_HEADERS, "Content-Disposition": 'attachment; filename="mechanism.json"'}
+    return Response(text, media_type="application/json", headers=headers)
+
+
+def create_app(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> Starlette:
+    """The studio application; it answers requests addressed to ``host`` (and to localhost)."""
+    files = {name: _package_file(name) for name in ("index.html", *_STATIC)}
+    files["plotly.min.js"] = _plotly_js()
+    types = {**_STATIC, "plotly.min.js": "text/javascript; charset=utf-8"}
+    demo = core.pair_payload(*read_upload("demo.csv", files["demo.csv"]))
+
+    async def page(request: Request) -> Response:
+        return Response(files["index.html"], media_type="text/html; charset=utf-8", headers=_HEADERS)
+
+    async def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in types:
+            return _json({"error": f"no such file: {name}"}, 404)
+        # plotly.js changes only with the installed plotly: let the browser keep it
+        cache = "max-age=86400" if name == "plotly.min.js" else "no-cache"
+        return Response(files[name], media_type=types[name], headers={**_HEADERS, "Cache-Control": cache})
+
+    async def options(request: Request) -> Response:
+        return _json(core.options())
+
+    async def demo_pair(request: Request) -> Response:
+        return _json(demo)
+
+    routes = [
+        Route("/", page),
+        Route("/static/{name}", static),
+        Route("/api/options", options),
+        Route("/api/demo", demo_pair),
+        Route("/api/pasted", _pasted, methods=["POST"]),
+        Route("/api/upload", _upload, methods=["POST"]),
+        Route("/api/design", _compute(core.design), methods=["POST"]),
+        Route("/api/curve", _compute(core.curve), methods=["POST"]),
+        Route("/api/deployment", _compute(core.deployment), methods=["POST"]),
+        Route("/api/mechanism", _mechanism, methods=["POST"]),
+        Route("/api/decide", _decide, methods=["POST"]),
+    ]
+    wildcard = host in ("0.0.0.0", "::", "")
+    allowed = ["*"] if wildcard else sorted({host, "127.0.0.1", "localhost", "[::1]"})
+    return Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=allowed)])
+
+
+def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, open_browser: bool = False) -> None:
+    """Run the studio until interrupted; ``open_browser``: open the page once the server is up."""
+    server = uvicorn.Server(uvicorn.Config(create_app(host, port), host=host, port=port, log_level="warning"))
+    if open_browser:
+
+        def opener() -> None:
+            while not server.started and not server.should_exit:
+                threading.Event().wait(0.05)
+            if server.started:
+                webbrowser.open(f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}/")
+
+        threading.Thread(target=opener, daemon=True).start()
+    server.run()

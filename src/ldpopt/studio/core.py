@@ -1,0 +1,393 @@
+"""What the studio computes, without the web: each function takes the fields of one request (a
+JSON object), validates them with the library's own validators and returns a JSON-ready dict.
+
+Nothing here keeps state between requests or touches the file system: the page sends the data
+with every request, uploads arrive as bytes and downloads leave as text.  Bad input raises
+``ValueError``/``TypeError`` with the library's message, which the page shows as it is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+import ldpopt
+from ldpopt._json import loads_strict
+from ldpopt._mechfile import mechanism_file_text
+from ldpopt._validation import (
+    check_eps,
+    check_labelled_pair,
+    check_positive_int,
+    check_real,
+)
+from ldpopt.decision import RISKS, DecisionProblem, optimal_channel
+from ldpopt.divergences import BUILTIN_NAMES, FDivergence, egamma, get_divergence, renyi
+from ldpopt.mechanism import Mechanism
+
+__all__ = [
+    "MAX_K",
+    "MAX_MATRIX_CELLS",
+    "MAX_CURVE_POINTS",
+    "MAX_PROBLEM_INPUTS",
+    "as_number",
+    "pair_payload",
+    "read_problem",
+    "options",
+    "parse_pasted",
+    "design",
+    "curve",
+    "deployment",
+    "mechanism_file",
+    "decide",
+]
+
+#: the studio designs for alphabets up to this size (the library and the CLI have no such limit);
+#: a design at this size takes well under a second, and the page lists every symbol
+MAX_K = 10_000
+#: the channel is sent for drawing only up to this many cells (a 1000 x 1000 heat map)
+MAX_MATRIX_CELLS = 1_000_000
+#: at most this many privacy levels in a trade-off curve
+MAX_CURVE_POINTS = 201
+#: decision problems with at most this many inputs (the exact LPs grow with 2^m below the
+#: column-generation size; the page should answer within seconds)
+MAX_PROBLEM_INPUTS = 20
+#: the divergences with a parameter: name -> (factory, parameter name, default)
+FAMILIES: dict[str, tuple[Any, str, float]] = {
+    "egamma": (egamma, "gamma", 2.0),
+    "renyi": (renyi, "alpha", 2.0),
+}
+#: the keys of a ``decide`` problem file and the DecisionProblem arguments they fill
+PROBLEM_KEYS = ("likelihood", "loss", "prior", "labels", "name")
+PROBLEM_LABEL_KEYS = {"inputs": "labels", "parameters": "parameter_labels", "actions": "action_labels"}
+
+
+# ---------------------------------------------------------------------------------------------
+# fields of a request
+# ---------------------------------------------------------------------------------------------
+def as_number(value: Any) -> Any:
+    """A form field as a number where it reads as one (``"0.5"``, ``"inf"``); anything else as it
+    came, for the library's validator to refuse with its own message."""
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return value
+    return value
+
+
+def _field(req: Mapping, key: str, default: Any = None) -> Any:
+    value = req.get(key, default)
+    return default if value is None or value == "" else as_number(value)
+
+
+def divergence_names() -> list[str]:
+    """The utility divergences the page offers: the library's built-in names, then its families
+    with a parameter, then the divergence objects the library exports by name (``chernoff``)."""
+    names = list(BUILTIN_NAMES) + list(FAMILIES)
+    extra = [n for n in ("chernoff",) if n not in names and callable(getattr(ldpopt, n, None))]
+    return names + extra
+
+
+def _divergence(req: Mapping) -> str | FDivergence:
+    name = req.get("divergence") or "kl"
+    if not isinstance(name, str):
+        raise TypeError(f"divergence must be a name, got divergence={name!r}")
+    if name in FAMILIES:
+        factory, pname, default = FAMILIES[name]
+        return factory(_field(req, "param", default))
+    return get_divergence(name) if name in BUILTIN_NAMES else name
+
+
+def _eps(req: Mapping, key: str = "eps") -> float:
+    return check_eps(_field(req, key), name=key)
+
+
+def _max_outputs(req: Mapping) -> int | None:
+    return check_positive_int(_field(req, "max_outputs"), "max_outputs", allow_none=True)
+
+
+def _pair(req: Mapping) -> tuple[Any, Any, list | None]:
+    """The pair of the request (``p0``, ``p1``: counts or probabilities; ``labels`` optional), as
+    the library validates it; labelled pairs come back as dicts label -> probability."""
+    pair: list[Any] = [req.get("p0"), req.get("p1")]
+    labels = req.get("labels")
+    for name, p in zip(("p0", "p1"), pair, strict=True):
+        if not isinstance(p, list):
+            raise TypeError(f"{name} must be a list of numbers, got {type(p).__name__}")
+        if len(p) > MAX_K:
+            raise ValueError(f"{name} has {len(p)} symbols; the studio designs for at most {MAX_K}")
+    p0, p1 = ([as_number(x) for x in p] for p in pair)
+    if labels is not None and (not isinstance(labels, list) or len(labels) != len(p0)):
+        raise ValueError("labels must be a list with one label per symbol")
+    a, b, _ = check_labelled_pair(p0, p1, normalize=True)
+    if labels is None:
+        return a, b, None
+    labels = [str(x) for x in labels]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"labels must be distinct, got {len(labels) - len(set(labels))} repeated")
+    return dict(zip(labels, a, strict=True)), dict(zip(labels, b, strict=True)), labels
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _normalised(value: float, denom: float) -> float | None:
+    """value / D_f(P0||P1), clipped to [0, 1] as ``OptimalMechanismResult.normalized_value``
+    (data processing: outside only by rounding); None where undefined."""
+    if not (denom and math.isfinite(denom) and math.isfinite(value)):
+        return None
+    return min(max(value / denom, 0.0), 1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# the data panel
+# ---------------------------------------------------------------------------------------------
+def parse_pasted(p0_text: Any, p1_text: Any) -> dict:
+    """Two pasted distributions, ``"a=3, b=5"`` (one pair per comma or line) or ``"3, 5"``,
+    counts or probabilities, as the validated pair the page sends with every request."""
+    pair: dict[str, Any] = {}
+    for name, text in (("p0", p0_text), ("p1", p1_text)):
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"{name} is empty: paste label=value pairs or numbers")
+        items = [t.strip() for t in text.replace(";", ",").replace("\n", ",").split(",") if t.strip()]
+        if any("=" in t for t in items):
+            parts = [t.partition("=") for t in items]
+            bad = next((t for t, (k, s, _) in zip(items, parts, strict=True) if not s or not k.strip()), None)
+            if bad is not None:
+                raise ValueError(f"{name}: expected label=value, got {bad!r}")
+            pair[name] = {k.strip(): as_number(v) for k, _, v in parts}
+            if len(pair[name]) != len(parts):
+                raise ValueError(f"{name}: a label appears twice")
+        else:
+            pair[name] = [as_number(t) for t in items]
+    return pair_payload(pair["p0"], pair["p1"])
+
+
+def pair_payload(p0: Any, p1: Any) -> dict:
+    """A pair (arrays, lists or dicts label -> value; counts or probabilities) validated by the
+    library and normalised, as ``{"labels", "p0", "p1", "k"}``."""
+    a, b, labels = check_labelled_pair(p0, p1, normalize=True)
+    if a.shape[0] > MAX_K:
+        raise ValueError(f"the pair has {a.shape[0]} symbols; the studio designs for at most {MAX_K}")
+    names = [str(x) for x in labels] if labels is not None else [str(i) for i in range(a.shape[0])]
+    return {"labels": names, "p0": a.tolist(), "p1": b.tolist(), "k": int(a.shape[0])}
+
+
+def options() -> dict:
+    """What the page's controls offer."""
+    return {
+        "divergences": divergence_names(),
+        "families": {n: {"parameter": p, "default": d} for n, (_, p, d) in FAMILIES.items()},
+        "limits": {
+            "max_k": MAX_K,
+            "max_curve_points": MAX_CURVE_POINTS,
+            "max_problem_inputs": MAX_PROBLEM_INPUTS,
+        },
+        "version": ldpopt.__version__,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# design, trade-off, deployment
+# ---------------------------------------------------------------------------------------------
+def _mechanisms(a: Any, b: Any, eps: float, div: Any, l: int | None) -> tuple[Any, list]:
+    res = ldpopt.optimal_mechanism(a, b, eps, div, l)
+    assert res.mechanism is not None  # the SPR solvers always return their mechanism
+    k = res.mechanism.num_inputs
+    return res, [
+        ("optimal", res.mechanism),
+        ("binary", ldpopt.binary_mechanism(a, b, eps)),
+        ("k-RR", ldpopt.randomized_response(k, eps)),
+    ]
+
+
+def design(req: Mapping) -> dict:
+    """The optimal mechanism for the request's pair, eps, divergence and output budget, with the
+    binary mechanism and k-ary RR for comparison."""
+    a, b, labels = _pair(req)
+    eps, div, l = _eps(req), _divergence(req), _max_outputs(req)
+    res, mechs = _mechanisms(a, b, eps, div, l)
+    names = labels or [str(i) for i in range(len(res.mechanism.matrix))]
+    rows = []
+    for name, mech in mechs:
+        value = res.value if name == "optimal" else mech.utility(a, b, div)
+        rows.append(
+            {
+                "mechanism": name,
+                "outputs": mech.num_outputs,
+                "value": _finite(value),
+                "normalised": _normalised(value, res.input_divergence),
+            }
+        )
+    matrix = res.mechanism.matrix
+    return {
+        "eps": eps if math.isfinite(eps) else "inf",
+        "divergence": res.divergence,
+        "max_outputs": l,
+        "value": _finite(res.value),
+        "normalised": _normalised(res.value, res.input_divergence),
+        "input_divergence": _finite(res.input_divergence),
+        "num_outputs": res.num_outputs,
+        "method": res.method,
+        "partition": [[names[i] for i in block] for block in res.partition],
+        "labels": names,
+        "matrix": matrix.tolist() if matrix.size <= MAX_MATRIX_CELLS else None,
+        "comparison": rows,
+    }
+
+
+def _grid(req: Mapping) -> np.ndarray:
+    lo, hi = _eps(req, "eps_min"), _eps(req, "eps_max")
+    points = check_positive_int(_field(req, "points", 101), "points")
+    if not (math.isfinite(hi) and lo < hi):
+        raise ValueError(f"eps_max must be finite and > eps_min, got eps_min={lo!r}, eps_max={hi!r}")
+    if not 2 <= points <= MAX_CURVE_POINTS:
+        raise ValueError(f"points must be between 2 and {MAX_CURVE_POINTS}, got points={points}")
+    return np.linspace(lo, hi, points)
+
+
+def curve(req: Mapping) -> dict:
+    """Utility against eps over the request's range: the optimal value (one batched
+    :func:`ldpopt.sweep`), the binary mechanism and k-RR; the optimal number of outputs."""
+    a, b, _ = _pair(req)
+    div, l, grid = _divergence(req), _max_outputs(req), _grid(req)
+    sw = ldpopt.sweep([a], [b], grid, div, l, progress=False)
+    k = len(a)
+    denom = float(sw.input_divergence[0])
+    series: dict[str, list] = {"binary": [], "k-RR": []}
+    for eps in grid:
+        series["binary"].append(ldpopt.binary_mechanism(a, b, eps).utility(a, b, div))
+        series["k-RR"].append(ldpopt.randomized_response(k, eps).utility(a, b, div))
+    out = {"optimal": [float(v) for v in sw.values[0]], **series}
+    return {
+        "eps": grid.tolist(),
+        "divergence": sw.divergence,
+        "input_divergence": _finite(denom),
+        "value": {n: [_finite(v) for v in vs] for n, vs in out.items()},
+        "normalised": {n: [_normalised(v, denom) for v in vs] for n, vs in out.items()},
+        "num_outputs": [int(n) for n in sw.num_outputs[0]],
+    }
+
+
+def _level(req: Mapping, key: str) -> float:
+    return check_real(_field(req, key, 0.05), key)
+
+
+def deployment(req: Mapping) -> dict:
+    """Reports needed for type-I error <= alpha and type-II error <= beta, per mechanism."""
+    a, b, _ = _pair(req)
+    eps, div, l = _eps(req), _divergence(req), _max_outputs(req)
+    alpha, beta = _level(req, "alpha"), _level(req, "beta")
+    _, mechs = _mechanisms(a, b, eps, div, l)
+    rows = []
+    for name, mech in mechs:
+        try:
+            s = ldpopt.sample_size(mech, a, b, alpha, beta)
+        except ValueError as exc:
+            if name == "optimal":  # the same alpha/beta problem for every mechanism: say it once
+                raise
+            rows.append({"mechanism": name, "n": None, "message": str(exc)})
+            continue
+        rows.append(
+            {
+                "mechanism": name,
+                "n": s.n,
+                "method": s.method,
+                "exact": s.exact,
+                "chernoff_n": s.chernoff_n,
+                "stein_n": s.stein_n,
+                "message": s.message,
+            }
+        )
+    return {"alpha": alpha, "beta": beta, "rows": rows}
+
+
+def mechanism_file(req: Mapping) -> str:
+    """The mechanism file (the format of ``ldpopt export``) of the request's optimal design, or of
+    one of its baselines (``which``: ``optimal``, ``binary`` or ``k-RR``)."""
+    a, b, _ = _pair(req)
+    eps, div, l = _eps(req), _divergence(req), _max_outputs(req)
+    res, mechs = _mechanisms(a, b, eps, div, l)
+    which = req.get("which") or "optimal"
+    chosen = dict(mechs).get(which)
+    if chosen is None:
+        raise ValueError(f"which must be one of {', '.join(n for n, _ in mechs)}, got which={which!r}")
+    mech: Mechanism = chosen
+    u, v = mech.input_pair(a, b)
+    value = res.value if which == "optimal" else mech.utility(a, b, div)
+    return mechanism_file_text(mech, p0=u, p1=v, divergence=res.divergence, value=value)
+
+
+# ---------------------------------------------------------------------------------------------
+# decision problems
+# ---------------------------------------------------------------------------------------------
+def read_problem(data: bytes, name: str) -> DecisionProblem:
+    """A ``decide`` problem file (``docs/decision.md``) from its bytes, validated by
+    :class:`~ldpopt.DecisionProblem`."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{name}: not a UTF-8 text file") from None
+    doc = loads_strict(text, name)
+    if not isinstance(doc, dict):
+        raise ValueError(f"{name}: the top level must be an object with 'likelihood' and 'loss'")
+    unknown = sorted(set(doc) - set(PROBLEM_KEYS))
+    if unknown:
+        raise ValueError(f"{name}: unknown key {unknown[0]!r}; allowed keys: {', '.join(PROBLEM_KEYS)}")
+    missing = [k for k in ("likelihood", "loss") if k not in doc]
+    if missing:
+        raise ValueError(f"{name}: missing key {missing[0]!r}")
+    labels = doc.get("labels") or {}
+    if not isinstance(labels, dict) or set(labels) - set(PROBLEM_LABEL_KEYS):
+        raise ValueError(f"{name}: 'labels' must be an object with optional keys inputs, parameters, actions")
+    m = len(doc["likelihood"]) if isinstance(doc["likelihood"], list) else 0
+    if m > MAX_PROBLEM_INPUTS:
+        raise ValueError(f"{name}: {m} inputs; the studio solves problems with at most {MAX_PROBLEM_INPUTS}")
+    kwargs = {PROBLEM_LABEL_KEYS[k]: v for k, v in labels.items()}
+    title = doc.get("name", name)
+    if not isinstance(title, str):
+        raise TypeError(f"{name}: 'name' must be a string, got {title!r}")
+    return DecisionProblem(doc["likelihood"], doc["loss"], doc.get("prior"), name=title, **kwargs)
+
+
+def _channel(prob: DecisionProblem, res: Any) -> dict:
+    inputs = (
+        [str(x) for x in prob.labels] if prob.labels is not None else [str(i) for i in range(prob.num_inputs)]
+    )
+    actions = [str(a) for a in (prob.action_labels or range(prob.num_actions))]
+    outputs = []
+    for j, subset in enumerate(res.weights):
+        rule = None if res.decision_rule is None else res.decision_rule[j]
+        decision = {} if rule is None else {actions[a]: float(rule[a]) for a in np.flatnonzero(rule > 0)}
+        outputs.append({"subset": [inputs[i] for i in sorted(subset)], "decision": decision})
+    return {
+        "risk": res.risk,
+        "value": _finite(res.value),
+        "method": res.method,
+        "status": res.status,
+        "message": res.message,
+        "num_outputs": res.num_outputs,
+        "inputs": inputs,
+        "matrix": None if res.mechanism is None else res.mechanism.matrix.tolist(),
+        "outputs": outputs,
+    }
+
+
+def decide(data: bytes, name: str, eps: Any) -> dict:
+    """The optimal eps-LDP channel of an uploaded decision problem, for the Bayes and the minimax
+    risk."""
+    prob = read_problem(data, name)
+    e = check_eps(as_number(eps), allow_inf=False)
+    results = [_channel(prob, optimal_channel(prob, e, risk=risk)) for risk in RISKS]
+    return {
+        "name": prob.name,
+        "eps": e,
+        "inputs": prob.num_inputs,
+        "parameters": prob.num_parameters,
+        "actions": prob.num_actions,
+        "results": results,
+    }
