@@ -2,7 +2,8 @@
 
 One module per command group registers its commands on :data:`ldpopt.cli._common.app`:
 :mod:`~ldpopt.cli.design` (design, demo), :mod:`~ldpopt.cli.deploy` (export, privatize, test,
-samplesize), :mod:`~ldpopt.cli.decide`, :mod:`~ldpopt.cli.reproduce` and :mod:`~ldpopt.cli.sweep`.
+samplesize), :mod:`~ldpopt.cli.decide`, :mod:`~ldpopt.cli.estimate`,
+:mod:`~ldpopt.cli.reproduce` and :mod:`~ldpopt.cli.sweep`.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from __future__ import annotations
 import os
 import sys
 
-from ldpopt.cli import decide, deploy, design, reproduce, sweep
+from ldpopt.cli import decide, deploy, design, estimate, reproduce, sweep
 from ldpopt.cli._common import app, err_console
 
 __all__ = ["app", "main"]
-_COMMAND_GROUPS = (design, deploy, decide, reproduce, sweep)
+_COMMAND_GROUPS = (design, deploy, decide, estimate, reproduce, sweep)
 
 
 def main() -> None:  # pragma: no cover - exercised through the console script
