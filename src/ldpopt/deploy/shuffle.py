@@ -41,9 +41,11 @@ Methods (``method=``), each an upper bound on the central eps at the given delta
     :math:`w = (e^{\varepsilon_0}+1)q`, the same under both datasets, and is uninformative
     otherwise.  Hence (post-processing and joint convexity of the hockey-stick divergence)
     :math:`\delta(\varepsilon) \le w\,D_{e^\varepsilon}(P_{2q}\|Q_{2q})` with
-    :math:`C \sim \mathrm{Bin}(n-1, 2q)`.  Since :math:`2q \ge e^{-\varepsilon_0}` and
-    :math:`w \le 1`, never looser than ``"numerical"``.  **Valid for** s-ary RR (and SPR
-    mechanisms) with ``s >= 2`` outputs only.
+    :math:`C \sim \mathrm{Bin}(n-1, 2q)`.  The clone probability 2q exceeds the generic
+    :math:`e^{-\varepsilon_0}` only when :math:`e^{\varepsilon_0} > s - 1`, so at every eps the
+    smaller of this delta and the generic one is used (both bound the same delta): never looser
+    than ``"numerical"``.  **Valid for** s-ary RR (and SPR mechanisms) with ``s >= 2`` outputs
+    only.
 
 Every result is at most eps0 (the shuffled reports of an eps0-LDP randomizer are eps0-DP).
 :func:`local_epsilon_for` inverts a method: the largest eps0 (up to the bisection tolerance,
@@ -172,13 +174,11 @@ def _closed_form(eps0: float, n: int, delta: float) -> float:
     return math.log1p(factor * (a + b))
 
 
-def _clone_parameters(eps0: float, outputs: int | None) -> tuple[float, float]:
-    """(probability that another user is a clone, weight of the informative branch)."""
+def _clone_parameters(eps0: float, outputs: int) -> tuple[float, float]:
+    """s-ary RR: (probability that another user is a clone, weight of the informative branch)."""
     c0 = math.exp(-eps0)
-    if outputs is None:
-        return c0, 1.0
-    q_scaled = c0 / (1.0 + (outputs - 1) * c0)  # q = 1 / (e^eps0 + s - 1) = c0 / (1 + (s-1) c0)
-    return 2.0 * q_scaled, (1.0 + c0) * q_scaled / c0 if c0 > 0 else 0.0
+    denom = 1.0 + (outputs - 1) * c0  # q = 1 / (e^eps0 + s - 1) = c0 / denom, w = (e^eps0 + 1) q
+    return 2.0 * c0 / denom, (1.0 + c0) / denom
 
 
 def clone_delta(
@@ -218,12 +218,19 @@ def clone_delta(
     return min(weight * (body + rounding) + left_out, 1.0)
 
 
-def _numerical(eps0: float, n: int, delta: float, outputs: int | None) -> tuple[float, float]:
-    p_clone, weight = _clone_parameters(eps0, outputs)
+def _delta_bound(eps: float, eps0: float, n: int, delta: float, outputs: int | None) -> float:
+    """The method's upper bound on delta at eps (for s-ary RR the smaller of its two bounds)."""
     tail = TAIL_FRACTION * delta
+    generic = clone_delta(eps, eps0, n, p_clone=math.exp(-eps0), tail=tail)
+    if outputs is None:
+        return generic
+    p_clone, weight = _clone_parameters(eps0, outputs)
+    return min(generic, clone_delta(eps, eps0, n, p_clone=p_clone, weight=weight, tail=tail))
 
+
+def _numerical(eps0: float, n: int, delta: float, outputs: int | None) -> tuple[float, float]:
     def dl(eps: float) -> float:
-        return clone_delta(eps, eps0, n, p_clone=p_clone, weight=weight, tail=tail)
+        return _delta_bound(eps, eps0, n, delta, outputs)
 
     d0 = dl(0.0)
     if d0 <= delta:
@@ -310,8 +317,7 @@ def local_epsilon_for(
     def ok(e0: float) -> bool:
         if method == "closed_form":
             return _closed_form(e0, n, delta) <= target
-        p_clone, weight = _clone_parameters(e0, s)
-        return clone_delta(target, e0, n, p_clone=p_clone, weight=weight, tail=TAIL_FRACTION * delta) <= delta
+        return _delta_bound(target, e0, n, delta, s) <= delta
 
     lo = target
     if upper <= lo:  # the closed form is not proved at eps0 = central_eps: only the trivial bound

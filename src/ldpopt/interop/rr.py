@@ -10,7 +10,8 @@ RAPPOR-style parametrisation; OpenDP's ``make_randomized_response(categories, pr
 
 Inverses: :math:`\varepsilon = \log(\kappa(s-1)/(1-\kappa)) = \log(1 + s(1-\gamma)/\gamma)`.
 
-**Rounding.** Each derived quantity is rounded one float step *towards privacy*: an eps computed
+**Rounding.** Each derived quantity is rounded *towards privacy*, past a bound on its
+floating-point error (:data:`_REL_SLACK`, relative): an eps computed
 from a keep probability or a noise parameter is rounded up (the claim never understates the
 privacy loss of the given float), a keep probability computed from eps is rounded down and a noise
 parameter rounded up (the channel they describe is never less private than the requested eps).
@@ -38,12 +39,20 @@ class RRParameters:
     outputs: int
 
 
-def _up(x: float) -> float:
-    return math.nextafter(x, math.inf)
+#: relative error bound of each derived quantity before its directed rounding: at most three
+#: libm calls (exp/log/log1p, each within 1 ulp = 2u) and three arithmetic operations (u each)
+#: on terms of one sign (no cancellation in the formulas below beyond the eps sum, which is
+#: bounded by the sum of the magnitudes of its terms): 3 * 2u + 3u = 9u, rounded up to 16u
+_REL_SLACK = 16 * 2.0**-53
+
+
+def _up(x: float, scale: float | None = None) -> float:
+    """``x`` moved up past its rounding error (``scale``: the magnitude the error is relative to)."""
+    return math.nextafter(x + _REL_SLACK * abs(x if scale is None else scale), math.inf)
 
 
 def _down(x: float) -> float:
-    return math.nextafter(x, -math.inf)
+    return math.nextafter(x - _REL_SLACK * abs(x), -math.inf)
 
 
 def _check_open(value: Any, name: str, low: float, high: float) -> float:
@@ -85,7 +94,8 @@ def rr_parameters(*, eps: Any = None, keep: Any = None, noise: Any = None, outpu
         return RRParameters(e, min(_down(1.0 / denom), 1.0), min(_up(s * c / denom), 1.0), s)
     if keep is not None:
         k = _check_open(keep, "keep", 1.0 / s, 1.0)  # keep = 1/s is eps = 0, keep = 1 is eps = inf
-        e = _up(math.log(k) + math.log(s - 1) - math.log1p(-k))
+        terms = (math.log(k), math.log(s - 1), -math.log1p(-k))
+        e = _up(sum(terms), scale=sum(abs(t) for t in terms))
         return RRParameters(e, k, min(_up(s * (1.0 - k) / (s - 1)), 1.0), s)
     g = _check_open(noise, "noise", 0.0, 1.0)  # noise = 1 is eps = 0, noise = 0 is eps = inf
     e = _up(math.log1p(s * (1.0 - g) / g))
