@@ -41,13 +41,13 @@ r"""Estimates from privatized reports: the mixing proportion of two hypotheses a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import numpy as np
 from scipy import optimize, special, stats
 
-from ldpopt._validation import _short, is_real
+from ldpopt._validation import is_real
 from ldpopt.deploy.sampling import encode_outputs
 from ldpopt.deploy.shuffle import rr_outputs
 from ldpopt.mechanism import as_mechanism
@@ -63,7 +63,7 @@ __all__ = [
 
 #: the score is treated as zero within this many ulps of its scale (|dl/dpi| <= sum N |m1-m0|/m)
 _ROOT_XTOL = 2.0**-50
-#: stands in for an infinite likelihood-ratio statistic in the root search (any value > every critical value)
+#: stands in for an infinite likelihood-ratio statistic in the root search (above every critical value)
 _BIG = 1e300
 
 
@@ -83,6 +83,7 @@ class MixtureEstimate:
     confidence: float
     n: int
     log_likelihood: float
+    _: KW_ONLY
     critical_value: float
     boundary_critical_value: float
     counts: np.ndarray
@@ -97,7 +98,7 @@ class MixtureEstimate:
         """Whether ``pi`` is in the confidence set (the test of pi, with the boundary critical value
         at 0 and 1)."""
         if not is_real(pi) or not 0.0 <= float(pi) <= 1.0:
-            raise ValueError(f"pi must be a number in [0, 1], got pi={_short(pi)}")
+            raise ValueError(f"pi must be a number in [0, 1], got pi={pi!r}")
         p = float(pi)
         crit = self.boundary_critical_value if p in (0.0, 1.0) else self.critical_value
         return self.statistic(p) <= crit
@@ -171,7 +172,7 @@ def project_to_simplex(v: Any) -> np.ndarray:
 
 def _check_confidence(confidence: Any) -> float:
     if not is_real(confidence) or not 0.5 < float(confidence) < 1.0:
-        raise ValueError(f"confidence must be a number in (0.5, 1), got confidence={_short(confidence)}")
+        raise ValueError(f"confidence must be a number in (0.5, 1), got confidence={confidence!r}")
     return float(confidence)
 
 
@@ -240,11 +241,11 @@ def mixture_proportion(
         conf,
         int(n_y.sum()),
         l_hat,
-        crit,
-        crit_b,
-        n_y,
-        m0,
-        m1,
+        critical_value=crit,
+        boundary_critical_value=crit_b,
+        counts=n_y,
+        m0=m0,
+        m1=m1,
     )
 
 
@@ -256,9 +257,9 @@ def _counts(m: Any, reports: Any, counts: Any) -> np.ndarray:
     else:
         n_y = np.asarray(counts)
         if n_y.shape != (m.num_outputs,) or not np.issubdtype(n_y.dtype, np.number):
-            raise ValueError(f"counts must be {m.num_outputs} numbers (one per output), got {_short(counts)}")
+            raise ValueError(f"counts must be {m.num_outputs} numbers (one per output), got {counts!r}")
         if np.any(n_y < 0) or np.any(n_y != np.round(n_y)):
-            raise ValueError(f"counts must be non-negative integers, got counts={_short(counts)}")
+            raise ValueError(f"counts must be non-negative integers, got counts={counts!r}")
         n_y = n_y.astype(np.int64)
     if n_y.sum() == 0:
         raise ValueError("no reports: the estimate needs at least one")

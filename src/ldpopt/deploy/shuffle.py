@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ldpopt._validation import _short, check_eps, check_positive_int, is_integer
+from ldpopt._validation import check_eps, check_positive_int, is_integer
 from ldpopt.deploy.testing import check_level
 from ldpopt.mechanism import as_mechanism
 
@@ -132,12 +132,12 @@ class LocalEpsilon:
 # ---------------------------------------------------------------------------------------------
 def _check_method(method: Any, outputs: Any) -> tuple[str, int | None]:
     if method not in SHUFFLE_METHODS:
-        raise ValueError(f"method must be one of {SHUFFLE_METHODS}, got method={_short(method)}")
+        raise ValueError(f"method must be one of {SHUFFLE_METHODS}, got method={method!r}")
     if method == "rr":
         if outputs is None:
             raise ValueError("method='rr' needs outputs=s, the number of outputs of the s-ary RR")
         if not is_integer(outputs) or int(outputs) < 2:
-            raise ValueError(f"outputs must be an integer >= 2, got outputs={_short(outputs)}")
+            raise ValueError(f"outputs must be an integer >= 2, got outputs={outputs!r}")
         return method, int(outputs)
     if outputs is not None:
         raise ValueError(

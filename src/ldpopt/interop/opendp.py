@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ldpopt._extras import require
-from ldpopt._validation import _short, is_integer
+from ldpopt._validation import is_integer
 from ldpopt.deploy.sampling import realise
 from ldpopt.interop.rr import rr_parameters
 from ldpopt.mechanism import Mechanism, as_mechanism
@@ -51,7 +51,7 @@ def _input_type(labels: tuple | None) -> type:
         return int
     if all(isinstance(v, str) for v in labels):
         return str
-    raise ValueError(f"to_opendp needs input labels that are all str or all int, got labels={_short(labels)}")
+    raise ValueError(f"to_opendp needs input labels that are all str or all int, got labels={labels!r}")
 
 
 def _scalar(value: Any) -> Any:
@@ -105,9 +105,7 @@ def from_opendp_rr(categories: Sequence, prob: Any) -> Mechanism:
     cats = tuple(_scalar(c) for c in categories)
     k = len(cats)
     if k < 2 or len(set(cats)) != k:
-        raise ValueError(
-            f"categories must be at least 2 distinct values, got categories={_short(categories)}"
-        )
+        raise ValueError(f"categories must be at least 2 distinct values, got categories={categories!r}")
     par = rr_parameters(keep=prob, outputs=k)
     other = (1.0 - par.keep) / (k - 1)
     matrix = np.full((k, k), other)

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ldpopt._validation import _short, check_eps, is_integer, is_real
+from ldpopt._validation import check_eps, is_integer, is_real
 
 __all__ = ["RRParameters", "rr_parameters"]
 
@@ -58,7 +58,7 @@ def _down(x: float) -> float:
 def _check_open(value: Any, name: str, low: float, high: float) -> float:
     """A real number strictly between ``low`` and ``high``."""
     if not is_real(value):
-        raise TypeError(f"{name} must be a real number, got {name}={_short(value)}")
+        raise TypeError(f"{name} must be a real number, got {name}={value!r}")
     v = float(value)
     if not low < v < high:
         raise ValueError(f"{name} must be in ({low!r}, {high!r}), got {name}={value!r}")
@@ -80,7 +80,7 @@ def rr_parameters(*, eps: Any = None, keep: Any = None, noise: Any = None, outpu
         s >= 2.
     """
     if not is_integer(outputs) or int(outputs) < 2:
-        raise ValueError(f"outputs must be an integer >= 2, got outputs={_short(outputs)}")
+        raise ValueError(f"outputs must be an integer >= 2, got outputs={outputs!r}")
     s = int(outputs)
     given = [name for name, v in (("eps", eps), ("keep", keep), ("noise", noise)) if v is not None]
     if len(given) != 1:
