@@ -18,6 +18,7 @@ import ldpopt
 from ldpopt.deploy.shuffle import (
     CDF_REL_ERR,
     EPS_TOL,
+    PMF_REL_ERR,
     TAIL_FRACTION,
     central_epsilon,
     clone_delta,
@@ -132,8 +133,8 @@ def test_clone_delta_matches_the_brute_force_pair(eps0, n):
         want = _hockey(p, q, eps)
         got = clone_delta(eps, eps0, n, p_clone=math.exp(-eps0))
         # oracle: (n+1)^2 terms, each built by <= 3n roundings of non-negative terms: n^3 * 8u;
-        # library: its own documented allowance CDF_REL_ERR * (1 + e^eps)
-        bound = 8 * n**3 * U + 2 * CDF_REL_ERR * (1 + g)
+        # library: its own documented allowances CDF_REL_ERR * (1 + e^eps) and PMF_REL_ERR * delta
+        bound = 8 * n**3 * U + 2 * CDF_REL_ERR * (1 + g) + 2 * PMF_REL_ERR * want
         assert want - 8 * n**3 * U <= got <= want + bound
 
 
@@ -156,7 +157,8 @@ def test_rr_bound_matches_its_oracle_and_exceeds_exact_shuffled_rr(eps0, s):
     datasets = [[0] * (n - 1), [1] * (n - 1), [s - 1] * (n - 1), [i % s for i in range(n - 1)]]
     for eps in (0.05, 0.2, 0.5 * eps0):
         bound = clone_delta(eps, eps0, n, p_clone=2 * q, weight=weight)
-        assert abs(bound - weight * _hockey(p_pair, q_pair, eps)) <= 8 * n**3 * U + 4 * CDF_REL_ERR
+        want = weight * _hockey(p_pair, q_pair, eps)
+        assert abs(bound - want) <= 8 * n**3 * U + 4 * CDF_REL_ERR + 2 * PMF_REL_ERR * want
         for rest in datasets:
             exact = _hockey(_rr_histogram(eps0, s, [0, *rest]), _rr_histogram(eps0, s, [1, *rest]), eps)
             assert exact <= bound + 8 * n**3 * U
@@ -210,6 +212,8 @@ def test_rr_outputs_recognises_spr_and_krr():
         (lambda: central_epsilon(1, 0, 1e-6), "n"),
         (lambda: central_epsilon(-1, 10, 1e-6), "eps0"),
         (lambda: central_epsilon(math.inf, 10, 1e-6), "eps0"),
+        (lambda: central_epsilon(800, 10, 1e-6), "eps0"),
+        (lambda: central_epsilon(1, 10**11, 1e-6, "rr", outputs=3), "n <="),
         (lambda: central_epsilon(1, 10, 1e-6, "bogus"), "method"),
         (lambda: local_epsilon_for(0, 10, 1e-6), "central_eps"),
     ],

@@ -23,13 +23,15 @@ Methods (``method=``), each an upper bound on the central eps at the given delta
     :math:`C \sim \mathrm{Bin}(n-1, e^{-\varepsilon_0})` clones, :math:`A \sim \mathrm{Bin}(C, 1/2)` and
     :math:`\Delta \sim \mathrm{Bern}(e^{\varepsilon_0}/(e^{\varepsilon_0}+1))`, so
     :math:`\delta(\varepsilon) \le D_{e^\varepsilon}(P\|Q)` (hockey-stick divergence).  Given
-    C = c, the likelihood ratio P/Q is decreasing in the first coordinate, so the divergence is a
-    difference of two binomial CDFs at one cut-off; summed over c in a window of
+    C = c, the likelihood ratio P/Q is monotone in the first coordinate, so the divergence is a
+    difference of two binomial CDFs at one cut-off (computed for the mirror image of P, which
+    has the same divergence: reflecting the first coordinate swaps P and Q); summed over c in a window of
     :math:`\mathrm{Bin}(n-1, \cdot)` whose two tails (mass :data:`TAIL_FRACTION` times delta each)
-    are added in full, plus a rounding allowance (:data:`CDF_REL_ERR`).  The two directions are
-    equal (P and Q are mirror images).  Smallest eps with :math:`\delta(\varepsilon) \le \delta`
+    are added in full, plus a rounding allowance (:data:`CDF_REL_ERR`, :data:`PMF_REL_ERR`).
+    The two directions are equal (P and Q are mirror images).  Smallest eps with :math:`\delta(\varepsilon) \le \delta`
     by bisection, returning the upper end of the final bracket (rounded up).  **Valid for** every
-    eps0-LDP randomizer (replacement neighbours), every ``n >= 1``, ``0 < delta < 1``.
+    eps0-LDP randomizer (replacement neighbours), ``0 < eps0 <= 700``, ``1 <= n <= 10^10``,
+    ``0 < delta < 1``.
 
 ``"rr"``
     The clone reduction specialised to s-ary randomized response (``outputs=s``; an SPR mechanism
@@ -45,7 +47,7 @@ Methods (``method=``), each an upper bound on the central eps at the given delta
     :math:`e^{-\varepsilon_0}` only when :math:`e^{\varepsilon_0} > s - 1`, so at every eps the
     smaller of this delta and the generic one is used (both bound the same delta): never looser
     than ``"numerical"``.  **Valid for** s-ary RR (and SPR mechanisms) with ``s >= 2`` outputs
-    only.
+    only, in the range of ``"numerical"``.
 
 Every result is at most eps0 (the shuffled reports of an eps0-LDP randomizer are eps0-DP).
 :func:`local_epsilon_for` inverts a method: the largest eps0 (up to the bisection tolerance,
@@ -81,10 +83,19 @@ SHUFFLE_METHODS = ("numerical", "closed_form", "rr")
 #: each tail of Bin(n-1, p) left out of the sum carries at most this fraction of the target delta
 #: (its whole mass is added to the bound, so leaving it out costs at most 2 * 2^-20 of delta)
 TAIL_FRACTION = 2.0**-20
-#: relative error allowed for one binomial CDF value: scipy's ``bdtr`` is Cephes ``incbet``, whose
-#: documented peak relative error on IEEE doubles is 2.2e-13; doubled for the two CDFs combined
-#: per term and the pmf weights
-CDF_REL_ERR = 1e-12
+#: relative error allowed for one binomial CDF value (scipy's ``binom.cdf``, Boost's regularised
+#: incomplete beta): spot checks against 200-bit mpmath gave at most 5.4e-14 (c = 10^4, six
+#: standard deviations into the lower tail); 1e-11 leaves a margin of 180
+CDF_REL_ERR = 1e-11
+#: relative error allowed for the Bin(n-1, p) weights (scipy's ``binom.pmf``): spot checks against
+#: mpmath gave at most 2e-12 for n up to 10^10; 1e-9 leaves a margin of 500
+PMF_REL_ERR = 1e-9
+#: largest n of the numerical methods (the sum has ~15 sqrt(n p (1-p)) terms per evaluation)
+N_MAX_NUMERICAL = 10**10
+#: largest eps0 of the numerical methods (e^-eps0 and e^eps stay normal floats; beyond it no
+#: realistic n has a clone and the central eps is eps0)
+EPS0_MAX_NUMERICAL = 700.0
+_NUMERICAL_RANGE = "0 < eps0 <= 700, 1 <= n <= 1e10, 0 < delta < 1"
 #: bisection stops when the bracket on eps (or eps0) is this narrow
 EPS_TOL = 1e-9
 #: largest local eps0 searched by :func:`local_epsilon_for` (e^-64 clones per user: no amplification
@@ -146,12 +157,24 @@ def _check_method(method: Any, outputs: Any) -> tuple[str, int | None]:
     return method, None
 
 
+def _check_numerical_range(method: str, n: int, eps0: float | None = None) -> None:
+    if method == "closed_form":
+        return
+    if n > N_MAX_NUMERICAL:
+        raise ValueError(f"method={method!r} is implemented for n <= {N_MAX_NUMERICAL}, got n={n}")
+    if eps0 is not None and eps0 > EPS0_MAX_NUMERICAL:
+        raise ValueError(
+            f"method={method!r} is implemented for eps0 <= {EPS0_MAX_NUMERICAL} (no clones beyond: the "
+            f"central eps is eps0), got eps0={eps0!r}"
+        )
+
+
 def _validity(method: str, n: int, delta: float) -> str:
     if method == "closed_form":
         return f"eps0 <= log(n / (16 log(4/delta))) = {closed_form_validity(n, delta):.6g}"
     if method == "rr":
-        return "s-ary randomized response (or SPR with s outputs); any eps0 > 0, n >= 1, 0 < delta < 1"
-    return "any eps0-LDP randomizer, replacement neighbours; any eps0 > 0, n >= 1, 0 < delta < 1"
+        return f"s-ary randomized response (or SPR with s outputs); {_NUMERICAL_RANGE}"
+    return f"any eps0-LDP randomizer, replacement neighbours; {_NUMERICAL_RANGE}"
 
 
 def closed_form_validity(n: Any, delta: Any) -> float:
@@ -213,7 +236,7 @@ def clone_delta(
     q_le = alpha_bar * f_t + alpha * f_t1
     hs = np.maximum(p_le - gamma * q_le, 0.0)
     body = float(np.dot(pmf, hs))
-    rounding = CDF_REL_ERR * float(np.dot(pmf, p_le + gamma * q_le))
+    rounding = CDF_REL_ERR * float(np.dot(pmf, p_le + gamma * q_le)) + PMF_REL_ERR * body
     left_out = (float(law.cdf(lo - 1)) if lo > 0 else 0.0) + (float(law.sf(hi)) if hi < m else 0.0)
     return min(weight * (body + rounding) + left_out, 1.0)
 
@@ -285,6 +308,7 @@ def central_epsilon(
     n = check_positive_int(n, "n")
     delta = check_level(delta, "delta")
     method, s = _check_method(method, outputs)
+    _check_numerical_range(method, n, eps0=eps0)
     if method == "closed_form":
         limit = closed_form_validity(n, delta)
         if not eps0 <= limit:
@@ -310,6 +334,7 @@ def local_epsilon_for(
     n = check_positive_int(n, "n")
     delta = check_level(delta, "delta")
     method, s = _check_method(method, outputs)
+    _check_numerical_range(method, n)
     upper = EPS0_SEARCH_MAX
     if method == "closed_form":
         upper = min(upper, closed_form_validity(n, delta))
