@@ -28,8 +28,8 @@ Methods (``method=``), each an upper bound on the central eps at the given delta
     has the same divergence: reflecting the first coordinate swaps P and Q); summed over c in a window of
     :math:`\mathrm{Bin}(n-1, \cdot)` whose two tails (mass :data:`TAIL_FRACTION` times delta each)
     are added in full, plus a rounding allowance (:data:`CDF_REL_ERR`, :data:`PMF_REL_ERR`).
-    The two directions are equal (P and Q are mirror images).  Smallest eps with :math:`\delta(\varepsilon) \le \delta`
-    by bisection, returning the upper end of the final bracket (rounded up).  **Valid for** every
+    The two directions are equal (P and Q are mirror images).  Smallest eps with
+    :math:`\delta(\varepsilon) \le \delta` by bisection, returning the upper end of the final bracket (rounded up).  **Valid for** every
     eps0-LDP randomizer (replacement neighbours), ``0 < eps0 <= 700``, ``1 <= n <= 10^10``,
     ``0 < delta < 1``.
 
