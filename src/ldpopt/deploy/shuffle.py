@@ -19,26 +19,27 @@ Methods (``method=``), each an upper bound on the central eps at the given delta
 ``"numerical"``
     The same paper's reduction, evaluated exactly instead of bounded in closed form: the shuffled
     reports of two neighbouring datasets are a post-processing of the pair
-    :math:`P = (A + \Delta,\; C - A + 1 - \Delta)`, :math:`Q = (A + 1 - \Delta,\; C - A + \Delta)` with
-    :math:`C \sim \mathrm{Bin}(n-1, e^{-\varepsilon_0})` clones, :math:`A \sim \mathrm{Bin}(C, 1/2)` and
+    :math:`P = (A + \Delta,\; C - A + 1 - \Delta)`, :math:`Q = (A + 1 - \Delta,\; C - A + \Delta)`
+    with :math:`C \sim \mathrm{Bin}(n-1, e^{-\varepsilon_0})` clones,
+    :math:`A \sim \mathrm{Bin}(C, 1/2)` and
     :math:`\Delta \sim \mathrm{Bern}(e^{\varepsilon_0}/(e^{\varepsilon_0}+1))`, so
-    :math:`\delta(\varepsilon) \le D_{e^\varepsilon}(P\|Q)` (hockey-stick divergence).  Given
-    C = c, the likelihood ratio P/Q is monotone in the first coordinate, so the divergence is a
-    difference of two binomial CDFs at one cut-off (computed for the mirror image of P, which
-    has the same divergence: reflecting the first coordinate swaps P and Q); summed over c in a window of
-    :math:`\mathrm{Bin}(n-1, \cdot)` whose two tails (mass :data:`TAIL_FRACTION` times delta each)
-    are added in full, plus a rounding allowance (:data:`CDF_REL_ERR`, :data:`PMF_REL_ERR`).
-    The two directions are equal (P and Q are mirror images).  Smallest eps with
-    :math:`\delta(\varepsilon) \le \delta` by bisection, returning the upper end of the final bracket (rounded up).  **Valid for** every
+    :math:`\delta(\varepsilon) \le D_{e^\varepsilon}(P\|Q)` (hockey-stick divergence).  Reflecting
+    the first coordinate given C swaps P and Q, so both directions have the same divergence.
+    Given C = c the likelihood ratio is monotone in the first coordinate, so the divergence is a
+    difference of two binomial CDFs at one cut-off.  It is summed over c in a window of
+    :math:`\mathrm{Bin}(n-1, \cdot)` whose two tails (mass at most :data:`TAIL_FRACTION` times
+    delta each) are added in full, plus rounding allowances (:data:`CDF_REL_ERR`,
+    :data:`PMF_REL_ERR`).  The smallest eps with :math:`\delta(\varepsilon) \le \delta` is found
+    by bisection, returning the upper end of the final bracket (rounded up).  **Valid for** every
     eps0-LDP randomizer (replacement neighbours), ``0 < eps0 <= 700``, ``1 <= n <= 10^10``,
     ``0 < delta < 1``.
 
 ``"rr"``
     The clone reduction specialised to s-ary randomized response (``outputs=s``; an SPR mechanism
     with s outputs is s-ary RR applied to its block label, so it qualifies - :func:`rr_outputs`).
-    Each other user's report is, with probability :math:`2q`, :math:`q = 1/(e^{\varepsilon_0}+s-1)`,
-    a fair coin between the two labels of the differing user's inputs, independently of its own
-    input (the "stronger clones" of Feldman, McMillan and Talwar, SODA 2023, for k-RR); and the
+    Each other user's report law is :math:`2q\,U + (1-2q)\,L_z`, :math:`q = 1/(e^{\varepsilon_0}+s-1)`,
+    with U a fair coin between the two labels of the differing user's inputs and :math:`L_z` a
+    law that depends on the user's own input z but not on the differing user's (the "stronger clones" of Feldman, McMillan and Talwar, SODA 2023, for k-RR); and the
     differing user's own report lands on one of those two labels with probability
     :math:`w = (e^{\varepsilon_0}+1)q`, the same under both datasets, and is uninformative
     otherwise.  Hence (post-processing and joint convexity of the hockey-stick divergence)
