@@ -37,9 +37,10 @@ Methods (``method=``), each an upper bound on the central eps at the given delta
 ``"rr"``
     The clone reduction specialised to s-ary randomized response (``outputs=s``; an SPR mechanism
     with s outputs is s-ary RR applied to its block label, so it qualifies - :func:`rr_outputs`).
-    Each other user's report law is :math:`2q\,U + (1-2q)\,L_z`, :math:`q = 1/(e^{\varepsilon_0}+s-1)`,
-    with U a fair coin between the two labels of the differing user's inputs and :math:`L_z` a
-    law that depends on the user's own input z but not on the differing user's (the "stronger clones" of Feldman, McMillan and Talwar, SODA 2023, for k-RR); and the
+    Each other user's report has the law :math:`2q\,U + (1-2q)\,L_z` with
+    :math:`q = 1/(e^{\varepsilon_0}+s-1)`, U a fair coin between the labels of the two inputs
+    of the differing user and :math:`L_z` a law that depends on the user's own input z only
+    (the "stronger clones" of Feldman, McMillan and Talwar, SODA 2023, for k-RR); and the
     differing user's own report lands on one of those two labels with probability
     :math:`w = (e^{\varepsilon_0}+1)q`, the same under both datasets, and is uninformative
     otherwise.  Hence (post-processing and joint convexity of the hockey-stick divergence)
