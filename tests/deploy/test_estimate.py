@@ -95,6 +95,18 @@ def test_reports_and_counts_give_the_same_estimate(spr):
     assert (a.value, a.lower, a.upper) == (b.value, b.lower, b.upper)
 
 
+def test_outputs_impossible_under_one_hypothesis():
+    identity = ldpopt.Mechanism(np.eye(3), math.inf)
+    p0, p1 = [1.0, 0.0, 0.0], [0.5, 0.5, 0.0]
+    only_p0 = mixture_proportion(identity, p0, p1, None, counts=[40, 0, 0])
+    assert only_p0.value == 0.0 and only_p0.lower == 0.0 and only_p0.lower_closed
+    # l(pi) = 40 log(1 - pi/2): Lambda(pi) = -80 log(1 - pi/2) = 3.84 at the upper end
+    assert only_p0.upper == pytest.approx(2 * -math.expm1(-only_p0.critical_value / 80), abs=1e-9)
+    seen_p1 = mixture_proportion(identity, p0, p1, None, counts=[10, 10, 0])
+    assert seen_p1.value == 1.0 and seen_p1.upper == 1.0 and seen_p1.lower > 0.0
+    assert not seen_p1.covers(0.0)  # an output impossible under P0 was reported
+
+
 # ---------------------------------------------------------------------------------------------
 # frequencies
 # ---------------------------------------------------------------------------------------------

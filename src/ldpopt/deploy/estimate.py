@@ -213,7 +213,8 @@ def mixture_proportion(
         raise ValueError(
             f"output {int(np.flatnonzero(impossible)[0])} was reported but has probability 0 under P0 and P1"
         )
-    pi_hat = _mle(n_y, m0, m1)
+    seen = n_y > 0  # unobserved outputs add nothing to the likelihood or its score
+    pi_hat = _mle(n_y[seen], m0[seen], m1[seen])
     l_hat = _loglik(pi_hat, n_y, m0, m1)
     alpha = 1.0 - conf
     crit = float(stats.chi2.ppf(conf, 1))
@@ -224,10 +225,10 @@ def mixture_proportion(
         return min(2.0 * (l_hat - _loglik(pi, n_y, m0, m1)), _BIG) - crit
 
     ends = []
-    for edge, crit_edge in ((0.0, crit_b), (1.0, crit_b)):
+    for edge in (0.0, 1.0):
         lam = 2.0 * (l_hat - _loglik(edge, n_y, m0, m1))
         if lam <= crit:
-            ends.append((edge, lam <= crit_edge))
+            ends.append((edge, lam <= crit_b))
         else:
             lo, hi = sorted((edge, pi_hat))
             ends.append((float(optimize.brentq(excess, lo, hi, xtol=_ROOT_XTOL)), True))
