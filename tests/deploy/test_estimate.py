@@ -186,3 +186,17 @@ def test_refusals(spr):
     identity = ldpopt.Mechanism(np.eye(3), math.inf)
     with pytest.raises(ValueError, match="probability 0"):
         mixture_proportion(identity, [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], None, counts=[0, 1, 3])
+
+
+def test_short_module_paths_are_the_same_modules():
+    import warnings
+
+    import ldpopt.deploy.estimate
+    import ldpopt.deploy.shuffle
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no deprecation: these paths are meant to stay
+        import ldpopt.estimate
+        import ldpopt.shuffle
+    assert ldpopt.estimate is ldpopt.deploy.estimate and ldpopt.shuffle is ldpopt.deploy.shuffle
+    assert ldpopt.mixture_proportion is mixture_proportion
