@@ -96,10 +96,13 @@ def test_estimate_prints_a_table_and_fails_cleanly(files):
 def test_design_shuffle_designs_at_the_largest_local_eps(tmp_path):
     r = run(
         "design", "--p0", spec(P0), "--p1", spec(P1), "--shuffle", "n=100000,delta=1e-6,eps=0.5",
-        "--json", "-", cwd=tmp_path,
+        "--json", "design.json", cwd=tmp_path,
     )  # fmt: skip
-    assert r.exit_code == 0, r.stderr
-    data = json.loads(r.stdout)
+    # a file, not "-": under typer's runner, "--json -" would pin the shared console to the
+    # runner's (later closed) stdout for the rest of the test session
+    assert r.exit_code == 0, r.output
+    assert "Shuffled deployment" in r.stdout
+    data = json.loads((tmp_path / "design.json").read_text())
     sh = data["shuffle"]
     assert data["eps"] == sh["local_eps"] > 0.5
     assert sh["central_eps"] <= 0.5
