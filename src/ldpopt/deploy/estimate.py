@@ -27,8 +27,9 @@ r"""Estimates from privatized reports: the mixing proportion of two hypotheses a
     distinct rows of the channel), so
 
     * s-ary randomized response on a label (SPR, k-RR): the closed form
-      :math:`\hat\theta_j = (\hat f_j - q)/(e^\varepsilon q - q)`, :math:`q = 1/(e^\varepsilon+s-1)`,
-      one estimate per output (an empty SPR block has true mass 0);
+      :math:`\hat\theta_j = (\hat f_j - q)/(e^\varepsilon q - q)`,
+      :math:`q = 1/(e^\varepsilon+s-1)` (the two levels read from the channel matrix), one
+      estimate per output (an empty SPR block has true mass 0);
     * any other channel whose distinct rows are linearly independent: the least-squares solution
       :math:`\hat\theta = \hat f Q_B^{+}` (:math:`Q_B Q_B^{+} = I`, hence unbiased);
 
@@ -304,9 +305,10 @@ def frequencies(mech: Any, reports: Any = None, *, counts: Any = None) -> Freque
     s = rr_outputs(m)
     if s is not None:
         blocks = _rr_blocks(m)
-        c = math.exp(-m.eps)
-        scale = (1.0 + (s - 1) * c) / -math.expm1(-m.eps)  # 1 / (e^eps q - q), q = 1 / (e^eps + s - 1)
-        q = c / (1.0 + (s - 1) * c)
+        # the channel's own two levels (e^eps q and q up to the 1e-9 of rr_outputs' check): the
+        # estimate is unbiased for the stored channel, whatever rounding its eps went through
+        hi, q = float(m.matrix.max()), float(m.matrix.min())
+        scale = 1.0 / (hi - q)
         value = (f - q) * scale
         cov = sigma * scale**2
         method = "rr_closed_form"
