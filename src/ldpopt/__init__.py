@@ -67,6 +67,17 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "SequentialTest": ("ldpopt.deploy.testing", "SequentialTest"),
     "sample_size": ("ldpopt.deploy.sizing", "sample_size"),
     "audit": ("ldpopt.deploy.audit", "audit"),
+    # the collector's side: estimates from reports, shuffle accounting
+    "estimate": ("ldpopt.deploy.estimate", None),
+    "shuffle": ("ldpopt.deploy.shuffle", None),
+    "mixture_proportion": ("ldpopt.deploy.estimate", "mixture_proportion"),
+    "frequencies": ("ldpopt.deploy.estimate", "frequencies"),
+    "central_epsilon": ("ldpopt.deploy.shuffle", "central_epsilon"),
+    "local_epsilon_for": ("ldpopt.deploy.shuffle", "local_epsilon_for"),
+    # other tools: OpenDP (the opendp extra), randomized-response parameters
+    "to_opendp": ("ldpopt.interop.opendp", "to_opendp"),
+    "from_opendp_rr": ("ldpopt.interop.opendp", "from_opendp_rr"),
+    "rr_parameters": ("ldpopt.interop.rr", "rr_parameters"),
     # studies on disk
     "run_sweep": ("ldpopt.sweeps.runner", "run_sweep"),
 }

@@ -5,6 +5,10 @@ The library was one flat folder until version 0.2; its public modules now live i
 maps each old public module name to the module that holds its code now, so
 ``from ldpopt.runner import run_sweep`` keeps working (and warns once) until the aliases are
 removed.  The names exported at the top level (``ldpopt.run_sweep`` ...) never moved.
+
+The same finder serves the short public paths of :data:`SHORT` without a warning: ``import
+ldpopt.estimate`` is the module ``ldpopt.deploy.estimate`` under a second name (one module object,
+so the package's layers see one module).
 """
 
 from __future__ import annotations
@@ -33,17 +37,25 @@ MOVED = {
     "ldpopt.runner": "ldpopt.sweeps.runner",
 }
 
+#: short public path -> the module it names (no warning: these paths are meant to stay)
+SHORT = {
+    "ldpopt.estimate": "ldpopt.deploy.estimate",
+    "ldpopt.shuffle": "ldpopt.deploy.shuffle",
+}
+
 
 class _AliasLoader(importlib.abc.Loader):
-    def __init__(self, new: str) -> None:
+    def __init__(self, new: str, deprecated: bool = True) -> None:
         self.new = new
+        self.deprecated = deprecated
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        warnings.warn(
-            f"{spec.name} moved to {self.new}; import it from there (the old path will be removed)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        if self.deprecated:
+            warnings.warn(
+                f"{spec.name} moved to {self.new}; import it from there (the old path will be removed)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         return importlib.import_module(self.new)
 
     def exec_module(self, module: types.ModuleType) -> None:
@@ -55,9 +67,12 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder):
         self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         new = MOVED.get(fullname)
-        if new is None:
-            return None
-        return importlib.util.spec_from_loader(fullname, _AliasLoader(new))
+        if new is not None:
+            return importlib.util.spec_from_loader(fullname, _AliasLoader(new))
+        short = SHORT.get(fullname)
+        if short is not None:
+            return importlib.util.spec_from_loader(fullname, _AliasLoader(short, deprecated=False))
+        return None
 
 
 def install() -> None:

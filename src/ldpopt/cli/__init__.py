@@ -2,8 +2,9 @@
 
 One module per command group registers its commands on :data:`ldpopt.cli._common.app`:
 :mod:`~ldpopt.cli.design` (design, demo), :mod:`~ldpopt.cli.deploy` (export, privatize, test,
-samplesize), :mod:`~ldpopt.cli.decide`, :mod:`~ldpopt.cli.reproduce`, :mod:`~ldpopt.cli.sweep` and
-:mod:`~ldpopt.cli.certify` (compare, verify-certificate).
+samplesize), :mod:`~ldpopt.cli.decide`, :mod:`~ldpopt.cli.estimate`, :mod:`~ldpopt.cli.reproduce`,
+:mod:`~ldpopt.cli.sweep`, :mod:`~ldpopt.cli.certify` (compare, verify-certificate) and
+:mod:`~ldpopt.cli.studio`.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from __future__ import annotations
 import os
 import sys
 
-from ldpopt.cli import certify, decide, deploy, design, reproduce, studio, sweep
+from ldpopt.cli import certify, decide, deploy, design, estimate, reproduce, studio, sweep
 from ldpopt.cli._common import app, err_console
 
 __all__ = ["app", "main"]
-_COMMAND_GROUPS = (design, deploy, decide, reproduce, sweep, certify, studio)
+_COMMAND_GROUPS = (design, deploy, decide, estimate, reproduce, sweep, certify, studio)
 
 
 def main() -> None:  # pragma: no cover - exercised through the console script

@@ -18,6 +18,7 @@ from ldpopt.cli._common import (
     report_to_stderr_if_json_on_stdout,
     write_json,
 )
+from ldpopt.cli._shuffle import plan_shuffle, print_shuffle, shuffle_summary
 
 #: The embedded demo: event categories of web sessions, normal (P0) vs. fraudulent (P1).
 DEMO_EVENTS = {
@@ -104,15 +105,22 @@ def _print_comparison(res, rows, title: str | None = None) -> None:
 def design(
     p0: str = typer.Option(..., "--p0", help="P0: comma-separated probabilities or label=prob pairs."),
     p1: str = typer.Option(..., "--p1", help="P1: comma-separated probabilities or label=prob pairs."),
-    eps: float = typer.Option(..., "--eps", help="Privacy level eps > 0 ('inf' for none)."),
+    eps: float | None = typer.Option(None, "--eps", help="Privacy level eps > 0 ('inf' for none)."),
     divergence: str = typer.Option(
         "kl", "--divergence", help="kl, reverse_kl, tv, chi2, hellinger, js, egamma:G, renyi:A."
     ),
     max_outputs: int | None = typer.Option(None, "--max-outputs", help="Output budget l."),
     normalize: bool = typer.Option(False, "--normalize", help="Rescale p0/p1 to sum to 1."),
     json_out: Path | None = typer.Option(None, "--json", help="Write the result as JSON to FILE."),
+    shuffle: str | None = typer.Option(
+        None,
+        "--shuffle",
+        help="n=N,delta=D,eps=E: instead of --eps, the largest local eps whose N shuffled reports "
+        "are (E, D)-DP.",
+    ),
 ) -> None:
     """Design the optimal eps-LDP mechanism for P0 vs P1 and compare with binary and k-RR."""
+    eps, plan = plan_shuffle(shuffle, eps)
     a = parse_distribution(p0, "p0")
     b = parse_distribution(p1, "p1")
     try:
@@ -131,8 +139,11 @@ def design(
             f"value = {fmt(res.value)}   D_f(P0||P1) = {fmt(res.input_divergence)}   "
             f"normalised = {fmt(res.normalized_value)}"
         )
+        shuffled = shuffle_summary(plan, res.mechanism) if plan is not None else None
+        if shuffled is not None:
+            print_shuffle(shuffled)
     if json_out is not None:
-        write_json(json_out, _result_dict(res, rows))
+        write_json(json_out, _result_dict(res, rows) | ({"shuffle": shuffled} if shuffled else {}))
 
 
 @app.command()

@@ -6,7 +6,9 @@ sample sizes on the collected reports.
 * :mod:`~ldpopt.deploy.audit` - a statistical lower bound on a sampler's true eps;
 * :mod:`~ldpopt.deploy.llr` - the law of the likelihood-ratio statistic and the level-alpha tests;
 * :mod:`~ldpopt.deploy.testing` - the likelihood-ratio test, Bayes decisions, the sequential test;
-* :mod:`~ldpopt.deploy.sizing` - sample sizes.
+* :mod:`~ldpopt.deploy.sizing` - sample sizes;
+* :mod:`~ldpopt.deploy.estimate` - the mixing proportion and input frequencies from reports;
+* :mod:`~ldpopt.deploy.shuffle` - the central (eps, delta) of shuffled reports.
 
 The names below are resolved on first access (PEP 562): the statistics modules import
 ``scipy.stats``, which a device that only privatizes does not need.  ``audit`` (named like its
@@ -31,6 +33,14 @@ _LAZY = {
     "TestResult": "ldpopt.deploy.testing",
     "SampleSizeResult": "ldpopt.deploy.sizing",
     "sample_size": "ldpopt.deploy.sizing",
+    "MixtureEstimate": "ldpopt.deploy.estimate",
+    "FrequencyEstimate": "ldpopt.deploy.estimate",
+    "mixture_proportion": "ldpopt.deploy.estimate",
+    "frequencies": "ldpopt.deploy.estimate",
+    "ShuffleBound": "ldpopt.deploy.shuffle",
+    "LocalEpsilon": "ldpopt.deploy.shuffle",
+    "central_epsilon": "ldpopt.deploy.shuffle",
+    "local_epsilon_for": "ldpopt.deploy.shuffle",
 }
 
 
