@@ -57,6 +57,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "SequentialTest": ("ldpopt.deploy.testing", "SequentialTest"),
     "sample_size": ("ldpopt.deploy.sizing", "sample_size"),
     "audit": ("ldpopt.deploy.audit", "audit"),
+    "read_pair": ("ldpopt.deploy.pairs", "read_pair"),
+    "LabelledPair": ("ldpopt.deploy.pairs", "LabelledPair"),
     # studies on disk
     "run_sweep": ("ldpopt.sweeps.runner", "run_sweep"),
 }

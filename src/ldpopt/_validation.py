@@ -138,7 +138,15 @@ def _check_array(arr: np.ndarray, name: str, normalize: bool) -> np.ndarray:
     if np.any(arr < 0):
         bad = arr[arr < 0][0]
         raise ValueError(f"{name} must be non-negative, found {bad!r}")
-    total = math.fsum(arr.tolist())
+    try:
+        total = math.fsum(arr.tolist())
+    except OverflowError:
+        # the exact sum is beyond the float range (entries near 1e308): scale by 2^-64, exact for
+        # every entry that stays normal, and enough for up to 2^64 entries of at most 2^1024
+        if not normalize:
+            raise ValueError(f"{name} must sum to 1, got a sum beyond the float range") from None
+        arr = np.ldexp(arr, -64)
+        total = math.fsum(arr.tolist())
     if total <= 0:
         raise ValueError(f"{name} must have positive total mass, got sum={total!r}")
     if not normalize and abs(total - 1.0) > SUM_TOL:

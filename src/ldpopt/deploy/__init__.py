@@ -6,7 +6,8 @@ sample sizes on the collected reports.
 * :mod:`~ldpopt.deploy.audit` - a statistical lower bound on a sampler's true eps;
 * :mod:`~ldpopt.deploy.llr` - the law of the likelihood-ratio statistic and the level-alpha tests;
 * :mod:`~ldpopt.deploy.testing` - the likelihood-ratio test, Bayes decisions, the sequential test;
-* :mod:`~ldpopt.deploy.sizing` - sample sizes.
+* :mod:`~ldpopt.deploy.sizing` - sample sizes;
+* :mod:`~ldpopt.deploy.pairs` - the reader of distribution pairs from CSV, Parquet and JSON files.
 
 The names below are resolved on first access (PEP 562): the statistics modules import
 ``scipy.stats``, which a device that only privatizes does not need.  ``audit`` (named like its
@@ -29,6 +30,8 @@ _LAZY = {
     "SequentialTest": "ldpopt.deploy.testing",
     "TestDesign": "ldpopt.deploy.testing",
     "TestResult": "ldpopt.deploy.testing",
+    "LabelledPair": "ldpopt.deploy.pairs",
+    "read_pair": "ldpopt.deploy.pairs",
     "SampleSizeResult": "ldpopt.deploy.sizing",
     "sample_size": "ldpopt.deploy.sizing",
 }
