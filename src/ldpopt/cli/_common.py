@@ -33,8 +33,44 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-console = Console()
-err_console = Console(stderr=True)
+
+
+class _Console(Console):
+    """A rich console that prints tables as CSV (a ``# title`` line, a header row, the rows, in
+    full) when its output is not a terminal, so piped output is never truncated nor boxed."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        if len(objects) == 1 and isinstance(objects[0], Table) and not self.is_terminal:
+            self.file.write(table_csv(objects[0]))
+            self.file.flush()
+            return
+        super().print(*objects, **kwargs)
+
+
+def _plain(value: Any) -> str:
+    from rich.text import Text
+
+    return value.plain if isinstance(value, Text) else Text.from_markup(str(value)).plain
+
+
+def table_csv(table: Table) -> str:
+    """A rich table as CSV text: its title as a ``# `` line, then the header and the rows."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    if table.title:
+        buf.write(f"# {_plain(table.title)}\n")
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([_plain(c.header) for c in table.columns])
+    columns = [[_plain(cell) for cell in c.cells] for c in table.columns]
+    writer.writerows(zip(*columns, strict=True))
+    return buf.getvalue()
+
+
+# soft_wrap: messages are not wrapped at 80 columns when piped (the terminal wraps them)
+console = _Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -42,7 +78,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
     from rich.markup import escape
 
     # messages quote user input ("[instances]", "[1, 2]"): never let rich read them as markup
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(_to_cli(message))}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -82,6 +118,86 @@ def parse_distribution(text: str, name: str) -> Any:
         fail(f"--{name} must be comma-separated numbers or label=probability pairs, got {text!r}")
 
 
+def from_option() -> Any:
+    """``--from FILE``: P0 and P1 read from a file (shared by every command that takes them)."""
+    return typer.Option(
+        None,
+        "--from",
+        help="Read P0 and P1 from a CSV, Parquet or JSON file (columns --p0-col, --p1-col, --label-col) "
+        "instead of --p0/--p1.",
+    )
+
+
+def p0_col_option() -> Any:
+    return typer.Option("p0", "--p0-col", help="Column of P0 in --from FILE.")
+
+
+def p1_col_option() -> Any:
+    return typer.Option("p1", "--p1-col", help="Column of P1 in --from FILE.")
+
+
+def label_col_option() -> Any:
+    return typer.Option(None, "--label-col", help="Column of the symbol labels in --from FILE (optional).")
+
+
+def json_option() -> Any:
+    """``--json FILE|-``: the result as strict JSON (``-``: alone on standard output)."""
+    return typer.Option(
+        None, "--json", help="Write the result as JSON to FILE ('-': standard output, the JSON alone)."
+    )
+
+
+def normalize_option() -> Any:
+    return typer.Option(False, "--normalize", help="Rescale P0 and P1 to sum to 1 (for counts).")
+
+
+def _to_cli(message: str) -> str:
+    """An API message in the CLI's words."""
+    return message.replace("pass normalize=True to rescale", "pass --normalize to rescale").replace(
+        "normalize=True", "--normalize"
+    )
+
+
+def load_pair(
+    p0: str | None,
+    p1: str | None,
+    source: Path | None,
+    p0_col: str,
+    p1_col: str,
+    label_col: str | None,
+    normalize: bool,
+) -> tuple[Any, Any] | None:
+    """P0 and P1 from ``--p0``/``--p1`` (inline) or ``--from FILE``; None when neither is given.
+
+    Labelled pairs come back as ``{label: probability}`` dicts, others as arrays; with ``normalize``
+    each is rescaled to sum to 1.  Every problem is a one-line error (exit 2)."""
+    if source is not None:
+        if p0 is not None or p1 is not None:
+            fail("give P0 and P1 either inline (--p0/--p1) or from a file (--from), not both")
+        from ldpopt.deploy.pairs import read_pair
+
+        try:
+            return read_pair(source, p0=p0_col, p1=p1_col, label=label_col, normalize=normalize).as_dicts()
+        except (ValueError, TypeError) as exc:
+            fail(f"--from {_to_cli(str(exc))}")
+    if p0 is None and p1 is None:
+        return None
+    if p0 is None or p1 is None:
+        fail("give both --p0 and --p1 (or --from FILE)")
+    a, b = parse_distribution(p0, "p0"), parse_distribution(p1, "p1")
+    if normalize:
+        from ldpopt._validation import check_labelled_pair
+
+        try:
+            u, v, labels = check_labelled_pair(a, b, normalize=True)
+        except (ValueError, TypeError) as exc:
+            fail(_to_cli(str(exc)))
+        if labels is None:
+            return u, v
+        return dict(zip(labels, u.tolist(), strict=True)), dict(zip(labels, v.tolist(), strict=True))
+    return a, b
+
+
 def need(module: str, feature: str, extra: str) -> Any:
     """``module`` imported, or a one-line error (exit 2) naming the extra that installs it."""
     try:
@@ -106,6 +222,11 @@ def fmt(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return ", ".join(fmt(x) for x in value) if len(value) <= 12 else f"[{len(value)} items]"
     return str(value)
+
+
+def plural(n: int, noun: str) -> str:
+    """``"1 output"``, ``"3 outputs"``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def json_safe(obj: Any) -> Any:

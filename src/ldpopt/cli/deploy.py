@@ -15,7 +15,24 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ldpopt.cli._common import app, console, fail, fmt, need, parse_distribution, partition_table
+from ldpopt.cli._common import (
+    app,
+    console,
+    fail,
+    fmt,
+    from_option,
+    json_option,
+    label_col_option,
+    load_pair,
+    need,
+    normalize_option,
+    p0_col_option,
+    p1_col_option,
+    partition_table,
+    plural,
+    report_to_stderr_if_json_on_stdout,
+    write_json,
+)
 
 #: what a missing pandas (CSV reading and writing) is reported for
 CSV_FEATURE = "ldpopt privatize/test"
@@ -136,38 +153,97 @@ def _block_names(mech: Any) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # export
 # ---------------------------------------------------------------------------------------------
+#: the mechanisms ``export --mechanism`` can write
+EXPORT_KINDS = ("optimal", "binary", "rr")
+
+
 @app.command("export")
 def export_cmd(
-    p0: str = typer.Option(..., "--p0", help="P0: '0.5,0.3,0.2' or 'a=0.5,b=0.3,c=0.2' (labels)."),
-    p1: str = typer.Option(..., "--p1", help="P1, same form as --p0."),
+    p0: str | None = typer.Option(None, "--p0", help="P0: '0.5,0.3,0.2' or 'a=0.5,b=0.3,c=0.2' (labels)."),
+    p1: str | None = typer.Option(None, "--p1", help="P1, same form as --p0."),
     eps: float = typer.Option(..., "--eps", help="Privacy level eps > 0."),
     output: Path = typer.Option(..., "--output", help="Mechanism file to write (JSON)."),
     divergence: str = typer.Option("kl", "--divergence", help="Utility divergence of the design."),
-    max_outputs: int | None = typer.Option(None, "--max-outputs", help="Output budget."),
+    max_outputs: int | None = typer.Option(None, "--max-outputs", help="Output budget (optimal only)."),
+    kind: str = typer.Option(
+        "optimal", "--mechanism", help="Which mechanism to write: optimal, binary or rr (k-ary randomized response)."
+    ),
     distributions: bool = typer.Option(
         True,
         "--distributions/--no-distributions",
         help="Store p0/p1 in the file (their digests are always stored).",
     ),
+    source: Path | None = from_option(),
+    p0_col: str = p0_col_option(),
+    p1_col: str = p1_col_option(),
+    label_col: str | None = label_col_option(),
+    normalize: bool = normalize_option(),
+    json_out: Path | None = json_option(),
 ) -> None:
-    """Design the optimal eps-LDP mechanism for P0 vs P1 and write it as a versioned mechanism file."""
+    """Design an eps-LDP mechanism for P0 vs P1 (the optimum, or a baseline) and write it as a
+    versioned mechanism file."""
     import ldpopt
     from ldpopt.deploy.files import save_mechanism
 
-    a = parse_distribution(p0, "p0")
-    b = parse_distribution(p1, "p1")
+    if kind not in EXPORT_KINDS:
+        fail(f"--mechanism must be one of {', '.join(EXPORT_KINDS)}, got {kind!r}")
+    if kind != "optimal" and max_outputs is not None:
+        fail("--max-outputs applies to --mechanism optimal only")
+    pair = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
+    if pair is None:
+        fail("give --p0 and --p1, or --from FILE")
+    a, b = pair
     try:
         res = ldpopt.optimal_mechanism(a, b, eps, divergence, max_outputs)
+        obj: Any = res
+        if kind == "binary":
+            obj = ldpopt.binary_mechanism(a, b, eps)
+        elif kind == "rr":
+            obj = ldpopt.randomized_response(len(a), eps, labels=res.labels)
+        mech = obj if kind != "optimal" else res.mechanism
+        value = res.value if kind == "optimal" else mech.utility(a, b, divergence)
     except (ValueError, TypeError) as exc:
         fail(str(exc))
     try:
-        save_mechanism(res, output, p0=a, p1=b, include_distributions=distributions)
+        save_mechanism(
+            obj, output, p0=a, p1=b, divergence=res.divergence, value=value, include_distributions=distributions
+        )
     except OSError as exc:
         fail(f"cannot write --output {output}: {exc.strerror or exc}")
-    console.print(
-        partition_table(res, f"Optimal {res.eps:g}-LDP mechanism ({res.divergence} = {res.value:.6g})")
-    )
-    console.print(f"wrote {output}")
+    with report_to_stderr_if_json_on_stdout(json_out):
+        if kind == "optimal":
+            console.print(
+                partition_table(res, f"Optimal {res.eps:g}-LDP mechanism ({res.divergence} = {res.value:.6g})")
+            )
+            if max_outputs is not None and res.num_outputs < max_outputs:
+                console.print(
+                    f"output budget {max_outputs} is non-binding: the optimum uses {plural(res.num_outputs, 'output')}"
+                )
+        else:
+            console.print(
+                f"{mech.name} mechanism, eps = {mech.eps:g}, {plural(mech.num_outputs, 'output')}: "
+                f"{res.divergence} = {fmt(value)} (optimum {fmt(res.value)})"
+            )
+        console.print(f"wrote {output}")
+    if json_out is not None:
+        write_json(
+            json_out,
+            {
+                "output": str(output),
+                "mechanism": kind,
+                "name": mech.name,
+                "eps": mech.eps,
+                "num_inputs": mech.num_inputs,
+                "num_outputs": mech.num_outputs,
+                "divergence": res.divergence,
+                "value": value,
+                "optimal_value": res.value,
+                "max_outputs": max_outputs,
+                "labels": None if mech.labels is None else [str(x) for x in mech.labels],
+                "matrix": mech.matrix.tolist(),
+            },
+            announce=False,
+        )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,8 +13,14 @@ from ldpopt.cli._common import (
     console,
     fail,
     fmt,
-    parse_distribution,
+    from_option,
+    label_col_option,
+    load_pair,
+    normalize_option,
+    p0_col_option,
+    p1_col_option,
     partition_table,
+    plural,
     report_to_stderr_if_json_on_stdout,
     write_json,
 )
@@ -51,6 +57,11 @@ def _comparison_rows(p0, p1, eps, divergence, max_outputs):
     return res, rows
 
 
+def _method_text(method: str) -> str:
+    """The solver's name for people ("dp" reads as differential privacy)."""
+    return {"dp": "dynamic program", "single_block": "single block"}.get(method, method)
+
+
 def _result_dict(res, rows) -> dict:
     return {
         "value": res.value,
@@ -72,7 +83,7 @@ def _print_design(res, rows, labels=None) -> None:
     names = labels or [str(i) for i in range(res.mechanism.num_inputs)]
     console.print(
         f"[bold]Optimal {res.eps:g}-LDP mechanism[/] for {res.divergence}: "
-        f"{res.num_outputs} output(s), method {res.method}"
+        f"{plural(res.num_outputs, 'output')}, method {_method_text(res.method)}"
     )
     console.print(partition_table(res, "Partition (blocks in likelihood-ratio order)", "symbols"))
     ch = Table(title="Channel Q(y | x)")
@@ -102,37 +113,51 @@ def _print_comparison(res, rows, title: str | None = None) -> None:
 
 @app.command()
 def design(
-    p0: str = typer.Option(..., "--p0", help="P0: comma-separated probabilities or label=prob pairs."),
-    p1: str = typer.Option(..., "--p1", help="P1: comma-separated probabilities or label=prob pairs."),
+    p0: str | None = typer.Option(None, "--p0", help="P0: comma-separated probabilities or label=prob pairs."),
+    p1: str | None = typer.Option(None, "--p1", help="P1: comma-separated probabilities or label=prob pairs."),
     eps: float = typer.Option(..., "--eps", help="Privacy level eps > 0 ('inf' for none)."),
     divergence: str = typer.Option(
         "kl", "--divergence", help="kl, reverse_kl, tv, chi2, hellinger, js, egamma:G, renyi:A."
     ),
     max_outputs: int | None = typer.Option(None, "--max-outputs", help="Output budget l."),
-    normalize: bool = typer.Option(False, "--normalize", help="Rescale p0/p1 to sum to 1."),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the result as JSON to FILE."),
+    source: Path | None = from_option(),
+    p0_col: str = p0_col_option(),
+    p1_col: str = p1_col_option(),
+    label_col: str | None = label_col_option(),
+    normalize: bool = normalize_option(),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the result as JSON to FILE ('-': stdout)."),
 ) -> None:
     """Design the optimal eps-LDP mechanism for P0 vs P1 and compare with binary and k-RR."""
-    a = parse_distribution(p0, "p0")
-    b = parse_distribution(p1, "p1")
+    pair = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
+    if pair is None:
+        fail("give --p0 and --p1, or --from FILE")
     try:
-        if normalize:
-            from ldpopt._validation import check_labelled_pair
-
-            a, b, labels = check_labelled_pair(a, b, normalize=True)
-            if labels is not None:
-                a, b = dict(zip(labels, a, strict=False)), dict(zip(labels, b, strict=False))
-        res, rows = _comparison_rows(a, b, eps, divergence, max_outputs)
+        res, rows = _comparison_rows(*pair, eps, divergence, max_outputs)
     except (ValueError, TypeError) as exc:
-        fail(str(exc).replace("normalize=True", "--normalize"))
+        fail(str(exc))
     with report_to_stderr_if_json_on_stdout(json_out):
         _print_design(res, rows, labels=None if res.labels is None else [str(x) for x in res.labels])
         console.print(
             f"value = {fmt(res.value)}   D_f(P0||P1) = {fmt(res.input_divergence)}   "
             f"normalised = {fmt(res.normalized_value)}"
         )
+        note = budget_note(res)
+        if note:
+            console.print(note)
     if json_out is not None:
         write_json(json_out, _result_dict(res, rows))
+
+
+def budget_note(res) -> str | None:
+    """A line about the output budget: binding, or not (the optimum uses fewer outputs)."""
+    if res.max_outputs is None:
+        return None
+    if res.num_outputs < res.max_outputs:
+        return (
+            f"output budget {res.max_outputs} is non-binding: the optimum uses "
+            f"{plural(res.num_outputs, 'output')}"
+        )
+    return f"output budget {res.max_outputs} is binding"
 
 
 @app.command()
