@@ -118,37 +118,21 @@ def parse_distribution(text: str, name: str) -> Any:
         fail(f"--{name} must be comma-separated numbers or label=probability pairs, got {text!r}")
 
 
-def from_option() -> Any:
-    """``--from FILE``: P0 and P1 read from a file (shared by every command that takes them)."""
-    return typer.Option(
-        None,
-        "--from",
-        help="Read P0 and P1 from a CSV, Parquet or JSON file (columns --p0-col, --p1-col, --label-col) "
-        "instead of --p0/--p1.",
-    )
-
-
-def p0_col_option() -> Any:
-    return typer.Option("p0", "--p0-col", help="Column of P0 in --from FILE.")
-
-
-def p1_col_option() -> Any:
-    return typer.Option("p1", "--p1-col", help="Column of P1 in --from FILE.")
-
-
-def label_col_option() -> Any:
-    return typer.Option(None, "--label-col", help="Column of the symbol labels in --from FILE (optional).")
-
-
-def json_option() -> Any:
-    """``--json FILE|-``: the result as strict JSON (``-``: alone on standard output)."""
-    return typer.Option(
-        None, "--json", help="Write the result as JSON to FILE ('-': standard output, the JSON alone)."
-    )
-
-
-def normalize_option() -> Any:
-    return typer.Option(False, "--normalize", help="Rescale P0 and P1 to sum to 1 (for counts).")
+# Options shared by every command that takes P0 and P1 or writes a result (typer reads these
+# singletons afresh for each command).
+FromOpt: Any = typer.Option(
+    None,
+    "--from",
+    help="Read P0 and P1 from a CSV, Parquet or JSON file (columns --p0-col, --p1-col, --label-col) "
+    "instead of --p0/--p1.",
+)
+P0ColOpt: Any = typer.Option("p0", "--p0-col", help="Column of P0 in the --from file.")
+P1ColOpt: Any = typer.Option("p1", "--p1-col", help="Column of P1 in the --from file.")
+LabelColOpt: Any = typer.Option(None, "--label-col", help="Column of the symbol labels in the --from file.")
+NormalizeOpt: Any = typer.Option(False, "--normalize", help="Rescale P0 and P1 to sum to 1 (for counts).")
+JsonOpt: Any = typer.Option(
+    None, "--json", help="Write the result as JSON to FILE ('-': standard output, the JSON alone)."
+)
 
 
 def _to_cli(message: str) -> str:

@@ -9,16 +9,17 @@ import typer
 from rich.table import Table
 
 from ldpopt.cli._common import (
+    FromOpt,
+    JsonOpt,
+    LabelColOpt,
+    NormalizeOpt,
+    P0ColOpt,
+    P1ColOpt,
     app,
     console,
     fail,
     fmt,
-    from_option,
-    label_col_option,
     load_pair,
-    normalize_option,
-    p0_col_option,
-    p1_col_option,
     partition_table,
     plural,
     report_to_stderr_if_json_on_stdout,
@@ -113,19 +114,19 @@ def _print_comparison(res, rows, title: str | None = None) -> None:
 
 @app.command()
 def design(
-    p0: str | None = typer.Option(None, "--p0", help="P0: comma-separated probabilities or label=prob pairs."),
-    p1: str | None = typer.Option(None, "--p1", help="P1: comma-separated probabilities or label=prob pairs."),
+    p0: str | None = typer.Option(None, "--p0", help="P0: probabilities '0.5,0.5' or label=prob pairs."),
+    p1: str | None = typer.Option(None, "--p1", help="P1, same form as --p0."),
     eps: float = typer.Option(..., "--eps", help="Privacy level eps > 0 ('inf' for none)."),
     divergence: str = typer.Option(
         "kl", "--divergence", help="kl, reverse_kl, tv, chi2, hellinger, js, egamma:G, renyi:A."
     ),
     max_outputs: int | None = typer.Option(None, "--max-outputs", help="Output budget l."),
-    source: Path | None = from_option(),
-    p0_col: str = p0_col_option(),
-    p1_col: str = p1_col_option(),
-    label_col: str | None = label_col_option(),
-    normalize: bool = normalize_option(),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the result as JSON to FILE ('-': stdout)."),
+    source: Path | None = FromOpt,
+    p0_col: str = P0ColOpt,
+    p1_col: str = P1ColOpt,
+    label_col: str | None = LabelColOpt,
+    normalize: bool = NormalizeOpt,
+    json_out: Path | None = JsonOpt,
 ) -> None:
     """Design the optimal eps-LDP mechanism for P0 vs P1 and compare with binary and k-RR."""
     pair = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
