@@ -46,6 +46,13 @@ def check_real(value: Any, name: str) -> float:
     return float(value)
 
 
+def check_bool(value: Any, name: str) -> bool:
+    """A flag: True or False (numpy booleans accepted), a TypeError naming the argument otherwise."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {name}={_short(value)}")
+    return bool(value)
+
+
 def check_tolerance(value: Any, name: str) -> float:
     """A tolerance: a finite real number >= 0 (:func:`check_real`)."""
     tol = check_real(value, name)

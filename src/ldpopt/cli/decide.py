@@ -22,99 +22,21 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ldpopt._json import loads_strict
-from ldpopt._validation import is_real
 from ldpopt.cli._common import app, console, fail, fmt, report_to_stderr_if_json_on_stdout, write_json
 
-_KEYS = {"likelihood", "loss", "prior", "labels", "name"}
-_LABEL_KEYS = {"inputs", "parameters", "actions"}
 #: the channel table is printed only up to this many inputs/outputs
 _MAX_TABLE = 12
 
 
-def _matrix(doc: dict, key: str, path: Path) -> np.ndarray:
-    value = doc[key]
-    if not isinstance(value, list) or not value or not all(isinstance(r, list) for r in value):
-        fail(f"{path}: {key!r} must be a non-empty list of rows (lists of numbers)")
-    widths = {len(r) for r in value}
-    if len(widths) != 1 or 0 in widths:
-        fail(f"{path}: {key!r} rows must all have the same non-zero length, got lengths {sorted(widths)}")
-    for i, row in enumerate(value):
-        for j, v in enumerate(row):
-            if not is_real(v):
-                fail(f"{path}: {key}[{i}][{j}] must be a number, got {v!r}")
-    return np.array(value, dtype=float)
-
-
-def _read_document(path: Path) -> dict:
-    """The problem file's JSON object, with only the known keys and both required ones."""
-    if not path.exists():
-        fail(f"{path}: no such file")
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        fail(f"{path} cannot be read: {exc}")
-    try:
-        doc = loads_strict(text, path)
-    except ValueError as exc:
-        fail(str(exc))
-    if not isinstance(doc, dict):
-        fail(f"{path}: the top level must be an object with 'likelihood' and 'loss'")
-    unknown = sorted(set(doc) - _KEYS)
-    if unknown:
-        fail(f"{path}: unknown key {unknown[0]!r}; allowed keys: {', '.join(sorted(_KEYS))}")
-    for key in ("likelihood", "loss"):
-        if key not in doc:
-            fail(f"{path}: missing key {key!r}")
-    return doc
-
-
-def _prior(doc: dict, path: Path) -> np.ndarray | None:
-    prior = doc.get("prior")
-    if prior is None:
-        return None
-    if not isinstance(prior, list) or not all(is_real(v) for v in prior):
-        fail(f"{path}: 'prior' must be a list of numbers")
-    return np.array(prior, dtype=float)
-
-
-def _labels(doc: dict, path: Path) -> dict:
-    labels = doc.get("labels") or {}
-    if not isinstance(labels, dict):
-        fail(f"{path}: 'labels' must be an object with optional keys inputs, parameters, actions")
-    bad = sorted(set(labels) - _LABEL_KEYS)
-    if bad:
-        fail(f"{path}: unknown labels key {bad[0]!r}; allowed: inputs, parameters, actions")
-    for key, val in labels.items():
-        if not isinstance(val, list) or not all(isinstance(v, (str, int, float)) for v in val):
-            fail(f"{path}: labels.{key} must be a list of strings or numbers")
-    return labels
-
-
 def load_problem(path: Path):
-    """Read and validate a problem file; every problem is reported with ``fail`` (exit code 2)."""
+    """Read and validate a problem file (:meth:`DecisionProblem.from_json`); every problem is
+    reported with ``fail`` (exit code 2)."""
     from ldpopt.decision import DecisionProblem
 
-    doc = _read_document(path)
-    P = _matrix(doc, "likelihood", path)
-    L = _matrix(doc, "loss", path)
-    prior = _prior(doc, path)
-    labels = _labels(doc, path)
-    name = doc.get("name", path.stem)
-    if not isinstance(name, str):
-        fail(f"{path}: 'name' must be a string")
     try:
-        return DecisionProblem(
-            P,
-            L,
-            prior,
-            labels=labels.get("inputs"),
-            parameter_labels=labels.get("parameters"),
-            action_labels=labels.get("actions"),
-            name=name,
-        )
+        return DecisionProblem.from_json(path)
     except (ValueError, TypeError) as exc:
-        fail(f"{path}: {exc}")
+        fail(str(exc))
 
 
 def _subset_text(subset, labels) -> str:

@@ -75,6 +75,7 @@ def save_mechanism(
     divergence: Any = None,
     value: float | None = None,
     include_distributions: bool = True,
+    normalize: bool = False,
 ) -> Path:
     """Write a mechanism (or an :class:`~ldpopt.OptimalMechanismResult`) as a versioned JSON file.
 
@@ -90,6 +91,8 @@ def save_mechanism(
         ``include_distributions=False``.
     divergence, value : optional
         Override or supply the design divergence and its value.
+    normalize : bool
+        Rescale ``p0`` and ``p1`` to sum to 1 (for counts).
     """
     mech = as_mechanism(obj, "obj")
     if divergence is None:
@@ -97,7 +100,13 @@ def save_mechanism(
     if value is None and obj is not mech:
         value = getattr(obj, "value", None)
     return mech.to_json(
-        path, p0=p0, p1=p1, divergence=divergence, value=value, include_distributions=include_distributions
+        path,
+        p0=p0,
+        p1=p1,
+        divergence=divergence,
+        value=value,
+        include_distributions=include_distributions,
+        normalize=normalize,
     )
 
 

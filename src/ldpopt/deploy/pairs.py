@@ -30,7 +30,7 @@ import numpy as np
 
 from ldpopt._extras import require
 from ldpopt._json import loads_strict
-from ldpopt._validation import check_labelled_pair, is_real
+from ldpopt._validation import check_bool, check_labelled_pair, is_real
 
 __all__ = ["LabelledPair", "read_pair", "read_pair_records", "PAIR_FORMATS"]
 
@@ -94,8 +94,7 @@ def read_pair(
             raise TypeError(f"{name} must be a column name (str), got {name}={value!r}")
     if label is not None and not isinstance(label, str):
         raise TypeError(f"label must be a column name (str) or None, got label={label!r}")
-    if not isinstance(normalize, bool):
-        raise TypeError(f"normalize must be True or False, got normalize={normalize!r}")
+    normalize = check_bool(normalize, "normalize")
     path = _as_path(path)
     records = read_pair_records(path, p0=p0, p1=p1, label=label)
     _, a, b, labels = records[0]
