@@ -22,7 +22,15 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ldpopt.cli._common import app, console, fail, fmt, report_to_stderr_if_json_on_stdout, write_json
+from ldpopt.cli._common import (
+    JsonOpt,
+    app,
+    console,
+    fail,
+    fmt,
+    report_to_stderr_if_json_on_stdout,
+    write_json,
+)
 
 #: the channel table is printed only up to this many inputs/outputs
 _MAX_TABLE = 12
@@ -37,6 +45,23 @@ def load_problem(path: Path):
         return DecisionProblem.from_json(path)
     except (ValueError, TypeError) as exc:
         fail(str(exc))
+
+
+def _file_mechanism(mech: Any) -> Any:
+    """The channel with outputs named as text ("{a, b}": the subset of high inputs), as a
+    mechanism file stores them."""
+    import dataclasses
+
+    outs = mech.output_labels
+    if outs is None or all(isinstance(o, (str, int)) for o in outs):
+        return mech
+    names = ["{" + ", ".join(map(str, o)) + "}" if isinstance(o, tuple) else str(o) for o in outs]
+    if len(set(names)) != len(names):
+        names = [str(j) for j in range(len(outs))]
+    labels = mech.labels
+    if labels is not None and not all(isinstance(x, (str, int)) for x in labels):
+        labels = tuple(str(x) for x in labels)
+    return dataclasses.replace(mech, output_labels=tuple(names), labels=labels)
 
 
 def _subset_text(subset, labels) -> str:
@@ -97,7 +122,10 @@ def decide(
     eps: float = typer.Option(..., "--eps", help="Privacy level eps > 0 (finite)."),
     risk: str = typer.Option("bayes", "--risk", help="bayes or minimax."),
     method: str = typer.Option("auto", "--method", help="auto, enumerate, colgen, direct or vertex."),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the result as JSON to FILE."),
+    json_out: Path | None = JsonOpt,
+    mechanism_out: Path | None = typer.Option(
+        None, "--mechanism-out", help="Write the optimal channel as a mechanism file (for privatize)."
+    ),
 ) -> None:
     """Optimal eps-LDP channel (maximal, one output per subset) for a finite decision problem."""
     from ldpopt.decision import optimal_channel
@@ -118,6 +146,17 @@ def decide(
     assert res.decision_rule is not None  # a decision problem's channel comes with its decision rule
     with report_to_stderr_if_json_on_stdout(json_out):
         _print_channel(prob, res, eps, risk)
+    if mechanism_out is not None:
+        from ldpopt.deploy.files import save_mechanism
+
+        try:
+            save_mechanism(_file_mechanism(res.mechanism), mechanism_out)
+        except OSError as exc:
+            fail(f"cannot write --mechanism-out {mechanism_out}: {exc.strerror or exc}")
+        except ValueError as exc:
+            fail(f"--mechanism-out: {exc}")
+        with report_to_stderr_if_json_on_stdout(json_out):
+            console.print(f"wrote {mechanism_out}")
     if json_out is not None:
         write_json(json_out, _result_payload(prob, res))
 
