@@ -113,9 +113,9 @@ def test_bad_arguments_and_json(tmp_path):
 
 
 @given(
-    st.lists(
-        st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)), min_size=1, max_size=12
-    ).filter(lambda rows: sum(r[0] for r in rows) > 0 and sum(r[1] for r in rows) > 0)
+    st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)), min_size=1, max_size=12).filter(
+        lambda rows: sum(r[0] for r in rows) > 0 and sum(r[1] for r in rows) > 0
+    )
 )
 def test_csv_counts_roundtrip(tmp_path_factory, rows):
     """Integer counts written as CSV read back as counts / total (to within one rounding per entry:

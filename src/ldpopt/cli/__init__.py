@@ -11,7 +11,7 @@ import os
 import sys
 
 from ldpopt.cli import decide, deploy, design, reproduce, sweep
-from ldpopt.cli._common import app, err_console
+from ldpopt.cli._common import app, command, err_console
 
 __all__ = ["app", "main"]
 _COMMAND_GROUPS = (design, deploy, decide, reproduce, sweep)
@@ -20,7 +20,7 @@ _COMMAND_GROUPS = (design, deploy, decide, reproduce, sweep)
 def main() -> None:  # pragma: no cover - exercised through the console script
     """Console-script entry point."""
     try:
-        app()
+        command()(prog_name="ldpopt")
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)

@@ -31,6 +31,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # plain click help: no "<bool>" or "{problem}" placeholders, flags shown as flags
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -264,6 +266,34 @@ def report_to_stderr_if_json_on_stdout(json_out: Path | None) -> Iterator[None]:
         yield
     finally:
         console.file = old
+
+
+#: help-text metavars by typer's type label (typer 0.29 prints "<float>", "<bool>", ...)
+_METAVARS = {"<float>": "X", "<int>": "N", "<str>": "TEXT", "<path>": "FILE"}
+
+
+def command() -> Any:
+    """The click command of :data:`app` with plain help texts: flags without a placeholder,
+    values as ``X``/``N``/``TEXT``/``FILE``."""
+    group = typer.main.get_command(app)
+
+    def walk(cmd: Any, ctx: Any) -> None:
+        for param in cmd.params:
+            kind = getattr(param, "param_type_name", "")
+            if kind == "argument" and param.metavar is None and param.name:
+                param.metavar = param.name.upper()
+            if kind != "option" or param.metavar is not None:
+                continue
+            if param.is_flag or param.is_bool_flag:
+                param.metavar = ""
+            else:
+                label = param.display_type(ctx) if hasattr(param, "display_type") else None
+                param.metavar = _METAVARS.get(str(label), None)
+        for sub in getattr(cmd, "commands", {}).values():
+            walk(sub, type(ctx)(sub, parent=ctx, info_name=sub.name))
+
+    walk(group, group.make_context("ldpopt", [], resilient_parsing=True))
+    return group
 
 
 def _version_callback(value: bool) -> None:

@@ -116,8 +116,12 @@ def _result_payload(prob, res) -> dict:
 
 @app.command("decide")
 def decide(
-    problem: Path = typer.Argument(
-        ..., help="Problem file (JSON: likelihood, loss, optional prior/labels/name)."
+    problem: Path | None = typer.Argument(
+        None,
+        metavar="PROBLEM.json",
+        help="Problem file (JSON: likelihood, loss, optional prior, labels, parameter_labels, "
+        "action_labels, name). Required.",
+        show_default=False,
     ),
     eps: float = typer.Option(..., "--eps", help="Privacy level eps > 0 (finite)."),
     risk: str = typer.Option("bayes", "--risk", help="bayes or minimax."),
@@ -130,6 +134,8 @@ def decide(
     """Optimal eps-LDP channel (maximal, one output per subset) for a finite decision problem."""
     from ldpopt.decision import optimal_channel
 
+    if problem is None:
+        fail("give the problem file: ldpopt decide PROBLEM.json --eps EPS")
     if risk not in ("bayes", "minimax"):
         fail(f"--risk must be 'bayes' or 'minimax', got {risk!r}")
     if method not in ("auto", "enumerate", "colgen", "direct", "vertex"):
