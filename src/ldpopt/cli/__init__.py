@@ -20,7 +20,8 @@ _COMMAND_GROUPS = (design, deploy, decide, reproduce, sweep)
 def main() -> None:  # pragma: no cover - exercised through the console script
     """Console-script entry point."""
     try:
-        command()(prog_name="ldpopt")
+        args = sys.argv[1:]
+        command(help_requested=not args or "-h" in args or "--help" in args)(prog_name="ldpopt")
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)

@@ -184,6 +184,21 @@ def load_pair(
     return a, b
 
 
+#: up to this alphabet size the CLI solves with the readable dynamic program (method="dp", numpy
+#: only): it answers in milliseconds there, while the compiled solver's first call loads numba
+#: (about a second); both are exact (benchmarks/README.md, "CLI start-up")
+CLI_READABLE_MAX_K = 100
+
+
+def solve(p0: Any, p1: Any, eps: float, divergence: Any = "kl", max_outputs: int | None = None) -> Any:
+    """:func:`ldpopt.optimal_mechanism` with the solver a command-line call wants (see
+    :data:`CLI_READABLE_MAX_K`)."""
+    import ldpopt
+
+    method = "dp" if len(p0) <= CLI_READABLE_MAX_K else "auto"
+    return ldpopt.optimal_mechanism(p0, p1, eps, divergence, max_outputs, method=method)
+
+
 def need(module: str, feature: str, extra: str) -> Any:
     """``module`` imported, or a one-line error (exit 2) naming the extra that installs it."""
     try:
@@ -272,10 +287,13 @@ def report_to_stderr_if_json_on_stdout(json_out: Path | None) -> Iterator[None]:
 _METAVARS = {"<float>": "X", "<int>": "N", "<str>": "TEXT", "<path>": "FILE"}
 
 
-def command() -> Any:
-    """The click command of :data:`app` with plain help texts: flags without a placeholder,
-    values as ``X``/``N``/``TEXT``/``FILE``."""
+def command(help_requested: bool = True) -> Any:
+    """The click command of :data:`app`; when help is requested, with plain help texts: flags
+    without a placeholder, values as ``X``/``N``/``TEXT``/``FILE`` (a walk over every command,
+    skipped otherwise to keep start-up short)."""
     group = typer.main.get_command(app)
+    if not help_requested:
+        return group
 
     def walk(cmd: Any, ctx: Any) -> None:
         for param in cmd.params:

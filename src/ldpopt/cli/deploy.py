@@ -31,6 +31,7 @@ from ldpopt.cli._common import (
     partition_table,
     plural,
     report_to_stderr_if_json_on_stdout,
+    solve,
     write_json,
 )
 
@@ -226,7 +227,7 @@ def export_cmd(
         fail("give --p0 and --p1, or --from FILE")
     a, b = pair
     try:
-        res = ldpopt.optimal_mechanism(a, b, eps, divergence, max_outputs)
+        res = solve(a, b, eps, divergence, max_outputs)
         obj: Any = res
         if kind == "binary":
             obj = ldpopt.binary_mechanism(a, b, eps)
@@ -594,7 +595,7 @@ def _sizes_at(
     import ldpopt
     from ldpopt.deploy.sizing import SampleSizeResult, sample_size
 
-    opt = ldpopt.optimal_mechanism(a, b, e, "kl")
+    opt = solve(a, b, e, "kl")
     assert opt.mechanism is not None  # the SPR solvers always return their mechanism
     rows: list[tuple[str, Any]] = [
         ("optimal (SPR, KL)", opt.mechanism),

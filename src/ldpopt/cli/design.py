@@ -23,6 +23,7 @@ from ldpopt.cli._common import (
     partition_table,
     plural,
     report_to_stderr_if_json_on_stdout,
+    solve,
     write_json,
 )
 
@@ -47,7 +48,7 @@ DEMO_EPS = (0.5, 1.0, 2.0, 4.0)
 def _comparison_rows(p0, p1, eps, divergence, max_outputs):
     import ldpopt
 
-    res = ldpopt.optimal_mechanism(p0, p1, eps, divergence, max_outputs)
+    res = solve(p0, p1, eps, divergence, max_outputs)
     assert res.mechanism is not None  # the SPR solvers always return their mechanism
     k = len(res.mechanism.matrix)
     rows = [("optimal (SPR)", res.value, res.num_outputs)]
@@ -174,8 +175,6 @@ def demo(
         f"{len(labels)} event categories; each session reports one event through an eps-LDP mechanism."
     )
     try:
-        import ldpopt
-
         for eps in DEMO_EPS:
             res, rows = _comparison_rows(p0, p1, eps, divergence, None)
             console.rule(f"eps = {eps:g}")
@@ -185,7 +184,7 @@ def demo(
                 )
             )
             _print_comparison(res, rows)
-        budget = ldpopt.optimal_mechanism(p0, p1, 2.0, divergence, max_outputs=3)
+        budget = solve(p0, p1, 2.0, divergence, max_outputs=3)
         console.print(
             f"With an output budget of 3 at eps = 2: value {fmt(budget.value)} "
             f"(normalised {fmt(budget.normalized_value)})."
