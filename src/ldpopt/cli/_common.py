@@ -280,7 +280,8 @@ def report_to_stderr_if_json_on_stdout(json_out: Path | None) -> Iterator[None]:
     try:
         yield
     finally:
-        console.file = old
+        # None: follow sys.stdout again (a test runner replaces it for every invocation)
+        console.file = None if old is sys.stdout else old  # type: ignore[assignment]
 
 
 #: help-text metavars by typer's type label (typer 0.29 prints "<float>", "<bool>", ...)
