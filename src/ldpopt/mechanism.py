@@ -209,6 +209,7 @@ class Mechanism:
         value: float | None = None,
         include_distributions: bool = True,
         normalize: bool = False,
+        max_outputs: int | None = None,
     ) -> Path:
         """Write the versioned mechanism file; see :func:`ldpopt.deploy.files.save_mechanism`."""
         if (p0 is None) != (p1 is None):
@@ -224,6 +225,7 @@ class Mechanism:
             divergence=divergence,
             value=value,
             include_distributions=include_distributions,
+            max_outputs=max_outputs,
         )
 
     @classmethod

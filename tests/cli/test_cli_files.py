@@ -312,3 +312,14 @@ def test_samplesize_near_equal_hypotheses_is_a_clear_error(args):
 def test_version_and_short_help():
     assert ok(run("--version")).stdout.strip() == f"ldpopt {ldpopt.__version__}"
     assert "Usage" in ok(run("-h")).stdout and "--from" in ok(run("test", "-h")).stdout
+
+
+def test_budget_recorded_in_the_mechanism_file(counts, tmp_path):
+    out = tmp_path / "m.json"
+    r = ok(run("export", "--from", counts, *FROM, "--eps", 1, "--max-outputs", 4, "--output", out))
+    assert "output budget 4 is non-binding" in r.stdout
+    mf = load_mechanism(out)
+    assert mf.max_outputs == 4 and mf.mechanism.num_outputs < 4
+    ok(run("export", "--from", counts, *FROM, "--eps", 1, "--output", out))
+    assert load_mechanism(out).max_outputs is None  # no budget: no field (older files read the same)
+    assert '"max_outputs"' not in out.read_text()

@@ -41,7 +41,7 @@ class _Console(Console):
     """A rich console that prints tables as CSV (a ``# title`` line, a header row, the rows, in
     full) when its output is not a terminal, so piped output is never truncated nor boxed."""
 
-    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def print(self, *objects: Any, **kwargs: Any) -> None:
         if len(objects) == 1 and isinstance(objects[0], Table) and not self.is_terminal:
             self.file.write(table_csv(objects[0]))
             self.file.flush()
