@@ -140,10 +140,10 @@ def _check_array(arr: np.ndarray, name: str, normalize: bool) -> np.ndarray:
     if arr.size == 0:
         raise ValueError(f"{name} must not be empty")
     if not np.all(np.isfinite(arr)):
-        bad = arr[~np.isfinite(arr)][0]
+        bad = arr[~np.isfinite(arr)][0].item()
         raise ValueError(f"{name} must contain only finite numbers, found {bad!r}")
     if np.any(arr < 0):
-        bad = arr[arr < 0][0]
+        bad = arr[arr < 0][0].item()
         raise ValueError(f"{name} must be non-negative, found {bad!r}")
     try:
         total = math.fsum(arr.tolist())

@@ -323,3 +323,12 @@ def test_budget_recorded_in_the_mechanism_file(counts, tmp_path):
     ok(run("export", "--from", counts, *FROM, "--eps", 1, "--output", out))
     assert load_mechanism(out).max_outputs is None  # no budget: no field (older files read the same)
     assert '"max_outputs"' not in out.read_text()
+
+
+def test_fuzz_findings(tmp_path):
+    """One-line errors without numpy reprs for what a fuzzing pass found."""
+    line = bad(run("design", "--p0", "-1,2", "--p1", "0.5,0.5", "--eps", 1), "found -1.0")
+    assert "np." not in line
+    mfile = tmp_path / "m.json"
+    ldpopt.randomized_response(3, 1.0).to_json(mfile)
+    bad(run("audit", "--mechanism", mfile, "--n", "99999999999999999999"), "--n must be <=")

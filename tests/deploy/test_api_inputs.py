@@ -55,3 +55,32 @@ def test_privatize_out_of_range_integers(v):
     mech = ldpopt.randomized_response(3, 1.0)
     with pytest.raises(ValueError, match=rf"index {v}, outside range\(3\)"):
         mech.privatize([v], rng=np.random.default_rng(0))
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["inputs", "x"]), inner, max_size=2)
+    ),
+    max_leaves=10,
+)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["likelihood", "loss", "prior", "labels", "action_labels", "name", "extra"]),
+        json_values,
+        max_size=5,
+    )
+)
+def test_decision_problem_from_hostile_json(tmp_path_factory, doc):
+    import json
+
+    from ldpopt.decision import DecisionProblem
+
+    path = tmp_path_factory.mktemp("d") / "p.json"
+    path.write_text(json.dumps(doc))
+    try:
+        DecisionProblem.from_json(path)
+    except ValueError as exc:
+        assert str(path) in str(exc)

@@ -127,3 +127,32 @@ def test_csv_counts_roundtrip(tmp_path_factory, rows):
         total = sum(r[col] for r in rows)
         assert arr.tolist() == [float(Fraction(r[col], total)) for r in rows]
     assert np.all(pair.p0 >= 0)
+
+
+@given(st.text(alphabet=st.sampled_from('p01,.-e\n"ab x\t;'), max_size=60))
+def test_hostile_csv_text_is_a_clean_error_or_a_pair(tmp_path_factory, text):
+    path = tmp_path_factory.mktemp("h") / "h.csv"
+    path.write_text("p0,p1\n" + text)
+    try:
+        pair = read_pair(path, normalize=True)
+    except ValueError as exc:
+        assert str(exc).startswith("h.csv")  # names the file
+    else:
+        assert abs(pair.p0.sum() - 1) < 1e-9 and np.all(pair.p1 >= 0)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(st.fixed_dictionaries({"p0": json_values, "p1": json_values}))
+def test_hostile_json_is_a_clean_error_or_a_pair(tmp_path_factory, doc):
+    path = tmp_path_factory.mktemp("j") / "j.json"
+    path.write_text(json.dumps(doc))
+    try:
+        read_pair(path, normalize=True)
+    except (ValueError, TypeError) as exc:
+        assert "j.json" in str(exc)

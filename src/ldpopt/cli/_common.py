@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -137,8 +138,13 @@ JsonOpt: Any = typer.Option(
 )
 
 
+#: a numpy scalar's repr in a message ("np.float64(0.6)") and the number inside it
+_NUMPY_REPR = re.compile(r"\bnp\.(?:float|int|uint|bool|complex)\w*\(([^()]*)\)")
+
+
 def _to_cli(message: str) -> str:
-    """An API message in the CLI's words."""
+    """An API message in the CLI's words (and without numpy reprs)."""
+    message = _NUMPY_REPR.sub(r"\1", message)
     return message.replace("pass normalize=True to rescale", "pass --normalize to rescale").replace(
         "normalize=True", "--normalize"
     )
