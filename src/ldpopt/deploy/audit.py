@@ -221,7 +221,7 @@ def audit(
     for name, value in (("n", n), ("n_select", n_select)):
         if value > MAX_REPORTS:
             raise ValueError(
-                f"{name} must be <= {MAX_REPORTS:.0e} (reports per input are held in memory), got {name}={value}"
+                f"{name} must be <= {MAX_REPORTS:.0e} (the reports are held in memory), got {name}={value}"
             )
     k, n_out = mech.num_inputs, mech.num_outputs
     draw = _drawer(mech, sampler, rng)
