@@ -153,3 +153,14 @@ def test_export_privatize_test_samplesize(workdir):
     rows = {row["mechanism"]: row for row in strict_json(r.stdout)["rows"]}
     # the file holds the KL-optimal mechanism at the file's eps: the same sample size
     assert rows["file mech.json"]["n"] == rows["optimal (SPR, KL)"]["n"] > 0
+
+
+def test_plain_help_and_stdout_outputs(workdir):
+    d, cats, _ = workdir
+    for cmd in (["decide", "-h"], ["design", "--help"], ["-h"]):
+        r = run(*cmd, cwd=d)
+        assert r.returncode == 0 and r.stdout.startswith("Usage: ldpopt")
+        assert "<bool>" not in r.stdout and "{problem}" not in r.stdout and "<float>" not in r.stdout
+    r = run("export", *FROM, "--normalize", "--eps", "1", "--output", "-", cwd=d)
+    assert r.returncode == 0, r.stderr
+    assert strict_json(r.stdout)["labels"] == cats  # the mechanism file alone on stdout

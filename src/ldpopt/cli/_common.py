@@ -276,8 +276,8 @@ def write_json(path: Path, payload: dict, *, announce: bool = True) -> None:
 
 @contextmanager
 def report_to_stderr_if_json_on_stdout(json_out: Path | None) -> Iterator[None]:
-    """While a command's JSON result goes to standard output (``--json -``), its tables and
-    messages go to standard error, so that stdout is the JSON document alone."""
+    """While a command's JSON result (or another output named ``-``) goes to standard output, its
+    tables and messages go to standard error, so that stdout is that document alone."""
     if json_out is None or not is_stdout(json_out):
         yield
         return

@@ -249,7 +249,7 @@ def export_cmd(
         )
     except OSError as exc:
         fail(f"cannot write --output {output}: {exc.strerror or exc}")
-    with report_to_stderr_if_json_on_stdout(json_out):
+    with report_to_stderr_if_json_on_stdout(json_out), report_to_stderr_if_json_on_stdout(output):
         if kind == "optimal":
             console.print(
                 partition_table(
@@ -375,9 +375,10 @@ def privatize_cmd(
     shown = decode_outputs(mech, np.arange(mech.num_outputs))
     for j, name in enumerate(_block_names(mech)):
         t.add_row(str(shown[j]), name, str(int(counts[j])))
-    console.print(t)
     source = f"seeded PRNG (seed {seed}, not for production)" if seed is not None else "OS CSPRNG"
-    console.print(f"wrote {output} ({plural(idx.size, 'report')}, randomness: {source})")
+    with report_to_stderr_if_json_on_stdout(output):  # --output -: the reports alone on stdout
+        console.print(t)
+        console.print(f"wrote {output} ({plural(idx.size, 'report')}, randomness: {source})")
 
 
 # ---------------------------------------------------------------------------------------------
