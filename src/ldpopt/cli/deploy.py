@@ -190,6 +190,7 @@ EXPORT_KINDS = ("optimal", "binary", "rr")
 
 @app.command("export")
 def export_cmd(
+    *,
     p0: str | None = typer.Option(None, "--p0", help="P0: '0.5,0.3,0.2' or 'a=0.5,b=0.3,c=0.2' (labels)."),
     p1: str | None = typer.Option(None, "--p1", help="P1, same form as --p0."),
     eps: float = typer.Option(..., "--eps", help="Privacy level eps > 0."),
@@ -314,6 +315,7 @@ def _write_table(path: Path, frame: Any, option: str) -> None:
 
 @app.command("privatize")
 def privatize_cmd(
+    *,
     mechanism: Path = typer.Option(..., "--mechanism", help="Mechanism file (JSON)."),
     input: Path = typer.Option(
         ...,
@@ -438,6 +440,7 @@ def _test_payload(alpha: float, mech: Any, test: Any, counts: np.ndarray, res: A
 
 @app.command("test")
 def test_cmd(
+    *,
     mechanism: Path = typer.Option(..., "--mechanism", help="Mechanism file (JSON)."),
     reports: Path = typer.Option(
         ..., "--reports", help="CSV/Parquet file of reports (column 'report' or --column)."
@@ -641,6 +644,7 @@ def _add_size_rows(t: Table, lines: list[str], e: float, sizes: list[tuple[str, 
 
 @app.command("samplesize")
 def samplesize_cmd(
+    *,
     p0: str | None = typer.Option(None, "--p0", help="P0 (default: from --mechanism)."),
     p1: str | None = typer.Option(None, "--p1", help="P1 (default: from --mechanism)."),
     eps: str | None = typer.Option(None, "--eps", help="eps, or a list '0.5,1,2' (default: the file's)."),
@@ -709,6 +713,7 @@ def _size_records(e: float, sizes: list[tuple[str, Any, Any]]) -> list[dict]:
 # ---------------------------------------------------------------------------------------------
 @app.command("audit")
 def audit_cmd(
+    *,
     mechanism: Path = typer.Option(..., "--mechanism", help="Mechanism file (JSON)."),
     n: int = typer.Option(100_000, "--n", help="Reports per audited input (estimation stage)."),
     alpha: float = typer.Option(0.05, "--alpha", help="The lower bound holds with probability 1 - alpha."),

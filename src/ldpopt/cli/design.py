@@ -115,6 +115,7 @@ def _print_comparison(res, rows, title: str | None = None) -> None:
 
 @app.command()
 def design(
+    *,
     p0: str | None = typer.Option(None, "--p0", help="P0: probabilities '0.5,0.5' or label=prob pairs."),
     p1: str | None = typer.Option(None, "--p1", help="P1, same form as --p0."),
     eps: float = typer.Option(..., "--eps", help="Privacy level eps > 0 ('inf' for none)."),

@@ -213,6 +213,7 @@ def _utility_command(
 
 @reproduce_app.command("fig1")
 def fig1_cmd(
+    *,
     k: list[int] | None = typer.Option(
         None, "--k", help="Alphabet size; repeat for several panels (default 6 and 100)."
     ),
@@ -247,6 +248,7 @@ def fig1_cmd(
 
 @reproduce_app.command("fig6")
 def fig6_cmd(
+    *,
     k: list[int] | None = typer.Option(
         None, "--k", help="Alphabet size; repeat for several panels (default 6 and 100)."
     ),
@@ -307,6 +309,7 @@ def _pair(
 
 @reproduce_app.command("fig3")
 def fig3_cmd(
+    *,
     p0: str | None = typer.Option(
         None, "--p0", help="P0 as comma-separated probabilities (default: the paper's p)."
     ),
@@ -344,6 +347,7 @@ def fig3_cmd(
 # ---------------------------------------------------------------------------------------------
 @reproduce_app.command("fig5")
 def fig5_cmd(
+    *,
     p0: str | None = typer.Option(None, "--p0", help="P0 (default: the paper's p)."),
     p1: str | None = typer.Option(None, "--p1", help="P1 (default: the paper's q)."),
     eps: list[float] | None = typer.Option(
@@ -400,6 +404,7 @@ def fig5_cmd(
 # ---------------------------------------------------------------------------------------------
 @reproduce_app.command("runtimes")
 def runtimes_cmd(
+    *,
     lp_max_k: int | None = typer.Option(
         None, "--lp-max-k", help="Largest k for the LP (grid 4, 6, ..., default 16)."
     ),
