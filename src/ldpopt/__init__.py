@@ -78,6 +78,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "to_opendp": ("ldpopt.interop.opendp", "to_opendp"),
     "from_opendp_rr": ("ldpopt.interop.opendp", "from_opendp_rr"),
     "rr_parameters": ("ldpopt.interop.rr", "rr_parameters"),
+    "read_pair": ("ldpopt.deploy.pairs", "read_pair"),
+    "LabelledPair": ("ldpopt.deploy.pairs", "LabelledPair"),
     # studies on disk
     "run_sweep": ("ldpopt.sweeps.runner", "run_sweep"),
 }

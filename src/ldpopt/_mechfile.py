@@ -59,6 +59,8 @@ _KEYS = (
     "p1_sha256",
     "content_sha256",
 )
+#: fields a file may have (written only when set, so files without them keep their bytes)
+_OPTIONAL_KEYS = ("max_outputs",)
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ class MechanismFile:
     value : float or None
     format_version : int
     library_version : str
+    max_outputs : int or None
+        The output budget of the design, when it had one (binding or not).
     """
 
     mechanism: Any
@@ -89,6 +93,7 @@ class MechanismFile:
     format_version: int
     _: KW_ONLY
     library_version: str
+    max_outputs: int | None = None
 
     def matches(self, p0: Any, p1: Any) -> bool:
         """True when (p0, p1) have the digests stored in the file (False if none stored)."""
@@ -157,6 +162,7 @@ def write_mechanism_file(
     divergence: str | None = None,
     value: float | None = None,
     include_distributions: bool = True,
+    max_outputs: int | None = None,
 ) -> Path:
     """Write ``mech`` atomically as a versioned mechanism file (:func:`mechanism_file_text`);
     returns the path."""
@@ -199,6 +205,8 @@ def mechanism_file_text(
         "p0_sha256": distribution_digest(p0) if p0 is not None else None,
         "p1_sha256": distribution_digest(p1) if p1 is not None else None,
     }
+    if max_outputs is not None:
+        payload["max_outputs"] = int(max_outputs)
     payload["content_sha256"] = content_digest(payload)
     return _format(payload)
 
@@ -326,7 +334,7 @@ def _check_envelope(payload: dict, path: Any) -> int:
     missing = [k for k in _KEYS if k not in payload]
     if missing:
         raise _err(path, f"missing field(s): {', '.join(missing)}")
-    extra = sorted(set(payload) - set(_KEYS))
+    extra = sorted(set(payload) - set(_KEYS) - set(_OPTIONAL_KEYS))
     if extra:
         raise _err(path, f"unknown field(s): {', '.join(extra)}")
     if not isinstance(payload["content_sha256"], str) or content_digest(payload) != payload["content_sha256"]:
@@ -419,6 +427,9 @@ def read_mechanism_file(path: Any, build: Callable[..., Any]) -> MechanismFile:
     divergence = _check_field(payload, "divergence", path)
     value = _check_field(payload, "value", path)
     library_version = _check_field(payload, "library_version", path)
+    budget = payload.get("max_outputs")
+    if budget is not None and not (_is_int(budget) and budget >= 1):
+        raise _err(path, f"max_outputs must be an integer >= 1 or null, got {budget!r}")
     return MechanismFile(
         mechanism=mech,
         p0=p0,
@@ -429,4 +440,5 @@ def read_mechanism_file(path: Any, build: Callable[..., Any]) -> MechanismFile:
         value=None if value is None else float(value),
         format_version=version,
         library_version=library_version,
+        max_outputs=budget,
     )

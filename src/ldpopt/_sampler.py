@@ -722,6 +722,10 @@ def _encode(values: Any, labels: tuple | None, size: int, name: str, what: str) 
             f"{name} must contain integer {what} indices in range({size}) (the mechanism has no labels), "
             f"got {bad!r}"
         )
+    if arr.dtype == object or arr.dtype.kind == "u":  # Python ints beyond int64 (10**30), uint64
+        big = next((v for v in arr.tolist() if not 0 <= v < size), None)
+        if big is not None:
+            raise ValueError(f"{name} contains {what} index {big}, outside range({size})")
     ints = arr.astype(np.int64)
     out = (ints < 0) | (ints >= size)
     if np.any(out):

@@ -46,6 +46,13 @@ def check_real(value: Any, name: str) -> float:
     return float(value)
 
 
+def check_bool(value: Any, name: str) -> bool:
+    """A flag: True or False (numpy booleans accepted), a TypeError naming the argument otherwise."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {name}={_short(value)}")
+    return bool(value)
+
+
 def check_tolerance(value: Any, name: str) -> float:
     """A tolerance: a finite real number >= 0 (:func:`check_real`)."""
     tol = check_real(value, name)
@@ -133,12 +140,20 @@ def _check_array(arr: np.ndarray, name: str, normalize: bool) -> np.ndarray:
     if arr.size == 0:
         raise ValueError(f"{name} must not be empty")
     if not np.all(np.isfinite(arr)):
-        bad = arr[~np.isfinite(arr)][0]
+        bad = arr[~np.isfinite(arr)][0].item()
         raise ValueError(f"{name} must contain only finite numbers, found {bad!r}")
     if np.any(arr < 0):
-        bad = arr[arr < 0][0]
+        bad = arr[arr < 0][0].item()
         raise ValueError(f"{name} must be non-negative, found {bad!r}")
-    total = math.fsum(arr.tolist())
+    try:
+        total = math.fsum(arr.tolist())
+    except OverflowError:
+        # the exact sum is beyond the float range (entries near 1e308): scale by 2^-64, exact for
+        # every entry that stays normal, and enough for up to 2^64 entries of at most 2^1024
+        if not normalize:
+            raise ValueError(f"{name} must sum to 1, got a sum beyond the float range") from None
+        arr = np.ldexp(arr, -64)
+        total = math.fsum(arr.tolist())
     if total <= 0:
         raise ValueError(f"{name} must have positive total mass, got sum={total!r}")
     if not normalize and abs(total - 1.0) > SUM_TOL:

@@ -208,11 +208,13 @@ class Mechanism:
         divergence: Any = None,
         value: float | None = None,
         include_distributions: bool = True,
+        normalize: bool = False,
+        max_outputs: int | None = None,
     ) -> Path:
         """Write the versioned mechanism file; see :func:`ldpopt.deploy.files.save_mechanism`."""
         if (p0 is None) != (p1 is None):
             raise ValueError("give both p0 and p1, or neither")
-        u, v = self.input_pair(p0, p1) if p0 is not None else (None, None)
+        u, v = self.input_pair(p0, p1, normalize=normalize) if p0 is not None else (None, None)
         if isinstance(divergence, FDivergence):
             divergence = divergence.name
         return write_mechanism_file(
@@ -223,6 +225,7 @@ class Mechanism:
             divergence=divergence,
             value=value,
             include_distributions=include_distributions,
+            max_outputs=max_outputs,
         )
 
     @classmethod

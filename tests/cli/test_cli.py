@@ -54,7 +54,7 @@ def test_design_budget_and_divergence():
         ],
     )
     assert r.exit_code == 0, r.output
-    assert "2 output(s)" in r.output
+    assert "2 outputs" in r.output
 
 
 @pytest.mark.parametrize(

@@ -79,7 +79,8 @@ def test_privatize_test_pipeline(files):
     assert r.exit_code == 0, r.output
     assert "gift" in r.output  # block labels shown in the table
     reports = pd.read_csv(out)
-    assert list(reports.columns) == ["report"] and len(reports) == 400
+    # the other columns are kept, the symbol column is replaced by the reports
+    assert list(reports.columns) == ["report", "user"] and len(reports) == 400
     # the CLI's reports are the library's reports for the same seed
     mech = load_mechanism(mfile).mechanism
     expected = mech.privatize(events, rng=np.random.default_rng(3))

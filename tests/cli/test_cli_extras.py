@@ -80,13 +80,13 @@ def test_sweep_without_pyarrow(finished, tmp_path):
 
 
 def test_sweep_of_a_csv_instance_file_without_pandas(tmp_path):
+    """A CSV instance file is read by ldpopt.read_pair's reader (the standard library's csv)."""
     (tmp_path / "pairs.csv").write_text("instance,p0,p1\na,0.5,0.2\na,0.5,0.8\n")
     (tmp_path / "file.toml").write_text(
         '[instances]\nfile = "pairs.csv"\n[grid]\neps = [1.0]\ndivergences = ["kl"]\n'
     )
     res = run_without(["pandas"], ["sweep", "file.toml", "--out", "o", "--scheduler", "inline"], tmp_path)
-    assert_names_the_extra(res, "pandas", "sweeps")
-    assert not (tmp_path / "o").exists()
+    assert res.returncode == 0, res.stderr
 
 
 @pytest.mark.parametrize("module, extra", [("pandas", "sweeps"), ("matplotlib", "plots")])

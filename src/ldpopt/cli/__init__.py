@@ -13,7 +13,7 @@ import os
 import sys
 
 from ldpopt.cli import certify, decide, deploy, design, estimate, reproduce, studio, sweep
-from ldpopt.cli._common import app, err_console
+from ldpopt.cli._common import app, command, err_console
 
 __all__ = ["app", "main"]
 _COMMAND_GROUPS = (design, deploy, decide, estimate, reproduce, sweep, certify, studio)
@@ -22,7 +22,8 @@ _COMMAND_GROUPS = (design, deploy, decide, estimate, reproduce, sweep, certify, 
 def main() -> None:  # pragma: no cover - exercised through the console script
     """Console-script entry point."""
     try:
-        app()
+        args = sys.argv[1:]
+        command(help_requested=not args or "-h" in args or "--help" in args)(prog_name="ldpopt")
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,10 +32,48 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # plain click help: no "<bool>" or "{problem}" placeholders, flags shown as flags
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-console = Console()
-err_console = Console(stderr=True)
+
+
+class _Console(Console):
+    """A rich console that prints tables as CSV (a ``# title`` line, a header row, the rows, in
+    full) when its output is not a terminal, so piped output is never truncated nor boxed."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        if len(objects) == 1 and isinstance(objects[0], Table) and not self.is_terminal:
+            self.file.write(table_csv(objects[0]))
+            self.file.flush()
+            return
+        super().print(*objects, **kwargs)
+
+
+def _plain(value: Any) -> str:
+    from rich.text import Text
+
+    return value.plain if isinstance(value, Text) else Text.from_markup(str(value)).plain
+
+
+def table_csv(table: Table) -> str:
+    """A rich table as CSV text: its title as a ``# `` line, then the header and the rows."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    if table.title:
+        buf.write(f"# {_plain(table.title)}\n")
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([_plain(c.header) for c in table.columns])
+    columns = [[_plain(cell) for cell in c.cells] for c in table.columns]
+    writer.writerows(zip(*columns, strict=True))
+    return buf.getvalue()
+
+
+# soft_wrap: messages are not wrapped at 80 columns when piped (the terminal wraps them)
+console = _Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -42,7 +81,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
     from rich.markup import escape
 
     # messages quote user input ("[instances]", "[1, 2]"): never let rich read them as markup
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(_to_cli(message))}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -82,6 +121,90 @@ def parse_distribution(text: str, name: str) -> Any:
         fail(f"--{name} must be comma-separated numbers or label=probability pairs, got {text!r}")
 
 
+# Options shared by every command that takes P0 and P1 or writes a result (typer reads these
+# singletons afresh for each command).
+FromOpt: Any = typer.Option(
+    None,
+    "--from",
+    help="Read P0 and P1 from a CSV, Parquet or JSON file (columns --p0-col, --p1-col, --label-col) "
+    "instead of --p0/--p1.",
+)
+P0ColOpt: Any = typer.Option("p0", "--p0-col", help="Column of P0 in the --from file.")
+P1ColOpt: Any = typer.Option("p1", "--p1-col", help="Column of P1 in the --from file.")
+LabelColOpt: Any = typer.Option(None, "--label-col", help="Column of the symbol labels in the --from file.")
+NormalizeOpt: Any = typer.Option(False, "--normalize", help="Rescale P0 and P1 to sum to 1 (for counts).")
+JsonOpt: Any = typer.Option(
+    None, "--json", help="Write the result as JSON to FILE ('-': standard output, the JSON alone)."
+)
+
+
+#: a numpy scalar's repr in a message ("np.float64(0.6)") and the number inside it
+_NUMPY_REPR = re.compile(r"\bnp\.(?:float|int|uint|bool|complex)\w*\(([^()]*)\)")
+
+
+def _to_cli(message: str) -> str:
+    """An API message in the CLI's words (and without numpy reprs)."""
+    message = _NUMPY_REPR.sub(r"\1", message)
+    return message.replace("pass normalize=True to rescale", "pass --normalize to rescale").replace(
+        "normalize=True", "--normalize"
+    )
+
+
+def load_pair(
+    p0: str | None,
+    p1: str | None,
+    source: Path | None,
+    p0_col: str,
+    p1_col: str,
+    label_col: str | None,
+    normalize: bool,
+) -> tuple[Any, Any] | None:
+    """P0 and P1 from ``--p0``/``--p1`` (inline) or ``--from FILE``; None when neither is given.
+
+    Labelled pairs come back as ``{label: probability}`` dicts, others as arrays; with ``normalize``
+    each is rescaled to sum to 1.  Every problem is a one-line error (exit 2)."""
+    if source is not None:
+        if p0 is not None or p1 is not None:
+            fail("give P0 and P1 either inline (--p0/--p1) or from a file (--from), not both")
+        from ldpopt.deploy.pairs import read_pair
+
+        try:
+            return read_pair(source, p0=p0_col, p1=p1_col, label=label_col, normalize=normalize).as_dicts()
+        except (ValueError, TypeError) as exc:
+            fail(f"--from {_to_cli(str(exc))}")
+    if p0 is None and p1 is None:
+        return None
+    if p0 is None or p1 is None:
+        fail("give both --p0 and --p1 (or --from FILE)")
+    a, b = parse_distribution(p0, "p0"), parse_distribution(p1, "p1")
+    if normalize:
+        from ldpopt._validation import check_labelled_pair
+
+        try:
+            u, v, labels = check_labelled_pair(a, b, normalize=True)
+        except (ValueError, TypeError) as exc:
+            fail(_to_cli(str(exc)))
+        if labels is None:
+            return u, v
+        return dict(zip(labels, u.tolist(), strict=True)), dict(zip(labels, v.tolist(), strict=True))
+    return a, b
+
+
+#: up to this alphabet size the CLI solves with the readable dynamic program (method="dp", numpy
+#: only): it answers in milliseconds there, while the compiled solver's first call loads numba
+#: (about a second); both are exact (benchmarks/README.md, "CLI start-up")
+CLI_READABLE_MAX_K = 100
+
+
+def solve(p0: Any, p1: Any, eps: float, divergence: Any = "kl", max_outputs: int | None = None) -> Any:
+    """:func:`ldpopt.optimal_mechanism` with the solver a command-line call wants (see
+    :data:`CLI_READABLE_MAX_K`)."""
+    import ldpopt
+
+    method = "dp" if len(p0) <= CLI_READABLE_MAX_K else "auto"
+    return ldpopt.optimal_mechanism(p0, p1, eps, divergence, max_outputs, method=method)
+
+
 def need(module: str, feature: str, extra: str) -> Any:
     """``module`` imported, or a one-line error (exit 2) naming the extra that installs it."""
     try:
@@ -106,6 +229,11 @@ def fmt(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return ", ".join(fmt(x) for x in value) if len(value) <= 12 else f"[{len(value)} items]"
     return str(value)
+
+
+def plural(n: int, noun: str) -> str:
+    """``"1 output"``, ``"3 outputs"``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def json_safe(obj: Any) -> Any:
@@ -148,8 +276,8 @@ def write_json(path: Path, payload: dict, *, announce: bool = True) -> None:
 
 @contextmanager
 def report_to_stderr_if_json_on_stdout(json_out: Path | None) -> Iterator[None]:
-    """While a command's JSON result goes to standard output (``--json -``), its tables and
-    messages go to standard error, so that stdout is the JSON document alone."""
+    """While a command's JSON result (or another output named ``-``) goes to standard output, its
+    tables and messages go to standard error, so that stdout is that document alone."""
     if json_out is None or not is_stdout(json_out):
         yield
         return
@@ -158,7 +286,39 @@ def report_to_stderr_if_json_on_stdout(json_out: Path | None) -> Iterator[None]:
     try:
         yield
     finally:
-        console.file = old
+        # None: follow sys.stdout again (a test runner replaces it for every invocation)
+        console.file = None if old is sys.stdout else old  # type: ignore[assignment]
+
+
+#: help-text metavars by typer's type label (typer 0.29 prints "<float>", "<bool>", ...)
+_METAVARS = {"<float>": "X", "<int>": "N", "<str>": "TEXT", "<path>": "FILE"}
+
+
+def command(help_requested: bool = True) -> Any:
+    """The click command of :data:`app`; when help is requested, with plain help texts: flags
+    without a placeholder, values as ``X``/``N``/``TEXT``/``FILE`` (a walk over every command,
+    skipped otherwise to keep start-up short)."""
+    group = typer.main.get_command(app)
+    if not help_requested:
+        return group
+
+    def walk(cmd: Any, ctx: Any) -> None:
+        for param in cmd.params:
+            kind = getattr(param, "param_type_name", "")
+            if kind == "argument" and param.metavar is None and param.name:
+                param.metavar = param.name.upper()
+            if kind != "option" or param.metavar is not None:
+                continue
+            if param.is_flag or param.is_bool_flag:
+                param.metavar = ""
+            else:
+                label = param.display_type(ctx) if hasattr(param, "display_type") else None
+                param.metavar = _METAVARS.get(str(label), None)
+        for sub in getattr(cmd, "commands", {}).values():
+            walk(sub, type(ctx)(sub, parent=ctx, info_name=sub.name))
+
+    walk(group, group.make_context("ldpopt", [], resilient_parsing=True))
+    return group
 
 
 def _version_callback(value: bool) -> None:

@@ -22,99 +22,46 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ldpopt._json import loads_strict
-from ldpopt._validation import is_real
-from ldpopt.cli._common import app, console, fail, fmt, report_to_stderr_if_json_on_stdout, write_json
+from ldpopt.cli._common import (
+    JsonOpt,
+    app,
+    console,
+    fail,
+    fmt,
+    report_to_stderr_if_json_on_stdout,
+    write_json,
+)
 
-_KEYS = {"likelihood", "loss", "prior", "labels", "name"}
-_LABEL_KEYS = {"inputs", "parameters", "actions"}
 #: the channel table is printed only up to this many inputs/outputs
 _MAX_TABLE = 12
 
 
-def _matrix(doc: dict, key: str, path: Path) -> np.ndarray:
-    value = doc[key]
-    if not isinstance(value, list) or not value or not all(isinstance(r, list) for r in value):
-        fail(f"{path}: {key!r} must be a non-empty list of rows (lists of numbers)")
-    widths = {len(r) for r in value}
-    if len(widths) != 1 or 0 in widths:
-        fail(f"{path}: {key!r} rows must all have the same non-zero length, got lengths {sorted(widths)}")
-    for i, row in enumerate(value):
-        for j, v in enumerate(row):
-            if not is_real(v):
-                fail(f"{path}: {key}[{i}][{j}] must be a number, got {v!r}")
-    return np.array(value, dtype=float)
-
-
-def _read_document(path: Path) -> dict:
-    """The problem file's JSON object, with only the known keys and both required ones."""
-    if not path.exists():
-        fail(f"{path}: no such file")
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        fail(f"{path} cannot be read: {exc}")
-    try:
-        doc = loads_strict(text, path)
-    except ValueError as exc:
-        fail(str(exc))
-    if not isinstance(doc, dict):
-        fail(f"{path}: the top level must be an object with 'likelihood' and 'loss'")
-    unknown = sorted(set(doc) - _KEYS)
-    if unknown:
-        fail(f"{path}: unknown key {unknown[0]!r}; allowed keys: {', '.join(sorted(_KEYS))}")
-    for key in ("likelihood", "loss"):
-        if key not in doc:
-            fail(f"{path}: missing key {key!r}")
-    return doc
-
-
-def _prior(doc: dict, path: Path) -> np.ndarray | None:
-    prior = doc.get("prior")
-    if prior is None:
-        return None
-    if not isinstance(prior, list) or not all(is_real(v) for v in prior):
-        fail(f"{path}: 'prior' must be a list of numbers")
-    return np.array(prior, dtype=float)
-
-
-def _labels(doc: dict, path: Path) -> dict:
-    labels = doc.get("labels") or {}
-    if not isinstance(labels, dict):
-        fail(f"{path}: 'labels' must be an object with optional keys inputs, parameters, actions")
-    bad = sorted(set(labels) - _LABEL_KEYS)
-    if bad:
-        fail(f"{path}: unknown labels key {bad[0]!r}; allowed: inputs, parameters, actions")
-    for key, val in labels.items():
-        if not isinstance(val, list) or not all(isinstance(v, (str, int, float)) for v in val):
-            fail(f"{path}: labels.{key} must be a list of strings or numbers")
-    return labels
-
-
 def load_problem(path: Path):
-    """Read and validate a problem file; every problem is reported with ``fail`` (exit code 2)."""
+    """Read and validate a problem file (:meth:`DecisionProblem.from_json`); every problem is
+    reported with ``fail`` (exit code 2)."""
     from ldpopt.decision import DecisionProblem
 
-    doc = _read_document(path)
-    P = _matrix(doc, "likelihood", path)
-    L = _matrix(doc, "loss", path)
-    prior = _prior(doc, path)
-    labels = _labels(doc, path)
-    name = doc.get("name", path.stem)
-    if not isinstance(name, str):
-        fail(f"{path}: 'name' must be a string")
     try:
-        return DecisionProblem(
-            P,
-            L,
-            prior,
-            labels=labels.get("inputs"),
-            parameter_labels=labels.get("parameters"),
-            action_labels=labels.get("actions"),
-            name=name,
-        )
+        return DecisionProblem.from_json(path)
     except (ValueError, TypeError) as exc:
-        fail(f"{path}: {exc}")
+        fail(str(exc))
+
+
+def _file_mechanism(mech: Any) -> Any:
+    """The channel with outputs named as text ("{a, b}": the subset of high inputs), as a
+    mechanism file stores them."""
+    import dataclasses
+
+    outs = mech.output_labels
+    if outs is None or all(isinstance(o, (str, int)) for o in outs):
+        return mech
+    names = ["{" + ", ".join(map(str, o)) + "}" if isinstance(o, tuple) else str(o) for o in outs]
+    if len(set(names)) != len(names):
+        names = [str(j) for j in range(len(outs))]
+    labels = mech.labels
+    if labels is not None and not all(isinstance(x, (str, int)) for x in labels):
+        labels = tuple(str(x) for x in labels)
+    return dataclasses.replace(mech, output_labels=tuple(names), labels=labels)
 
 
 def _subset_text(subset, labels) -> str:
@@ -169,17 +116,26 @@ def _result_payload(prob, res) -> dict:
 
 @app.command("decide")
 def decide(
-    problem: Path = typer.Argument(
-        ..., help="Problem file (JSON: likelihood, loss, optional prior/labels/name)."
+    problem: Path | None = typer.Argument(
+        None,
+        metavar="PROBLEM.json",
+        help="Problem file (JSON: likelihood, loss, optional prior, labels, parameter_labels, "
+        "action_labels, name). Required.",
+        show_default=False,
     ),
     eps: float = typer.Option(..., "--eps", help="Privacy level eps > 0 (finite)."),
     risk: str = typer.Option("bayes", "--risk", help="bayes or minimax."),
     method: str = typer.Option("auto", "--method", help="auto, enumerate, colgen, direct or vertex."),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the result as JSON to FILE."),
+    json_out: Path | None = JsonOpt,
+    mechanism_out: Path | None = typer.Option(
+        None, "--mechanism-out", help="Write the optimal channel as a mechanism file (for privatize)."
+    ),
 ) -> None:
     """Optimal eps-LDP channel (maximal, one output per subset) for a finite decision problem."""
     from ldpopt.decision import optimal_channel
 
+    if problem is None:
+        fail("give the problem file: ldpopt decide PROBLEM.json --eps EPS")
     if risk not in ("bayes", "minimax"):
         fail(f"--risk must be 'bayes' or 'minimax', got {risk!r}")
     if method not in ("auto", "enumerate", "colgen", "direct", "vertex"):
@@ -196,6 +152,17 @@ def decide(
     assert res.decision_rule is not None  # a decision problem's channel comes with its decision rule
     with report_to_stderr_if_json_on_stdout(json_out):
         _print_channel(prob, res, eps, risk)
+    if mechanism_out is not None:
+        from ldpopt.deploy.files import save_mechanism
+
+        try:
+            save_mechanism(_file_mechanism(res.mechanism), mechanism_out)
+        except OSError as exc:
+            fail(f"cannot write --mechanism-out {mechanism_out}: {exc.strerror or exc}")
+        except ValueError as exc:
+            fail(f"--mechanism-out: {exc}")
+        with report_to_stderr_if_json_on_stdout(json_out):
+            console.print(f"wrote {mechanism_out}")
     if json_out is not None:
         write_json(json_out, _result_payload(prob, res))
 

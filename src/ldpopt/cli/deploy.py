@@ -15,7 +15,25 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ldpopt.cli._common import app, console, fail, fmt, need, parse_distribution, partition_table
+from ldpopt.cli._common import (
+    FromOpt,
+    JsonOpt,
+    LabelColOpt,
+    NormalizeOpt,
+    P0ColOpt,
+    P1ColOpt,
+    app,
+    console,
+    fail,
+    fmt,
+    load_pair,
+    need,
+    partition_table,
+    plural,
+    report_to_stderr_if_json_on_stdout,
+    solve,
+    write_json,
+)
 
 #: what a missing pandas (CSV reading and writing) is reported for
 CSV_FEATURE = "ldpopt privatize/test"
@@ -46,18 +64,41 @@ def _load(path: Path):
         fail(f"--mechanism {exc}")
 
 
-def _read_column(path: Path, column: str | None, option: str, default: str | None = None):
-    """Read one CSV column as strings; returns (values, column name)."""
+def _table_format(path: Path) -> str:
+    return "parquet" if path.suffix.lower() in (".parquet", ".pq") else "csv"
+
+
+def _read_table(path: Path, option: str, header: bool = True) -> Any:
+    """A CSV (first row = the header, unless ``header`` is False) or Parquet file as a DataFrame of
+    strings (Parquet columns keep their values, shown as text)."""
     pd = need("pandas", CSV_FEATURE, "sweeps")
 
     if not path.exists():
         fail(f"{option} {path}: no such file")
+    if _table_format(path) == "parquet":
+        need("pyarrow", "reading and writing Parquet files", "sweeps")
+        try:
+            df = pd.read_parquet(path)
+        except Exception as exc:  # pyarrow raises many types for unreadable files
+            fail(f"{option} {path} is not a readable Parquet file ({type(exc).__name__})")
+        df.columns = [str(c) for c in df.columns]
+        return df
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+        return pd.read_csv(
+            path,
+            dtype=str,
+            keep_default_na=False,
+            skipinitialspace=True,
+            header=0 if header else None,
+            names=None if header else ["symbol"],
+        )
     except pd.errors.EmptyDataError:
         fail(f"{option} {path} is empty")
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
         fail(f"{option} {path} is not a readable CSV file: {str(exc).splitlines()[0]}")
+
+
+def _pick_column(df: Any, path: Path, column: str | None, option: str, default: str | None = None) -> str:
     cols = [str(c) for c in df.columns]
     if column is not None:
         if column not in cols:
@@ -70,7 +111,14 @@ def _read_column(path: Path, column: str | None, option: str, default: str | Non
         fail(f"{path} has several columns ({', '.join(cols)}): choose one with --column")
     if df.shape[0] == 0:
         fail(f"{option} {path} has a header but no data rows")
-    return df[column].to_numpy(dtype=str), column
+    return column
+
+
+def _read_column(path: Path, column: str | None, option: str, default: str | None = None):
+    """Read one column as strings; returns (values, column name)."""
+    df = _read_table(path, option)
+    col = _pick_column(df, path, column, option, default)
+    return df[col].astype(str).to_numpy(dtype=str), col
 
 
 def _symbols_to_indices(
@@ -136,49 +184,156 @@ def _block_names(mech: Any) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # export
 # ---------------------------------------------------------------------------------------------
+#: the mechanisms ``export --mechanism`` can write
+EXPORT_KINDS = ("optimal", "binary", "rr")
+
+
 @app.command("export")
 def export_cmd(
-    p0: str = typer.Option(..., "--p0", help="P0: '0.5,0.3,0.2' or 'a=0.5,b=0.3,c=0.2' (labels)."),
-    p1: str = typer.Option(..., "--p1", help="P1, same form as --p0."),
+    *,
+    p0: str | None = typer.Option(None, "--p0", help="P0: '0.5,0.3,0.2' or 'a=0.5,b=0.3,c=0.2' (labels)."),
+    p1: str | None = typer.Option(None, "--p1", help="P1, same form as --p0."),
     eps: float = typer.Option(..., "--eps", help="Privacy level eps > 0."),
     output: Path = typer.Option(..., "--output", help="Mechanism file to write (JSON)."),
     divergence: str = typer.Option("kl", "--divergence", help="Utility divergence of the design."),
-    max_outputs: int | None = typer.Option(None, "--max-outputs", help="Output budget."),
+    max_outputs: int | None = typer.Option(None, "--max-outputs", help="Output budget (optimal only)."),
+    kind: str = typer.Option(
+        "optimal",
+        "--mechanism",
+        help="Mechanism to write: optimal, binary or rr (k-ary randomized response).",
+    ),
     distributions: bool = typer.Option(
         True,
         "--distributions/--no-distributions",
         help="Store p0/p1 in the file (their digests are always stored).",
     ),
+    source: Path | None = FromOpt,
+    p0_col: str = P0ColOpt,
+    p1_col: str = P1ColOpt,
+    label_col: str | None = LabelColOpt,
+    normalize: bool = NormalizeOpt,
+    json_out: Path | None = JsonOpt,
 ) -> None:
-    """Design the optimal eps-LDP mechanism for P0 vs P1 and write it as a versioned mechanism file."""
+    """Design an eps-LDP mechanism for P0 vs P1 (the optimum, or a baseline) and write it as a
+    versioned mechanism file."""
     import ldpopt
     from ldpopt.deploy.files import save_mechanism
 
-    a = parse_distribution(p0, "p0")
-    b = parse_distribution(p1, "p1")
+    if kind not in EXPORT_KINDS:
+        fail(f"--mechanism must be one of {', '.join(EXPORT_KINDS)}, got {kind!r}")
+    if kind != "optimal" and max_outputs is not None:
+        fail("--max-outputs applies to --mechanism optimal only")
+    pair = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
+    if pair is None:
+        fail("give --p0 and --p1, or --from FILE")
+    a, b = pair
     try:
-        res = ldpopt.optimal_mechanism(a, b, eps, divergence, max_outputs)
+        res = solve(a, b, eps, divergence, max_outputs)
+        obj: Any = res
+        if kind == "binary":
+            obj = ldpopt.binary_mechanism(a, b, eps)
+        elif kind == "rr":
+            obj = ldpopt.randomized_response(len(a), eps, labels=res.labels)
+        mech = obj if kind != "optimal" else res.mechanism
+        value = res.value if kind == "optimal" else mech.utility(a, b, divergence)
     except (ValueError, TypeError) as exc:
         fail(str(exc))
     try:
-        save_mechanism(res, output, p0=a, p1=b, include_distributions=distributions)
+        save_mechanism(
+            obj,
+            output,
+            p0=a,
+            p1=b,
+            divergence=res.divergence,
+            value=value,
+            include_distributions=distributions,
+        )
     except OSError as exc:
         fail(f"cannot write --output {output}: {exc.strerror or exc}")
-    console.print(
-        partition_table(res, f"Optimal {res.eps:g}-LDP mechanism ({res.divergence} = {res.value:.6g})")
-    )
-    console.print(f"wrote {output}")
+    with report_to_stderr_if_json_on_stdout(json_out), report_to_stderr_if_json_on_stdout(output):
+        if kind == "optimal":
+            console.print(
+                partition_table(
+                    res, f"Optimal {res.eps:g}-LDP mechanism ({res.divergence} = {fmt(res.value)})"
+                )
+            )
+            if max_outputs is not None and res.num_outputs < max_outputs:
+                console.print(
+                    f"output budget {max_outputs} is non-binding: the optimum uses "
+                    f"{plural(res.num_outputs, 'output')}"
+                )
+        else:
+            console.print(
+                f"{mech.name} mechanism, eps = {mech.eps:g}, {plural(mech.num_outputs, 'output')}: "
+                f"{res.divergence} = {fmt(value)} (optimum {fmt(res.value)})"
+            )
+        console.print(f"wrote {output}")
+    if json_out is not None:
+        write_json(
+            json_out,
+            {
+                "output": str(output),
+                "mechanism": kind,
+                "name": mech.name,
+                "eps": mech.eps,
+                "num_inputs": mech.num_inputs,
+                "num_outputs": mech.num_outputs,
+                "divergence": res.divergence,
+                "value": value,
+                "optimal_value": res.value,
+                "max_outputs": max_outputs,
+                "labels": None if mech.labels is None else [str(x) for x in mech.labels],
+                "matrix": mech.matrix.tolist(),
+            },
+            announce=False,
+        )
 
 
 # ---------------------------------------------------------------------------------------------
 # privatize
 # ---------------------------------------------------------------------------------------------
+def _header_is_a_symbol(name: str, mech: Any) -> bool:
+    """Whether a CSV header could be an input symbol (then the file may have no header)."""
+    if mech.labels is not None:
+        return name in {str(lab) for lab in mech.labels}
+    text = name.strip()
+    return text.lstrip("+-").isdigit() and 0 <= int(text) < mech.num_inputs
+
+
+def _write_table(path: Path, frame: Any, option: str) -> None:
+    if _table_format(path) == "parquet":
+        need("pyarrow", "reading and writing Parquet files", "sweeps")
+        from ldpopt._atomic import atomic_write
+
+        try:
+            atomic_write(path, lambda fh: frame.to_parquet(fh, index=False), binary=True)
+        except OSError as exc:
+            fail(f"cannot write {option} {path}: {exc.strerror or exc}")
+        return
+    _atomic_csv(path, frame, option)
+
+
 @app.command("privatize")
 def privatize_cmd(
+    *,
     mechanism: Path = typer.Option(..., "--mechanism", help="Mechanism file (JSON)."),
-    input: Path = typer.Option(..., "--input", help="CSV with one input symbol per row."),
-    output: Path = typer.Option(..., "--output", help="CSV of reports to write (column 'report')."),
-    column: str | None = typer.Option(None, "--column", help="Input column (needed if the CSV has several)."),
+    input: Path = typer.Option(
+        ...,
+        "--input",
+        help="CSV or Parquet file, one input symbol per row; a CSV's first row is its header.",
+    ),
+    output: Path = typer.Option(
+        ...,
+        "--output",
+        help="CSV or Parquet file to write: the input's columns with the symbol column replaced by 'report'.",
+    ),
+    column: str | None = typer.Option(None, "--column", help="Input column (if several)."),
+    no_header: bool = typer.Option(
+        False, "--no-header", help="The CSV has no header row: every row is a symbol."
+    ),
+    keep_input: bool = typer.Option(
+        False, "--keep-input", help="Keep the input column next to 'report' (never for real users' data)."
+    ),
     seed: int | None = typer.Option(
         None,
         "--seed",
@@ -186,64 +341,110 @@ def privatize_cmd(
         "never for real users). Default: the OS CSPRNG.",
     ),
 ) -> None:
-    """Privatize every row of a CSV column with an eps-LDP mechanism file (exact sampling)."""
-    pd = need("pandas", CSV_FEATURE, "sweeps")
-
+    """Privatize every row of a column with an eps-LDP mechanism file (exact sampling); the other
+    columns (a user id, ...) are kept next to each report."""
     from ldpopt.deploy.sampling import bit_source, decode_outputs, realise, sample_indices
 
     mf = _load(mechanism)
     mech = mf.mechanism
-    values, col = _read_column(input, column, "--input")
+    df = _read_table(input, "--input", header=not no_header)
+    col = _pick_column(df, input, column, "--input")
+    if not no_header and column is None and _table_format(input) == "csv" and _header_is_a_symbol(col, mech):
+        fail(
+            f"the first row of --input {input} ({col!r}) is an input symbol of the mechanism, but a CSV's "
+            f"first row is its header: pass --no-header if the file has none, or --column {col} to confirm"
+        )
+    values = df[col].astype(str).to_numpy(dtype=str)
     idx = _symbols_to_indices(values, mech.labels, mech.num_inputs, col, input, "input symbol")
     try:
         reports = sample_indices(realise(mech), idx, bit_source(_rng(seed)))
     except ValueError as exc:
         fail(str(exc))
     out = decode_outputs(mech, reports)
-    _atomic_csv(output, pd.DataFrame({"report": out}), "--output")
+    frame = df.copy()
+    pos = list(frame.columns).index(col)
+    if "report" in frame.columns and col != "report":
+        fail(f"--input {input} already has a column named 'report'")
+    frame.insert(pos + 1, "report", out)
+    if not keep_input:
+        frame = frame.drop(columns=[col])
+    _write_table(output, frame, "--output")
     counts = np.bincount(reports, minlength=mech.num_outputs)
-    t = Table(title=f"{idx.size} reports, eps = {mech.eps:g}")
+    t = Table(title=f"{plural(idx.size, 'report')}, eps = {mech.eps:g}")
     t.add_column("report")
     t.add_column("block / label")
     t.add_column("count", justify="right")
     shown = decode_outputs(mech, np.arange(mech.num_outputs))
     for j, name in enumerate(_block_names(mech)):
         t.add_row(str(shown[j]), name, str(int(counts[j])))
-    console.print(t)
     source = f"seeded PRNG (seed {seed}, not for production)" if seed is not None else "OS CSPRNG"
-    console.print(f"wrote {output} ({idx.size} reports, randomness: {source})")
+    with report_to_stderr_if_json_on_stdout(output):  # --output -: the reports alone on stdout
+        console.print(t)
+        console.print(f"wrote {output} ({plural(idx.size, 'report')}, randomness: {source})")
 
 
 # ---------------------------------------------------------------------------------------------
 # test
 # ---------------------------------------------------------------------------------------------
-def _hypotheses(mf: Any, p0: str | None, p1: str | None):
+#: ``test --exit-code``: the exit status when the test rejects H0 (0 when it keeps H0); apart from
+#: 1 (failure), 2 (bad input) and 130 (interrupted)
+EXIT_REJECT = 10
+
+
+def _hypotheses(mf: Any, pair: tuple[Any, Any] | None):
+    """(P0, P1): the ones given (checked against the file's digests), else the file's own."""
     mech = mf.mechanism
-    if (p0 is None) != (p1 is None):
-        fail("give both --p0 and --p1, or neither (to use the ones stored in the mechanism file)")
-    if p0 is None:
+    if pair is None:
         if mf.p0 is None:
-            fail("the mechanism file does not store p0/p1: give --p0 and --p1")
+            fail("the mechanism file does not store p0/p1: give --p0 and --p1 (or --from FILE)")
         return mf.p0, mf.p1
-    assert p1 is not None  # given together with p0 (checked above)
-    a = _align(parse_distribution(p0, "p0"), mech, "p0")
-    b = _align(parse_distribution(p1, "p1"), mech, "p1")
+    a = _align(pair[0], mech, "p0")
+    b = _align(pair[1], mech, "p1")
     try:
         matches = mf.matches(a, b)
     except (ValueError, TypeError) as exc:
         fail(str(exc))
     if mf.p0_sha256 is not None and not matches:
         console.print(
-            "[yellow]warning:[/] --p0/--p1 differ from the distributions this mechanism was "
+            "[yellow]warning:[/] P0/P1 differ from the distributions this mechanism was "
             "designed for (digest mismatch)"
         )
     return a, b
 
 
+def _test_payload(alpha: float, mech: Any, test: Any, counts: np.ndarray, res: Any, bayes: Any) -> dict:
+    from dataclasses import asdict
+
+    m0, m1 = test.output_distributions
+    llr = test.per_report_llr
+    names = _block_names(mech)
+    return {
+        "alpha": alpha,
+        "decision": res.decision,
+        "reject_h0": res.decision == 1,
+        "result": asdict(res),
+        "bayes": None if bayes is None else asdict(bayes),
+        "outputs": [
+            {
+                "output": j,
+                "block": names[j],
+                "count": int(counts[j]),
+                "m0": float(m0[j]),
+                "m1": float(m1[j]),
+                "log_ratio": float(llr[j]),
+            }
+            for j in range(mech.num_outputs)
+        ],
+    }
+
+
 @app.command("test")
 def test_cmd(
+    *,
     mechanism: Path = typer.Option(..., "--mechanism", help="Mechanism file (JSON)."),
-    reports: Path = typer.Option(..., "--reports", help="CSV of reports (column 'report' or --column)."),
+    reports: Path = typer.Option(
+        ..., "--reports", help="CSV/Parquet file of reports (column 'report' or --column)."
+    ),
     alpha: float = typer.Option(0.05, "--alpha", help="Type-I error of the test."),
     p0: str | None = typer.Option(None, "--p0", help="H0 distribution (default: stored in the file)."),
     p1: str | None = typer.Option(None, "--p1", help="H1 distribution (default: stored in the file)."),
@@ -254,13 +455,22 @@ def test_cmd(
     prior: float | None = typer.Option(
         None, "--prior", help="Also give the Bayes decision with P(H1) = PRIOR."
     ),
+    exit_code: bool = typer.Option(
+        False, "--exit-code", help=f"Exit {EXIT_REJECT} when the test rejects H0, 0 when it keeps H0."
+    ),
+    source: Path | None = FromOpt,
+    p0_col: str = P0ColOpt,
+    p1_col: str = P1ColOpt,
+    label_col: str | None = LabelColOpt,
+    normalize: bool = NormalizeOpt,
+    json_out: Path | None = JsonOpt,
 ) -> None:
     """Likelihood-ratio test of H0: P0 against H1: P1 from privatized reports."""
     from ldpopt.deploy.testing import LikelihoodRatioTest
 
     mf = _load(mechanism)
     mech = mf.mechanism
-    a, b = _hypotheses(mf, p0, p1)
+    a, b = _hypotheses(mf, load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize))
     values, col = _read_column(reports, column, "--reports", default="report")
     idx = _symbols_to_indices(values, mech.output_labels, mech.num_outputs, col, reports, "report")
     try:
@@ -270,6 +480,20 @@ def test_cmd(
         bayes = test.bayes_decide_counts(counts, prior1=prior) if prior is not None else None
     except (ValueError, TypeError) as exc:
         fail(str(exc))
+    with report_to_stderr_if_json_on_stdout(json_out):
+        _print_test(alpha, mech, test, counts, res)
+        if bayes is not None:
+            console.print(
+                f"Bayes decision (P(H1) = {prior:g}): {bayes.decision}, posterior P(H1 | reports) = "
+                f"{bayes.posterior1:.6g}"
+            )
+    if json_out is not None:
+        write_json(json_out, _test_payload(alpha, mech, test, counts, res, bayes))
+    if exit_code and res.decision == 1:
+        raise typer.Exit(EXIT_REJECT)
+
+
+def _print_test(alpha: float, mech: Any, test: Any, counts: np.ndarray, res: Any) -> None:
     m0, m1 = test.output_distributions
     t = Table(title="Reports per output")
     t.add_column("output")
@@ -299,11 +523,6 @@ def test_cmd(
     console.print(s)
     verdict = "reject H0: the reports look like P1" if res.decision == 1 else "keep H0 (P0)"
     console.print(f"decision: {res.decision} ({verdict})")
-    if bayes is not None:
-        console.print(
-            f"Bayes decision (P(H1) = {prior:g}): {bayes.decision}, posterior P(H1 | reports) = "
-            f"{bayes.posterior1:.6g}"
-        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,18 +555,18 @@ def _comparison_line(name: str, n: int, n_opt: int, eps: float) -> str:
     )
 
 
-def _samplesize_pair(p0: str | None, p1: str | None, mf: Any) -> tuple[Any, Any]:
-    """(P0, P1) from --p0/--p1, or from the mechanism file when neither is given."""
-    if p0 is None and p1 is None and mf is not None:
+def _samplesize_pair(pair: tuple[Any, Any] | None, mf: Any) -> tuple[Any, Any]:
+    """(P0, P1) as given (--p0/--p1 or --from), or from the mechanism file when not given."""
+    if pair is None:
+        if mf is None:
+            fail("give --p0 and --p1, --from FILE, or --mechanism with a file that stores them")
         if mf.p0 is None:
-            fail("the mechanism file does not store p0/p1: give --p0 and --p1")
+            fail("the mechanism file does not store p0/p1: give --p0 and --p1 (or --from FILE)")
         lab = mf.mechanism.labels
         a = mf.p0 if lab is None else dict(zip(lab, mf.p0, strict=False))
         b = mf.p1 if lab is None else dict(zip(lab, mf.p1, strict=False))
         return a, b
-    if p0 is None or p1 is None:
-        fail("give --p0 and --p1 (or --mechanism with a file that stores them)")
-    a, b = parse_distribution(p0, "p0"), parse_distribution(p1, "p1")
+    a, b = pair
     if mf is not None:
         a, b = _align(a, mf.mechanism, "p0"), _align(b, mf.mechanism, "p1")
     return a, b
@@ -380,7 +599,7 @@ def _sizes_at(
     import ldpopt
     from ldpopt.deploy.sizing import SampleSizeResult, sample_size
 
-    opt = ldpopt.optimal_mechanism(a, b, e, "kl")
+    opt = solve(a, b, e, "kl")
     assert opt.mechanism is not None  # the SPR solvers always return their mechanism
     rows: list[tuple[str, Any]] = [
         ("optimal (SPR, KL)", opt.mechanism),
@@ -425,6 +644,7 @@ def _add_size_rows(t: Table, lines: list[str], e: float, sizes: list[tuple[str, 
 
 @app.command("samplesize")
 def samplesize_cmd(
+    *,
     p0: str | None = typer.Option(None, "--p0", help="P0 (default: from --mechanism)."),
     p1: str | None = typer.Option(None, "--p1", help="P1 (default: from --mechanism)."),
     eps: str | None = typer.Option(None, "--eps", help="eps, or a list '0.5,1,2' (default: the file's)."),
@@ -433,10 +653,16 @@ def samplesize_cmd(
     mechanism: Path | None = typer.Option(None, "--mechanism", help="Also size this mechanism file."),
     method: str = typer.Option("auto", "--method", help="auto, exact, saddlepoint, chernoff or stein."),
     randomized: bool = typer.Option(False, "--randomized", help="Randomised tests (size exactly alpha)."),
+    source: Path | None = FromOpt,
+    p0_col: str = P0ColOpt,
+    p1_col: str = P1ColOpt,
+    label_col: str | None = LabelColOpt,
+    normalize: bool = NormalizeOpt,
+    json_out: Path | None = JsonOpt,
 ) -> None:
     """Reports needed for (alpha, beta): the optimal mechanism against binary and k-RR."""
     mf = _load(mechanism) if mechanism is not None else None
-    a, b = _samplesize_pair(p0, p1, mf)
+    a, b = _samplesize_pair(load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize), mf)
     eps_values = _samplesize_eps(eps, mf)
     file_row = None if mf is None or mechanism is None else (f"file {mechanism.name}", mf.mechanism)
     k = len(a)
@@ -444,14 +670,74 @@ def samplesize_cmd(
     for name in ("eps", "mechanism", "outputs", "reports n", "method", "vs optimum"):
         t.add_column(name, justify="right" if name in ("outputs", "reports n", "vs optimum") else "left")
     lines: list[str] = []
+    rows: list[dict] = []
     try:
         for e in eps_values:
             sizes = _sizes_at(
                 e, a, b, k, file_row, alpha=alpha, beta=beta, method=method, randomized=randomized
             )
             _add_size_rows(t, lines, e, sizes)
+            rows.extend(_size_records(e, sizes))
     except (ValueError, TypeError) as exc:
         fail(str(exc))
-    console.print(t)
-    for line in lines:
-        console.print(line)
+    with report_to_stderr_if_json_on_stdout(json_out):
+        console.print(t)
+        for line in lines:
+            console.print(line)
+    if json_out is not None:
+        write_json(json_out, {"alpha": alpha, "beta": beta, "randomized": randomized, "rows": rows})
+
+
+def _size_records(e: float, sizes: list[tuple[str, Any, Any]]) -> list[dict]:
+    """The JSON rows of :func:`_sizes_at` (``n`` null: the mechanism cannot tell P0 from P1)."""
+    out = []
+    for name, mech, r in sizes:
+        out.append(
+            {
+                "eps": e,
+                "mechanism": name,
+                "num_outputs": mech.num_outputs,
+                "n": None if r is None else r.n,
+                "method": None if r is None else r.method,
+                "exact": None if r is None else r.exact,
+                "size": None if r is None else r.size,
+                "type_ii": None if r is None else r.type_ii,
+                "kl": None if r is None else r.kl,
+            }
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# audit
+# ---------------------------------------------------------------------------------------------
+@app.command("audit")
+def audit_cmd(
+    *,
+    mechanism: Path = typer.Option(..., "--mechanism", help="Mechanism file (JSON)."),
+    n: int = typer.Option(100_000, "--n", help="Reports per audited input (estimation stage)."),
+    alpha: float = typer.Option(0.05, "--alpha", help="The lower bound holds with probability 1 - alpha."),
+    seed: int | None = typer.Option(None, "--seed", help="Seeded PRNG (reproducible audits)."),
+    json_out: Path | None = JsonOpt,
+) -> None:
+    """Statistical lower bound on the true eps of the library's sampler for a mechanism file."""
+    from dataclasses import asdict
+
+    from ldpopt.deploy.audit import audit
+
+    mf = _load(mechanism)
+    try:
+        res = audit(mf.mechanism, n, alpha=alpha, rng=_rng(seed))
+    except (ValueError, TypeError) as exc:
+        fail(str(exc).replace("n must", "--n must").replace("alpha must", "--alpha must"))
+    with report_to_stderr_if_json_on_stdout(json_out):
+        console.print(
+            f"claimed eps = {fmt(res.claimed_eps)}, lower bound on the true eps = {fmt(res.eps_lower)} "
+            f"(confidence {1 - res.alpha:g}, {plural(res.n, 'report')} per audited input)"
+        )
+        console.print(res.message)
+    if json_out is not None:
+        payload = asdict(res)
+        payload["inputs"] = [str(x) for x in res.inputs]
+        payload["output"] = str(res.output)
+        write_json(json_out, payload)

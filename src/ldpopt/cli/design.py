@@ -9,13 +9,21 @@ import typer
 from rich.table import Table
 
 from ldpopt.cli._common import (
+    FromOpt,
+    JsonOpt,
+    LabelColOpt,
+    NormalizeOpt,
+    P0ColOpt,
+    P1ColOpt,
     app,
     console,
     fail,
     fmt,
-    parse_distribution,
+    load_pair,
     partition_table,
+    plural,
     report_to_stderr_if_json_on_stdout,
+    solve,
     write_json,
 )
 from ldpopt.cli._shuffle import plan_shuffle, print_shuffle, shuffle_summary
@@ -41,7 +49,7 @@ DEMO_EPS = (0.5, 1.0, 2.0, 4.0)
 def _comparison_rows(p0, p1, eps, divergence, max_outputs):
     import ldpopt
 
-    res = ldpopt.optimal_mechanism(p0, p1, eps, divergence, max_outputs)
+    res = solve(p0, p1, eps, divergence, max_outputs)
     assert res.mechanism is not None  # the SPR solvers always return their mechanism
     k = len(res.mechanism.matrix)
     rows = [("optimal (SPR)", res.value, res.num_outputs)]
@@ -50,6 +58,11 @@ def _comparison_rows(p0, p1, eps, divergence, max_outputs):
     rr = ldpopt.randomized_response(k, eps)
     rows.append(("k-ary RR", rr.utility(p0, p1, divergence), k))
     return res, rows
+
+
+def _method_text(method: str) -> str:
+    """The solver's name for people ("dp" reads as differential privacy)."""
+    return {"dp": "dynamic program", "single_block": "single block"}.get(method, method)
 
 
 def _result_dict(res, rows) -> dict:
@@ -73,7 +86,7 @@ def _print_design(res, rows, labels=None) -> None:
     names = labels or [str(i) for i in range(res.mechanism.num_inputs)]
     console.print(
         f"[bold]Optimal {res.eps:g}-LDP mechanism[/] for {res.divergence}: "
-        f"{res.num_outputs} output(s), method {res.method}"
+        f"{plural(res.num_outputs, 'output')}, method {_method_text(res.method)}"
     )
     console.print(partition_table(res, "Partition (blocks in likelihood-ratio order)", "symbols"))
     ch = Table(title="Channel Q(y | x)")
@@ -103,15 +116,20 @@ def _print_comparison(res, rows, title: str | None = None) -> None:
 
 @app.command()
 def design(
-    p0: str = typer.Option(..., "--p0", help="P0: comma-separated probabilities or label=prob pairs."),
-    p1: str = typer.Option(..., "--p1", help="P1: comma-separated probabilities or label=prob pairs."),
+    *,
+    p0: str | None = typer.Option(None, "--p0", help="P0: probabilities '0.5,0.5' or label=prob pairs."),
+    p1: str | None = typer.Option(None, "--p1", help="P1, same form as --p0."),
     eps: float | None = typer.Option(None, "--eps", help="Privacy level eps > 0 ('inf' for none)."),
     divergence: str = typer.Option(
         "kl", "--divergence", help="kl, reverse_kl, tv, chi2, hellinger, js, egamma:G, renyi:A."
     ),
     max_outputs: int | None = typer.Option(None, "--max-outputs", help="Output budget l."),
-    normalize: bool = typer.Option(False, "--normalize", help="Rescale p0/p1 to sum to 1."),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the result as JSON to FILE."),
+    source: Path | None = FromOpt,
+    p0_col: str = P0ColOpt,
+    p1_col: str = P1ColOpt,
+    label_col: str | None = LabelColOpt,
+    normalize: bool = NormalizeOpt,
+    json_out: Path | None = JsonOpt,
     shuffle: str | None = typer.Option(
         None,
         "--shuffle",
@@ -121,18 +139,13 @@ def design(
 ) -> None:
     """Design the optimal eps-LDP mechanism for P0 vs P1 and compare with binary and k-RR."""
     eps, plan = plan_shuffle(shuffle, eps)
-    a = parse_distribution(p0, "p0")
-    b = parse_distribution(p1, "p1")
+    pair = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
+    if pair is None:
+        fail("give --p0 and --p1, or --from FILE")
     try:
-        if normalize:
-            from ldpopt._validation import check_labelled_pair
-
-            a, b, labels = check_labelled_pair(a, b, normalize=True)
-            if labels is not None:
-                a, b = dict(zip(labels, a, strict=False)), dict(zip(labels, b, strict=False))
-        res, rows = _comparison_rows(a, b, eps, divergence, max_outputs)
+        res, rows = _comparison_rows(*pair, eps, divergence, max_outputs)
     except (ValueError, TypeError) as exc:
-        fail(str(exc).replace("normalize=True", "--normalize"))
+        fail(str(exc))
     with report_to_stderr_if_json_on_stdout(json_out):
         _print_design(res, rows, labels=None if res.labels is None else [str(x) for x in res.labels])
         console.print(
@@ -142,8 +155,23 @@ def design(
         shuffled = shuffle_summary(plan, res.mechanism) if plan is not None else None
         if shuffled is not None:
             print_shuffle(shuffled)
+        note = budget_note(res)
+        if note:
+            console.print(note)
     if json_out is not None:
         write_json(json_out, _result_dict(res, rows) | ({"shuffle": shuffled} if shuffled else {}))
+
+
+def budget_note(res) -> str | None:
+    """A line about the output budget: binding, or not (the optimum uses fewer outputs)."""
+    if res.max_outputs is None:
+        return None
+    if res.num_outputs < res.max_outputs:
+        return (
+            f"output budget {res.max_outputs} is non-binding: the optimum uses "
+            f"{plural(res.num_outputs, 'output')}"
+        )
+    return f"output budget {res.max_outputs} is binding"
 
 
 @app.command()
@@ -159,8 +187,6 @@ def demo(
         f"{len(labels)} event categories; each session reports one event through an eps-LDP mechanism."
     )
     try:
-        import ldpopt
-
         for eps in DEMO_EPS:
             res, rows = _comparison_rows(p0, p1, eps, divergence, None)
             console.rule(f"eps = {eps:g}")
@@ -170,7 +196,7 @@ def demo(
                 )
             )
             _print_comparison(res, rows)
-        budget = ldpopt.optimal_mechanism(p0, p1, 2.0, divergence, max_outputs=3)
+        budget = solve(p0, p1, 2.0, divergence, max_outputs=3)
         console.print(
             f"With an output budget of 3 at eps = 2: value {fmt(budget.value)} "
             f"(normalised {fmt(budget.normalized_value)})."

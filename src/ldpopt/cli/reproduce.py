@@ -16,7 +16,23 @@ import typer
 from rich.table import Table
 
 from ldpopt._progress import ProgressBar
-from ldpopt.cli._common import app, console, fail, fmt, json_safe, need, parse_vector, write_json
+from ldpopt.cli._common import (
+    FromOpt,
+    JsonOpt,
+    LabelColOpt,
+    NormalizeOpt,
+    P0ColOpt,
+    P1ColOpt,
+    app,
+    console,
+    fail,
+    fmt,
+    json_safe,
+    load_pair,
+    need,
+    report_to_stderr_if_json_on_stdout,
+    write_json,
+)
 
 reproduce_app = typer.Typer(
     name="reproduce",
@@ -75,7 +91,16 @@ def _write_outputs(
     return paths
 
 
-def _print_summary(title: str, summary: dict, paths: list[Path]) -> None:
+def _print_summary(title: str, summary: dict, paths: list[Path], json_out: Path | None = None) -> None:
+    """The summary as tables (on standard error with ``--json -``) and, with ``--json``, as JSON
+    (the same document as ``summary.json``)."""
+    with report_to_stderr_if_json_on_stdout(json_out):
+        _print_summary_tables(title, summary, paths)
+    if json_out is not None:
+        write_json(json_out, summary)
+
+
+def _print_summary_tables(title: str, summary: dict, paths: list[Path]) -> None:
     from rich.text import Text
 
     table = Table(title=Text(title + ("  (QUICK RUN)" if summary.get("quick") else "")))
@@ -147,6 +172,7 @@ def _utility_command(
     spr_solver: str,
     out: Path | None,
     quick: bool,
+    json_out: Path | None = None,
 ) -> None:
     from ldpopt import experiments as ex
     from ldpopt.experiments.utility import progress_total
@@ -182,11 +208,12 @@ def _utility_command(
     fig = plot_utility_curves(exp)
     summary = exp.summary()
     paths = _write_outputs(outdir, name, fig, exp.to_frame(), summary)
-    _print_summary(f"{name}: normalised KL utility vs eps", json_safe(summary), paths)
+    _print_summary(f"{name}: normalised KL utility vs eps", json_safe(summary), paths, json_out)
 
 
 @reproduce_app.command("fig1")
 def fig1_cmd(
+    *,
     k: list[int] | None = typer.Option(
         None, "--k", help="Alphabet size; repeat for several panels (default 6 and 100)."
     ),
@@ -202,15 +229,26 @@ def fig1_cmd(
     ),
     out: Path | None = OutOpt,
     quick: bool = QuickOpt,
+    json_out: Path | None = JsonOpt,
 ) -> None:
     """Figure 1: normalised KL utility vs eps of SPR, binary, k-RR and (k <= 10) the KOV LP."""
     _utility_command(
-        "fig1", k, trials, seed, eps_step, resamples=None, spr_solver=spr_solver, out=out, quick=quick
+        "fig1",
+        k,
+        trials,
+        seed,
+        eps_step,
+        resamples=None,
+        spr_solver=spr_solver,
+        out=out,
+        quick=quick,
+        json_out=json_out,
     )
 
 
 @reproduce_app.command("fig6")
 def fig6_cmd(
+    *,
     k: list[int] | None = typer.Option(
         None, "--k", help="Alphabet size; repeat for several panels (default 6 and 100)."
     ),
@@ -229,29 +267,49 @@ def fig6_cmd(
     ),
     out: Path | None = OutOpt,
     quick: bool = QuickOpt,
+    json_out: Path | None = JsonOpt,
 ) -> None:
     """Figure 6: Figure 1 with 95% percentile-bootstrap bands (same resample indices for every mechanism)."""
     _utility_command(
-        "fig6", k, trials, seed, eps_step, resamples=resamples, spr_solver=spr_solver, out=out, quick=quick
+        "fig6",
+        k,
+        trials,
+        seed,
+        eps_step,
+        resamples=resamples,
+        spr_solver=spr_solver,
+        out=out,
+        quick=quick,
+        json_out=json_out,
     )
 
 
 # ---------------------------------------------------------------------------------------------
 # fig3
 # ---------------------------------------------------------------------------------------------
-def _pair(p0: str | None, p1: str | None):
+def _pair(
+    p0: str | None,
+    p1: str | None,
+    source: Path | None,
+    p0_col: str,
+    p1_col: str,
+    label_col: str | None,
+    normalize: bool,
+):
+    """P0, P1 as given inline or by --from FILE (plain arrays in the file's order), else the paper's."""
+    import numpy as np
+
     from ldpopt.experiments import PAPER_P, PAPER_Q
 
-    if (p0 is None) != (p1 is None):
-        fail("give both --p0 and --p1 (or neither, for the paper's instance)")
-    if p0 is None:
+    pair = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
+    if pair is None:
         return PAPER_P, PAPER_Q
-    assert p1 is not None  # given together with p0 (checked above)
-    return parse_vector(p0, "p0"), parse_vector(p1, "p1")
+    return tuple(np.array(list(v.values()) if isinstance(v, dict) else v, dtype=float) for v in pair)
 
 
 @reproduce_app.command("fig3")
 def fig3_cmd(
+    *,
     p0: str | None = typer.Option(
         None, "--p0", help="P0 as comma-separated probabilities (default: the paper's p)."
     ),
@@ -259,14 +317,20 @@ def fig3_cmd(
         None, "--p1", help="P1 as comma-separated probabilities (default: the paper's q)."
     ),
     eps: float = typer.Option(2.0, "--eps", help="Privacy level."),
+    source: Path | None = FromOpt,
+    p0_col: str = P0ColOpt,
+    p1_col: str = P1ColOpt,
+    label_col: str | None = LabelColOpt,
+    normalize: bool = NormalizeOpt,
     out: Path | None = OutOpt,
     quick: bool = QuickOpt,
+    json_out: Path | None = JsonOpt,
 ) -> None:
     """Figure 3: the joint range R_2(p, q), its 2(k-1)+2 SPR candidates and which are extreme."""
     from ldpopt import experiments as ex
     from ldpopt.plots import plot_joint_range
 
-    a, b = _pair(p0, p1)
+    a, b = _pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
     _needs_extras()
     outdir = _outdir(out, "fig3")
     try:
@@ -275,7 +339,7 @@ def fig3_cmd(
         fail(str(exc))
     summary = res.summary()
     paths = _write_outputs(outdir, "fig3", plot_joint_range(res), res.to_frame(), summary)
-    _print_summary("fig3: joint range for l = 2", json_safe(summary), paths)
+    _print_summary("fig3: joint range for l = 2", json_safe(summary), paths, json_out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,6 +347,7 @@ def fig3_cmd(
 # ---------------------------------------------------------------------------------------------
 @reproduce_app.command("fig5")
 def fig5_cmd(
+    *,
     p0: str | None = typer.Option(None, "--p0", help="P0 (default: the paper's p)."),
     p1: str | None = typer.Option(None, "--p1", help="P1 (default: the paper's q)."),
     eps: list[float] | None = typer.Option(
@@ -297,14 +362,20 @@ def fig5_cmd(
     chunk_size: int = typer.Option(
         250_000, "--chunk-size", help="Proposals per vectorised step (bounds memory)."
     ),
+    source: Path | None = FromOpt,
+    p0_col: str = P0ColOpt,
+    p1_col: str = P1ColOpt,
+    label_col: str | None = LabelColOpt,
+    normalize: bool = NormalizeOpt,
     out: Path | None = OutOpt,
     quick: bool = QuickOpt,
+    json_out: Path | None = JsonOpt,
 ) -> None:
     """Figure 5: rejection-sampled random eps-LDP channels vs the predicted SPR hull."""
     from ldpopt import experiments as ex
     from ldpopt.plots import plot_hull_check
 
-    a, b = _pair(p0, p1)
+    a, b = _pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
     eps_values = list(eps) if eps else list(ex.FIG5_EPS)
     n = samples if samples is not None else (QUICK_SAMPLES if quick else ex.FIG5_SAMPLES)
     _needs_extras()
@@ -325,7 +396,7 @@ def fig5_cmd(
         summary,
         extra={"fig5_cloud.csv": res.cloud_frame()},
     )
-    _print_summary("fig5: Monte-Carlo check of the joint range", json_safe(summary), paths)
+    _print_summary("fig5: Monte-Carlo check of the joint range", json_safe(summary), paths, json_out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -333,6 +404,7 @@ def fig5_cmd(
 # ---------------------------------------------------------------------------------------------
 @reproduce_app.command("runtimes")
 def runtimes_cmd(
+    *,
     lp_max_k: int | None = typer.Option(
         None, "--lp-max-k", help="Largest k for the LP (grid 4, 6, ..., default 16)."
     ),
@@ -349,6 +421,7 @@ def runtimes_cmd(
     seed: int = typer.Option(0, "--seed", help="Seed of the Dirichlet instances."),
     out: Path | None = OutOpt,
     quick: bool = QuickOpt,
+    json_out: Path | None = JsonOpt,
 ) -> None:
     """Runtimes: seconds per solve of the SPR solver vs the KOV LP (log-log)."""
     from ldpopt import experiments as ex
@@ -382,4 +455,4 @@ def runtimes_cmd(
         fail(str(exc))
     summary = res.summary()
     paths = _write_outputs(outdir, "runtimes", plot_runtimes(res), res.to_frame(), summary)
-    _print_summary("runtimes: seconds per solve", json_safe(summary), paths)
+    _print_summary("runtimes: seconds per solve", json_safe(summary), paths, json_out)

@@ -18,11 +18,17 @@ from typing import Any, cast
 import numpy as np
 from scipy import optimize
 
-from ldpopt._validation import as_real_array, check_distribution
+from ldpopt._json import loads_strict
+from ldpopt._validation import as_real_array, check_distribution, is_real
 from ldpopt.decision.objectives import BayesRisk
 from ldpopt.mechanism import as_channel_matrix
 
-__all__ = ["DecisionProblem", "Task", "LIKELIHOOD_TOL"]
+__all__ = ["DecisionProblem", "Task", "LIKELIHOOD_TOL", "PROBLEM_KEYS"]
+
+#: keys of a problem file (named like the arguments of :class:`DecisionProblem`)
+PROBLEM_KEYS = ("likelihood", "loss", "prior", "labels", "parameter_labels", "action_labels", "name")
+#: the older grouped form of the labels: ``"labels": {"inputs": ..., "parameters": ..., "actions": ...}``
+_GROUPED_LABELS = {"inputs": "labels", "parameters": "parameter_labels", "actions": "action_labels"}
 
 #: tolerance on |sum_x P(x|theta) - 1|
 LIKELIHOOD_TOL = 1e-9
@@ -50,6 +56,68 @@ def _labels(value: Any, size: int, name: str) -> tuple | None:
     if len(set(lab)) != len(lab):
         raise ValueError(f"{name} must be distinct, got {lab!r}")
     return lab
+
+
+def _json_matrix(value: Any, key: str, where: str) -> list:
+    if not isinstance(value, list) or not value or not all(isinstance(r, list) for r in value):
+        raise ValueError(f"{where}: {key!r} must be a non-empty list of rows (lists of numbers)")
+    widths = {len(r) for r in value}
+    if len(widths) != 1 or 0 in widths:
+        raise ValueError(
+            f"{where}: {key!r} rows must all have the same non-zero length, got lengths {sorted(widths)}"
+        )
+    for i, row in enumerate(value):
+        for j, v in enumerate(row):
+            if not is_real(v):
+                raise ValueError(f"{where}: {key}[{i}][{j}] must be a number, got {v!r}")
+    return value
+
+
+def _json_labels(value: Any, key: str, where: str) -> list:
+    if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) for v in value):
+        raise ValueError(f"{where}: {key} must be a list of strings or numbers")
+    return value
+
+
+def _grouped_labels(labels: Any, where: str) -> dict:
+    """``labels``: a list (the inputs' labels) or the grouped object of the older form."""
+    if labels is None:
+        return {}
+    if not isinstance(labels, dict):
+        return {"labels": _json_labels(labels, "labels", where)}
+    bad = [k for k in labels if k not in _GROUPED_LABELS]
+    if bad:
+        raise ValueError(f"{where}: unknown labels key {bad[0]!r}; allowed: inputs, parameters, actions")
+    return {_GROUPED_LABELS[k]: _json_labels(v, f"labels.{k}", where) for k, v in labels.items()}
+
+
+def _problem_arguments(doc: Any, where: str) -> dict:
+    """The keyword arguments of :class:`DecisionProblem` in a parsed problem file."""
+    if not isinstance(doc, dict):
+        raise ValueError(f"{where}: the top level must be an object with 'likelihood' and 'loss'")
+    unknown = [k for k in doc if k not in PROBLEM_KEYS]
+    if unknown:
+        raise ValueError(f"{where}: unknown key {unknown[0]!r}; allowed keys: {', '.join(PROBLEM_KEYS)}")
+    for key in ("likelihood", "loss"):
+        if key not in doc:
+            raise ValueError(f"{where}: missing key {key!r}")
+    kwargs: dict[str, Any] = {k: _json_matrix(doc[k], k, where) for k in ("likelihood", "loss")}
+    prior = doc.get("prior")
+    if prior is not None:
+        if not isinstance(prior, list) or not all(is_real(v) for v in prior):
+            raise ValueError(f"{where}: 'prior' must be a list of numbers")
+        kwargs["prior"] = prior
+    kwargs.update(_grouped_labels(doc.get("labels"), where))
+    for key in ("parameter_labels", "action_labels"):
+        if doc.get(key) is not None:
+            if key in kwargs:
+                raise ValueError(f"{where}: {key} is given twice (also in 'labels')")
+            kwargs[key] = _json_labels(doc[key], key, where)
+    if "name" in doc:
+        if not isinstance(doc["name"], str):
+            raise ValueError(f"{where}: 'name' must be a string")
+        kwargs["name"] = doc["name"]
+    return kwargs
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,6 +179,32 @@ class DecisionProblem:
         object.__setattr__(self, "labels", _labels(self.labels, m, "labels"))
         object.__setattr__(self, "parameter_labels", _labels(self.parameter_labels, T, "parameter_labels"))
         object.__setattr__(self, "action_labels", _labels(self.action_labels, L.shape[1], "action_labels"))
+
+    @classmethod
+    def from_json(cls, path: Any) -> DecisionProblem:
+        """Read a problem file: a JSON object with the keys of the constructor (``likelihood``,
+        ``loss``, optional ``prior``, ``labels``, ``parameter_labels``, ``action_labels``, ``name``;
+        ``labels`` may also be the object ``{"inputs", "parameters", "actions"}``).  The name
+        defaults to the file's stem.  Every problem is a ValueError (TypeError for a bad path)
+        naming the file."""
+        from pathlib import Path
+
+        if not isinstance(path, (str, Path)) and not hasattr(path, "__fspath__"):
+            raise TypeError(f"path must be a file path, got path={path!r}")
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ValueError(f"{path}: no such file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{path} cannot be read: {exc}") from None
+        doc = loads_strict(text, str(path))
+        kwargs = _problem_arguments(doc, str(path))
+        kwargs.setdefault("name", path.stem)
+        try:
+            return cls(**kwargs)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{path}: {exc}") from None
 
     @property
     def num_inputs(self) -> int:

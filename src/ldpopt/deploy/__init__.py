@@ -9,6 +9,7 @@ sample sizes on the collected reports.
 * :mod:`~ldpopt.deploy.sizing` - sample sizes;
 * :mod:`~ldpopt.deploy.estimate` - the mixing proportion and input frequencies from reports;
 * :mod:`~ldpopt.deploy.shuffle` - the central (eps, delta) of shuffled reports.
+* :mod:`~ldpopt.deploy.pairs` - the reader of distribution pairs from CSV, Parquet and JSON files.
 
 The names below are resolved on first access (PEP 562): the statistics modules import
 ``scipy.stats``, which a device that only privatizes does not need.  ``audit`` (named like its
@@ -31,6 +32,8 @@ _LAZY = {
     "SequentialTest": "ldpopt.deploy.testing",
     "TestDesign": "ldpopt.deploy.testing",
     "TestResult": "ldpopt.deploy.testing",
+    "LabelledPair": "ldpopt.deploy.pairs",
+    "read_pair": "ldpopt.deploy.pairs",
     "SampleSizeResult": "ldpopt.deploy.sizing",
     "sample_size": "ldpopt.deploy.sizing",
     "MixtureEstimate": "ldpopt.deploy.estimate",

@@ -38,6 +38,10 @@ from ldpopt.mechanism import Mechanism, as_mechanism
 
 __all__ = ["AuditResult", "audit"]
 
+#: largest n (and n_select): the reports of one stage are drawn and held in memory at once
+#: (16 bytes per report and audited input), so 10^8 is ~1.6 GB per input
+MAX_REPORTS = 10**8
+
 #: a draw: int64 input indices -> int64 output indices, one report each
 Draw = Callable[[np.ndarray], np.ndarray]
 
@@ -214,6 +218,11 @@ def audit(
     n_select = check_positive_int(n_select, "n_select", allow_none=True) or max(1000, n // 10)
     m_cand = check_positive_int(candidates, "candidates")
     alpha = check_level(alpha, "alpha")
+    for name, value in (("n", n), ("n_select", n_select)):
+        if value > MAX_REPORTS:
+            raise ValueError(
+                f"{name} must be <= {MAX_REPORTS:.0e} (the reports are held in memory), got {name}={value}"
+            )
     k, n_out = mech.num_inputs, mech.num_outputs
     draw = _drawer(mech, sampler, rng)
     claimed = float(mech.eps)

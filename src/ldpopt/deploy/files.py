@@ -16,6 +16,7 @@ Schema (``format_version`` 1; a JSON object, all keys required, ``null`` where a
       "value": 0.123 | null,               # its optimal utility
       "p0": [...] | null, "p1": [...] | null,            # the hypotheses (optional)
       "p0_sha256": "..." | null, "p1_sha256": "..." | null,  # digests of the hypotheses
+      "max_outputs": 3,                    # optional: the design's output budget (binding or not)
       "content_sha256": "..."              # SHA-256 of every other field (canonical JSON)
     }
 
@@ -75,6 +76,8 @@ def save_mechanism(
     divergence: Any = None,
     value: float | None = None,
     include_distributions: bool = True,
+    normalize: bool = False,
+    max_outputs: int | None = None,
 ) -> Path:
     """Write a mechanism (or an :class:`~ldpopt.OptimalMechanismResult`) as a versioned JSON file.
 
@@ -90,14 +93,28 @@ def save_mechanism(
         ``include_distributions=False``.
     divergence, value : optional
         Override or supply the design divergence and its value.
+    normalize : bool
+        Rescale ``p0`` and ``p1`` to sum to 1 (for counts).
+    max_outputs : int, optional
+        The output budget of the design (a result supplies its own), recorded in the file as
+        ``max_outputs`` whether it binds or not.
     """
     mech = as_mechanism(obj, "obj")
     if divergence is None:
         divergence = getattr(obj, "divergence", None)
     if value is None and obj is not mech:
         value = getattr(obj, "value", None)
+    if max_outputs is None and obj is not mech:
+        max_outputs = getattr(obj, "max_outputs", None)
     return mech.to_json(
-        path, p0=p0, p1=p1, divergence=divergence, value=value, include_distributions=include_distributions
+        path,
+        p0=p0,
+        p1=p1,
+        divergence=divergence,
+        value=value,
+        include_distributions=include_distributions,
+        normalize=normalize,
+        max_outputs=max_outputs,
     )
 
 

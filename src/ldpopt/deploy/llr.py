@@ -103,9 +103,10 @@ class LLRLaw:
         return mu, var
 
 
-def llr_law(mech: Mechanism, p0: Any, p1: Any) -> LLRLaw:
-    """The law of the per-report LLR of ``mech``'s realised channel under ``p0`` and ``p1``."""
-    u, v = mech.input_pair(p0, p1)
+def llr_law(mech: Mechanism, p0: Any, p1: Any, normalize: bool = False) -> LLRLaw:
+    """The law of the per-report LLR of ``mech``'s realised channel under ``p0`` and ``p1``
+    (``normalize``: rescale each to sum to 1, for counts)."""
+    u, v = mech.input_pair(p0, p1, normalize=normalize)
     R = realise(mech).entries
     m0 = R.T @ u
     m1 = R.T @ v

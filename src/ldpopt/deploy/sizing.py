@@ -90,6 +90,7 @@ def sample_size(
     randomized: bool = False,
     exact_max_n: int = DEFAULT_EXACT_MAX_N,
     lattice_size: int = DEFAULT_LATTICE_SIZE,
+    normalize: bool = False,
 ) -> SampleSizeResult:
     r"""Smallest number of reports n for which the likelihood-ratio test has errors <= (alpha, beta).
 
@@ -116,6 +117,8 @@ def sample_size(
         * ``"stein"``: Stein's lemma with Strassen's second-order term,
           :math:`nD-\sqrt{nV}\,\Phi^{-1}(1-\alpha)=\log(1/\beta)`, D = D(M0||M1),
           V = Var_0(lambda) (asymptotic, beta -> 0).
+    normalize : bool
+        Rescale ``p0`` and ``p1`` to sum to 1 (for counts).
     """
     alpha = check_level(alpha, "alpha")
     beta = check_level(beta, "beta")
@@ -128,7 +131,14 @@ def sample_size(
         raise ValueError(f"method must be one of {methods}, got method={method!r}")
     exact_max_n = check_positive_int(exact_max_n, "exact_max_n")
     test = LikelihoodRatioTest(
-        mech, p0, p1, alpha, randomized=randomized, exact_max_n=exact_max_n, lattice_size=lattice_size
+        mech,
+        p0,
+        p1,
+        alpha,
+        randomized=randomized,
+        exact_max_n=exact_max_n,
+        lattice_size=lattice_size,
+        normalize=normalize,
     )
     law = test._law
     if law.values.size == 1:

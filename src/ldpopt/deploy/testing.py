@@ -28,7 +28,7 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import binom
 
-from ldpopt._validation import check_positive_int, is_real
+from ldpopt._validation import check_bool, check_positive_int, is_real
 from ldpopt.deploy.llr import (
     DEFAULT_EXACT_MAX_N,
     DEFAULT_LATTICE_SIZE,
@@ -164,13 +164,14 @@ class LikelihoodRatioTest:
         randomized: bool = False,
         exact_max_n: int = DEFAULT_EXACT_MAX_N,
         lattice_size: int = DEFAULT_LATTICE_SIZE,
+        normalize: bool = False,
     ):
         self.mechanism = mech = as_mechanism(mech, "mech")
         self.alpha = check_level(alpha, "alpha")
         self.randomized = bool(randomized)
         self.exact_max_n = check_positive_int(exact_max_n, "exact_max_n")
         self.lattice_size = check_positive_int(lattice_size, "lattice_size")
-        self._law = llr_law(mech, p0, p1)
+        self._law = llr_law(mech, p0, p1, normalize=check_bool(normalize, "normalize"))
         self._designs: dict[int, TestDesign] = {}
         self._pvalues: dict[tuple[int, int], float] = {}
         self._ptails: dict[int, list] = {}
@@ -429,6 +430,7 @@ class SequentialTest:
         beta: float = 0.05,
         *,
         max_n: int | None = None,
+        normalize: bool = False,
     ):
         self.mechanism = mech = as_mechanism(mech, "mech")
         self.alpha = check_level(alpha, "alpha")
@@ -436,7 +438,7 @@ class SequentialTest:
         if self.alpha + self.beta >= 1.0:
             raise ValueError(f"alpha + beta must be < 1, got alpha={alpha!r}, beta={beta!r}")
         self.max_n = check_positive_int(max_n, "max_n", allow_none=True)
-        self._law = llr_law(mech, p0, p1)
+        self._law = llr_law(mech, p0, p1, normalize=check_bool(normalize, "normalize"))
         self.lower = math.log(self.beta) - math.log1p(-self.alpha)
         self.upper = math.log1p(-self.beta) - math.log(self.alpha)
         self.reset()

@@ -23,9 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ldpopt._extras import require
-from ldpopt._json import loads_strict
 from ldpopt._validation import is_integer, is_real
+from ldpopt.deploy.pairs import read_pair_records
 from ldpopt.errors import SweepConfigError
 
 __all__ = [
@@ -287,79 +286,27 @@ def _file_instances(path: Path, fmt: str, normalize: bool) -> tuple[InstanceSpec
 
 
 def _read_pairs(path: Path, fmt: str) -> list[tuple[str, Any, Any]]:
-    """Read labelled pairs: a list of (instance id, p0, p1) with p0/p1 lists or label->prob dicts."""
+    """Read labelled pairs: a list of (instance id, p0, p1) with p0/p1 lists or label->prob dicts,
+    through the library's one reader of pair files (:func:`ldpopt.deploy.pairs.read_pair_records`):
+    a table in long format (instance, symbol (optional), p0, p1) or a JSON list of {id, p0, p1}."""
     where = f"{_where('instances', 'file')} {path.name}"
-    if fmt == "json":
-        return _read_json_pairs(path, where)
-    return _read_table_pairs(path, fmt, where)
-
-
-def _read_json_pairs(path: Path, where: str) -> list[tuple[str, Any, Any]]:
-    """Pairs from a JSON list of {id, p0, p1} objects, or such a list under ``"instances"``."""
     try:
-        payload = loads_strict(path.read_text(), where)
-    except UnicodeDecodeError as exc:
-        raise SweepConfigError(f"{where}: not valid JSON ({exc})") from None
-    except ValueError as exc:
-        raise SweepConfigError(str(exc)) from None
-    if isinstance(payload, Mapping):
-        _check_keys(payload, ("instances",), where)
-        payload = payload.get("instances")
-    if not isinstance(payload, list):
-        raise SweepConfigError(
-            f'{where}: expected a list of {{id, p0, p1}} objects or {{"instances": [...]}}'
+        records = read_pair_records(
+            path,
+            label="symbol",
+            instance="id" if fmt == "json" else "instance",
+            optional_label=True,
+            other_columns=False,
+            fmt=fmt,
         )
-    out = []
-    for j, rec in enumerate(payload):
-        if not isinstance(rec, Mapping) or "p0" not in rec or "p1" not in rec:
-            raise SweepConfigError(f"{where}: instance #{j} must be an object with 'p0' and 'p1'")
-        _check_keys(rec, ("id", "p0", "p1"), f"{where} instance #{j}")
-        for key in ("p0", "p1"):
-            if not isinstance(rec[key], (list, Mapping)):
-                raise SweepConfigError(
-                    f"{where}: instance #{j} {key} must be a list or a label->probability object"
-                )
-        out.append((str(rec.get("id", j)), rec["p0"], rec["p1"]))
-    return out
-
-
-def _read_table_pairs(path: Path, fmt: str, where: str) -> list[tuple[str, Any, Any]]:
-    """Pairs from a CSV/Parquet table in long format (instance, symbol (optional), p0, p1)."""
-    pd = require("pandas", "ldpopt.sweeps", "sweeps")
-
-    try:
-        df = pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
-    except Exception as exc:  # pandas/pyarrow raise many types for unreadable files
-        raise SweepConfigError(f"{where}: cannot read {fmt} ({type(exc).__name__}: {exc})") from None
-    required = ("instance", "p0", "p1")
-    missing = [c for c in required if c not in df.columns]
-    if missing:
-        raise SweepConfigError(
-            f"{where}: missing column(s) {', '.join(missing)}; the long format has columns "
-            "instance, symbol (optional), p0, p1 (one row per instance and symbol)"
-        )
-    extra = [c for c in df.columns if c not in (*required, "symbol")]
-    if extra:
-        raise SweepConfigError(f"{where}: unknown column(s) {', '.join(map(str, extra))}")
-    for col in ("p0", "p1"):
-        if not pd.api.types.is_numeric_dtype(df[col]):
-            raise SweepConfigError(f"{where}: column {col} must be numeric")
-    out = []
-    for ident, grp in df.groupby("instance", sort=False):
-        if "symbol" in grp.columns:
-            labels = [str(s) for s in grp["symbol"]]
-            if len(set(labels)) != len(labels):
-                raise SweepConfigError(f"{where}: instance {ident!r} repeats a symbol")
-            out.append(
-                (
-                    str(ident),
-                    dict(zip(labels, grp["p0"].tolist(), strict=False)),
-                    dict(zip(labels, grp["p1"].tolist(), strict=False)),
-                )
-            )
-        else:
-            out.append((str(ident), grp["p0"].to_numpy(float), grp["p1"].to_numpy(float)))
-    return out
+    except (ValueError, TypeError) as exc:
+        raise SweepConfigError(f"{where}: {exc}") from None
+    return [
+        (str(ident), a, b)
+        if labels is None
+        else (str(ident), dict(zip(labels, a, strict=True)), dict(zip(labels, b, strict=True)))
+        for ident, a, b, labels in records
+    ]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,158 @@
+"""ldpopt.read_pair: one labelled pair from CSV, Parquet or JSON, counts or probabilities."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ldpopt
+from ldpopt.deploy.pairs import LabelledPair, read_pair
+
+COUNTS = {"a": (3, 0), "b": (0, 5), "c": (7, 5)}
+
+
+def _csv(tmp_path, text, name="pair.csv"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def _expected(col):
+    total = sum(Fraction(v[col]) for v in COUNTS.values())
+    return [float(Fraction(v[col]) / total) for v in COUNTS.values()]
+
+
+def test_csv_counts_with_labels_and_zero_counts(tmp_path):
+    p = _csv(tmp_path, "cat,normal,fraud,note\na,3,0,x\nb,0,5,y\nc,7,5,z\n")
+    pair = ldpopt.read_pair(p, p0="normal", p1="fraud", label="cat", normalize=True)
+    assert isinstance(pair, LabelledPair)
+    assert pair.labels == ("a", "b", "c")
+    # counts / total, each correctly rounded (3/10, 0, 7/10 and 0, 1/2, 1/2)
+    assert pair.p0.tolist() == _expected(0)
+    assert pair.p1.tolist() == _expected(1)
+    d0, d1 = pair.as_dicts()
+    assert d0 == dict(zip("abc", _expected(0), strict=True)) and list(d1) == ["a", "b", "c"]
+    with pytest.raises(AttributeError):
+        pair.labels = None  # frozen
+
+
+def test_counts_without_normalize_are_refused(tmp_path):
+    p = _csv(tmp_path, "p0,p1\n3,0\n0,5\n7,5\n")
+    with pytest.raises(ValueError, match=r"pair.csv: column 'p0' must sum to 1.*normalize=True"):
+        read_pair(p)
+    pair = read_pair(p, normalize=True)
+    assert pair.labels is None and pair.k == 3
+
+
+def test_same_pair_from_parquet_and_json(tmp_path):
+    csv_pair = read_pair(_csv(tmp_path, "p0,p1,s\n0.25,0.5,x\n0.75,0.5,y\n"), label="s")
+    pq = tmp_path / "pair.parquet"
+    pd.DataFrame({"s": ["x", "y"], "p0": [0.25, 0.75], "p1": [0.5, 0.5]}).to_parquet(pq)
+    obj = tmp_path / "obj.json"
+    # p1 given in the other label order: aligned by label
+    obj.write_text(json.dumps({"p0": {"x": 0.25, "y": 0.75}, "p1": {"y": 0.5, "x": 0.5}}))
+    rows = tmp_path / "rows.json"
+    rows.write_text(json.dumps([{"s": "x", "p0": 0.25, "p1": 0.5}, {"s": "y", "p0": 0.75, "p1": 0.5}]))
+    for pair in (read_pair(pq, label="s"), read_pair(obj), read_pair(rows, label="s")):
+        assert pair.labels == csv_pair.labels == ("x", "y")
+        assert pair.p0.tolist() == csv_pair.p0.tolist() == [0.25, 0.75]
+        assert pair.p1.tolist() == [0.5, 0.5]
+
+
+@pytest.mark.parametrize(
+    ("text", "kwargs", "match"),
+    [
+        ("p0,p1\n", {}, "header but no data rows"),
+        ("", {}, "is empty"),
+        ("p0,p1\n1,x\n", {}, r"column 'p1', data row 1: 'x' is not a number"),
+        ("p0,p1\n1,\n", {}, "an empty cell is not a number"),
+        ("p0,q\n1,1\n", {}, r"missing column\(s\) p1"),
+        ("p0,p1,l\n0.5,0.5,a\n0.5,0.5,a\n", {"label": "l"}, "label 'a' appears twice"),
+        ("p0,p1\n1,1,1\n", {}, "row 2 has 3 fields"),
+        ("p0,p0,p1\n1,1,1\n", {}, "column 'p0' appears twice"),
+        ("p0,p1\n-1,1\n2,0\n", {}, "must be non-negative"),
+        ("p0,p1\nnan,1\n", {}, "finite"),
+        ("p0,p1\n0,1\n0,0\n", {"normalize": True}, "positive total mass"),
+    ],
+)
+def test_bad_tables_name_the_file(tmp_path, text, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        read_pair(_csv(tmp_path, text), **kwargs)
+
+
+def test_bad_arguments_and_json(tmp_path):
+    with pytest.raises(TypeError, match="path must be a file path"):
+        read_pair(3)
+    with pytest.raises(TypeError, match="p0 must be a column name"):
+        read_pair(tmp_path / "x.csv", p0=1)
+    with pytest.raises(ValueError, match="unknown format '.txt'"):
+        read_pair(tmp_path / "x.txt")
+    with pytest.raises(ValueError, match="no such file"):
+        read_pair(tmp_path / "x.csv")
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        read_pair(deep)
+    big = tmp_path / "big.json"
+    big.write_text('{"p0": [1' + "0" * 400 + '], "p1": [1]}')
+    with pytest.raises(ValueError, match="beyond the float range"):
+        read_pair(big)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"p0": [1, "a"], "p1": [1, 0]}')
+    with pytest.raises(ValueError, match=r"p0\[1\] must be a number"):
+        read_pair(bad)
+    bad.write_text('{"p0": {"a": 1}, "p1": {"b": 1}}')
+    with pytest.raises(ValueError, match="different labels"):
+        read_pair(bad)
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)), min_size=1, max_size=12).filter(
+        lambda rows: sum(r[0] for r in rows) > 0 and sum(r[1] for r in rows) > 0
+    )
+)
+def test_csv_counts_roundtrip(tmp_path_factory, rows):
+    """Integer counts written as CSV read back as counts / total (to within one rounding per entry:
+    the reader divides the float counts, exact below 2^53, by their exact sum)."""
+    path = tmp_path_factory.mktemp("p") / "c.csv"
+    path.write_text("p0,p1\n" + "".join(f"{a},{b}\n" for a, b in rows))
+    pair = read_pair(path, normalize=True)
+    for col, arr in ((0, pair.p0), (1, pair.p1)):
+        total = sum(r[col] for r in rows)
+        assert arr.tolist() == [float(Fraction(r[col], total)) for r in rows]
+    assert np.all(pair.p0 >= 0)
+
+
+@given(st.text(alphabet=st.sampled_from('p01,.-e\n"ab x\t;'), max_size=60))
+def test_hostile_csv_text_is_a_clean_error_or_a_pair(tmp_path_factory, text):
+    path = tmp_path_factory.mktemp("h") / "h.csv"
+    path.write_text("p0,p1\n" + text)
+    try:
+        pair = read_pair(path, normalize=True)
+    except ValueError as exc:
+        assert str(exc).startswith("h.csv")  # names the file
+    else:
+        assert abs(pair.p0.sum() - 1) < 1e-9 and np.all(pair.p1 >= 0)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(st.fixed_dictionaries({"p0": json_values, "p1": json_values}))
+def test_hostile_json_is_a_clean_error_or_a_pair(tmp_path_factory, doc):
+    path = tmp_path_factory.mktemp("j") / "j.json"
+    path.write_text(json.dumps(doc))
+    try:
+        read_pair(path, normalize=True)
+    except (ValueError, TypeError) as exc:
+        assert "j.json" in str(exc)
