@@ -57,6 +57,11 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "SequentialTest": ("ldpopt.deploy.testing", "SequentialTest"),
     "sample_size": ("ldpopt.deploy.sizing", "sample_size"),
     "audit": ("ldpopt.deploy.audit", "audit"),
+    # robust design over uncertainty sets
+    "uncertainty": ("ldpopt.robust.uncertainty", None),
+    "robust_mechanism": ("ldpopt.robust.design", "robust_mechanism"),
+    "worst_case": ("ldpopt.robust.design", "worst_case"),
+    "RobustResult": ("ldpopt.robust.design", "RobustResult"),
     # studies on disk
     "run_sweep": ("ldpopt.sweeps.runner", "run_sweep"),
 }
