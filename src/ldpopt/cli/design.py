@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from ldpopt.cli import _robust
 from ldpopt.cli._common import (
     app,
     console,
@@ -111,10 +112,14 @@ def design(
     max_outputs: int | None = typer.Option(None, "--max-outputs", help="Output budget l."),
     normalize: bool = typer.Option(False, "--normalize", help="Rescale p0/p1 to sum to 1."),
     json_out: Path | None = typer.Option(None, "--json", help="Write the result as JSON to FILE."),
+    robust: str | None = _robust.ROBUST,
+    from_counts: bool = _robust.FROM_COUNTS,
+    confidence: float = _robust.CONFIDENCE,
 ) -> None:
     """Design the optimal eps-LDP mechanism for P0 vs P1 and compare with binary and k-RR."""
     a = parse_distribution(p0, "p0")
     b = parse_distribution(p1, "p1")
+    a, b, uncertainty = _robust.prepare(a, b, robust, from_counts, confidence, divergence)
     try:
         if normalize:
             from ldpopt._validation import check_labelled_pair
@@ -131,8 +136,9 @@ def design(
             f"value = {fmt(res.value)}   D_f(P0||P1) = {fmt(res.input_divergence)}   "
             f"normalised = {fmt(res.normalized_value)}"
         )
+        extra = _robust.report(a, b, eps, divergence, max_outputs, uncertainty)
     if json_out is not None:
-        write_json(json_out, _result_dict(res, rows))
+        write_json(json_out, {**_result_dict(res, rows), **extra})
 
 
 @app.command()

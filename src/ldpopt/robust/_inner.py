@@ -46,7 +46,7 @@ from ldpopt.robust.uncertainty import Neighbourhood
 __all__ = [
     "SUPPORTED",
     "Certified",
-    "check_smooth",
+    "check_divergence",
     "lower_bound",
     "objective",
     "solve_inner",
@@ -67,7 +67,7 @@ _DONE_RTOL = 1e-10
 _KL_FLOOR = 1e-300
 
 
-def check_smooth(div: FDivergence) -> None:
+def check_divergence(div: FDivergence) -> None:
     """Raise a ValueError naming the divergence when robust design does not support it."""
     if div.code not in _SMOOTH:
         raise ValueError(
@@ -125,7 +125,7 @@ def lower_bound(M: np.ndarray, div: FDivergence, p0, p1, sides: tuple[Neighbourh
 class _Param:
     def __init__(self, nb: Neighbourhood, offset: int):
         self.nb, self.offset = nb, offset
-        c, r, k = nb.center, nb.radius, nb.center.size
+        r, k = nb.radius, nb.center.size
         if r == 0.0:
             self.n = 0
         elif nb.model == "contamination":  # P = (1 - r) c + r h, h a distribution

@@ -33,11 +33,18 @@ import numpy as np
 from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int
 from ldpopt.divergences import FDivergence, get_divergence
 from ldpopt.mechanism import Mechanism, as_channel_matrix, spr_mechanism
-from ldpopt.robust._inner import Certified, check_smooth, objective, solve_inner, solve_master
+from ldpopt.robust._inner import Certified, check_divergence, objective, solve_inner, solve_master
 from ldpopt.robust.uncertainty import Uncertainty, check_uncertainty, huber_pair
 from ldpopt.spr.solve import optimal_mechanism
 
-__all__ = ["CERT_RTOL", "RobustResult", "WorstCaseResult", "robust_mechanism", "worst_case"]
+__all__ = [
+    "CERT_RTOL",
+    "RobustResult",
+    "check_divergence",
+    "WorstCaseResult",
+    "robust_mechanism",
+    "worst_case",
+]
 
 #: ``certified`` when gap <= CERT_RTOL * upper_bound (the bounds are proven up to the rounding
 #: of their compensated sums, ~1e-15 relative)
@@ -137,7 +144,7 @@ def _check_inputs(p0_hat, p1_hat, uncertainty, divergence):
                 f"uncertainty.{name}"
             )
     div = get_divergence(divergence)
-    check_smooth(div)
+    check_divergence(div)
     return u, p0, p1, labels, div
 
 
@@ -230,7 +237,7 @@ class _Search:
         heaviest single channel; its own certified W."""
         keep = np.flatnonzero(lam >= _MIN_WEIGHT) if self.l is None else np.array([int(np.argmax(lam))])
         w = lam[keep] / lam[keep].sum()
-        M = np.hstack([wi * self.mats[i] for wi, i in zip(w, keep)])
+        M = np.hstack([wi * self.mats[i] for wi, i in zip(w, keep, strict=True)])
         start = (
             self.lfp if point is None else (self.sides[0].repair(point[0]), self.sides[1].repair(point[1]))
         )
