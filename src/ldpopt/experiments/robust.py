@@ -135,8 +135,6 @@ def robust_experiment(
     """Run the experiment (``quick``: the paper's instance, radii 0 and 0.05, eps 2, n = 1000)."""
     if quick:
         families, radii, eps, sizes, trials = ("paper",), QUICK_RADII, QUICK_EPS, QUICK_SIZES, 1
-            QUICK[k] for k in ("families", "radii", "eps", "sizes", "trials")
-        )
     rows: list[dict] = []
     rng = np.random.default_rng(seed + 1)
     for fam, trial, p0, p1 in _instances(families, trials, seed):
