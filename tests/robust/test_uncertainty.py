@@ -30,7 +30,9 @@ def _lp_tv(g, c, r):
 
 def _lp_contamination(g, c, d):
     k = c.size
-    res = linprog(g, A_eq=np.ones((1, k)), b_eq=[1.0], bounds=[((1 - d) * ci, None) for ci in c], method="highs")
+    res = linprog(
+        g, A_eq=np.ones((1, k)), b_eq=[1.0], bounds=[((1 - d) * ci, None) for ci in c], method="highs"
+    )
     return res.fun
 
 
