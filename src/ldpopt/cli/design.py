@@ -112,6 +112,7 @@ def design(
     max_outputs: int | None = typer.Option(None, "--max-outputs", help="Output budget l."),
     normalize: bool = typer.Option(False, "--normalize", help="Rescale p0/p1 to sum to 1."),
     json_out: Path | None = typer.Option(None, "--json", help="Write the result as JSON to FILE."),
+    *,
     robust: str | None = _robust.ROBUST,
     from_counts: bool = _robust.FROM_COUNTS,
     confidence: float = _robust.CONFIDENCE,

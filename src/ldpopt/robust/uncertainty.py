@@ -29,12 +29,13 @@ moves a nearly feasible point into the set.
 from __future__ import annotations
 
 import math
+import reprlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ldpopt._validation import _short, as_real_array, check_distribution, check_real
+from ldpopt._validation import as_real_array, check_distribution, check_real
 
 __all__ = [
     "MODELS",
@@ -242,6 +243,10 @@ class Uncertainty:
         return f"{self.model}:{self.r0:g},{self.r1:g}"
 
 
+def _short_repr(value: Any) -> str:
+    return reprlib.repr(value)
+
+
 def _radius(value: Any, name: str, upper: float | None) -> float:
     r = check_real(value, name)
     if not (r >= 0.0 and math.isfinite(r)):
@@ -269,11 +274,13 @@ def kl_ball(r0: float, r1: float) -> Uncertainty:
 def _counts(value: Any, name: str) -> np.ndarray:
     arr = as_real_array(value, name, "a sequence of counts")
     if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D sequence of counts, got {name}={_short(value)}")
+        raise ValueError(
+            f"{name} must be a non-empty 1-D sequence of counts, got {name}={_short_repr(value)}"
+        )
     if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr != np.floor(arr)):
-        raise ValueError(f"{name} must contain non-negative integers, got {name}={_short(value)}")
+        raise ValueError(f"{name} must contain non-negative integers, got {name}={_short_repr(value)}")
     if arr.sum() < 1:
-        raise ValueError(f"{name} must contain at least one observation, got {name}={_short(value)}")
+        raise ValueError(f"{name} must contain at least one observation, got {name}={_short_repr(value)}")
     return arr
 
 
@@ -328,7 +335,7 @@ def check_uncertainty(value: Any) -> Uncertainty:
     if not isinstance(value, Uncertainty):
         raise TypeError(
             "uncertainty must be an ldpopt.uncertainty set (contamination, total_variation, kl_ball or "
-            f"from_counts), got uncertainty={_short(value)}"
+            f"from_counts), got uncertainty={_short_repr(value)}"
         )
     return value
 
