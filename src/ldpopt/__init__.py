@@ -80,6 +80,11 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "rr_parameters": ("ldpopt.interop.rr", "rr_parameters"),
     "read_pair": ("ldpopt.deploy.pairs", "read_pair"),
     "LabelledPair": ("ldpopt.deploy.pairs", "LabelledPair"),
+    # robust design over uncertainty sets
+    "uncertainty": ("ldpopt.robust.uncertainty", None),
+    "robust_mechanism": ("ldpopt.robust.design", "robust_mechanism"),
+    "worst_case": ("ldpopt.robust.design", "worst_case"),
+    "RobustResult": ("ldpopt.robust.design", "RobustResult"),
     # studies on disk
     "run_sweep": ("ldpopt.sweeps.runner", "run_sweep"),
 }

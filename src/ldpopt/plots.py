@@ -24,6 +24,7 @@ __all__ = [
     "plot_hull_check",
     "plot_runtimes",
     "plot",
+    "plot_robust",
 ]
 
 #: what a missing matplotlib is reported for (``MissingExtraError``)
@@ -311,3 +312,30 @@ def plot(result: Any):
     if isinstance(result, RuntimeTable):
         return plot_runtimes(result)
     raise TypeError(f"result must be an ldpopt.experiments result, got {type(result).__name__}")
+
+
+def plot_robust(experiment):
+    """Robust design: worst-case normalised KL utility vs the TV radius, one panel per instance
+    family at eps = 2 (or the run's middle eps), one line per mechanism (means over the trials)."""
+    frame = experiment.to_frame()
+    frame = frame[frame["n"].isna()]
+    eps_values = sorted(frame["eps"].unique())
+    eps = 2.0 if 2.0 in eps_values else eps_values[len(eps_values) // 2]
+    fams = list(dict.fromkeys(frame["family"]))
+    fig = new_figure(4.6 * len(fams), 4.0)
+    axes = fig.subplots(1, len(fams), squeeze=False)[0]
+    styles = {"robust": STYLES["spr"], "plug_in": dict(color="black", lw=1.4, ls="-", zorder=3)}
+    styles.update({"binary": STYLES["binary"], "rr": STYLES["rr"]})
+    for ax, fam in zip(axes, fams, strict=True):
+        sub = frame[(frame["family"] == fam) & (frame["eps"] == eps)]
+        for mech, st in styles.items():
+            m = sub[sub["mechanism"] == mech].groupby("radius")["normalized"].mean()
+            if len(m):
+                ax.plot(m.index, m.values, marker="o", ms=3, label=mech.replace("_", "-"), **st)
+        ax.set_xlabel("TV radius (both sides)")
+        ax.set_ylabel("worst-case D_kl / D_kl(P0_hat || P1_hat)")
+        ax.set_title(f"{fam}, eps = {eps:g}", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    _finish(fig, "certified worst-case utility over total-variation neighbourhoods", experiment.quick)
+    return fig

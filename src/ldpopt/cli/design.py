@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from ldpopt.cli import _robust
 from ldpopt.cli._common import (
     FromOpt,
     JsonOpt,
@@ -136,12 +137,16 @@ def design(
         help="n=N,delta=D,eps=E: instead of --eps, the largest local eps whose N shuffled reports "
         "are (E, D)-DP.",
     ),
+    robust: str | None = _robust.ROBUST,
+    from_counts: bool = _robust.FROM_COUNTS,
+    confidence: float = _robust.CONFIDENCE,
 ) -> None:
     """Design the optimal eps-LDP mechanism for P0 vs P1 and compare with binary and k-RR."""
     eps, plan = plan_shuffle(shuffle, eps)
     pair = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
     if pair is None:
         fail("give --p0 and --p1, or --from FILE")
+    a, b, uncertainty = _robust.prepare(*pair, robust, from_counts, confidence, divergence)
     try:
         res, rows = _comparison_rows(*pair, eps, divergence, max_outputs)
     except (ValueError, TypeError) as exc:
@@ -158,8 +163,11 @@ def design(
         note = budget_note(res)
         if note:
             console.print(note)
+        extra = _robust.report(a, b, eps, divergence, max_outputs, uncertainty)
+    if shuffled is not None:
+        extra["shuffle"] = shuffled
     if json_out is not None:
-        write_json(json_out, _result_dict(res, rows) | ({"shuffle": shuffled} if shuffled else {}))
+        write_json(json_out, {**_result_dict(res, rows), **extra})
 
 
 def budget_note(res) -> str | None:

@@ -37,7 +37,8 @@ from ldpopt.cli._common import (
 reproduce_app = typer.Typer(
     name="reproduce",
     help=(
-        "Reproduce the SPR paper's experiments (fig1, fig3, fig5, fig6, runtimes) "
+        "Reproduce the SPR paper's experiments (fig1, fig3, fig5, fig6, runtimes) and the robust "
+        "design study (robust) "
         "as figures + CSV + summary.json."
     ),
     no_args_is_help=True,
@@ -455,4 +456,29 @@ def runtimes_cmd(
         fail(str(exc))
     summary = res.summary()
     paths = _write_outputs(outdir, "runtimes", plot_runtimes(res), res.to_frame(), summary)
-    _print_summary("runtimes: seconds per solve", json_safe(summary), paths, json_out)
+        _print_summary("runtimes: seconds per solve", json_safe(summary), paths, json_out)
+
+
+# ---------------------------------------------------------------------------------------------
+# robust
+# ---------------------------------------------------------------------------------------------
+@reproduce_app.command("robust")
+def robust_cmd(
+    seed: int = typer.Option(0, "--seed", help="Seed of the Dirichlet pairs and the counts."),
+    out: Path | None = OutOpt,
+    quick: bool = QuickOpt,
+    json_out: Path | None = JsonOpt,
+) -> None:
+    """Robust vs plug-in design: certified worst-case KL utility vs TV radius and sample size."""
+    from ldpopt.experiments.robust import robust_experiment
+    from ldpopt.plots import plot_robust
+
+    _needs_extras()
+    outdir = _outdir(out, "robust")
+    try:
+        exp = robust_experiment(seed=seed, quick=quick)
+    except (ValueError, TypeError) as exc:
+        fail(str(exc))
+    summary = exp.summary()
+    paths = _write_outputs(outdir, "robust", plot_robust(exp), exp.to_frame(), summary)
+    _print_summary("robust: worst-case utility over TV neighbourhoods", json_safe(summary), paths, json_out)
