@@ -456,7 +456,7 @@ def runtimes_cmd(
         fail(str(exc))
     summary = res.summary()
     paths = _write_outputs(outdir, "runtimes", plot_runtimes(res), res.to_frame(), summary)
-        _print_summary("runtimes: seconds per solve", json_safe(summary), paths, json_out)
+    _print_summary("runtimes: seconds per solve", json_safe(summary), paths, json_out)
 
 
 # ---------------------------------------------------------------------------------------------
