@@ -148,7 +148,7 @@ def design(
         fail("give --p0 and --p1, or --from FILE")
     a, b, uncertainty = _robust.prepare(*pair, robust, from_counts, confidence, divergence)
     try:
-        res, rows = _comparison_rows(*pair, eps, divergence, max_outputs)
+        res, rows = _comparison_rows(a, b, eps, divergence, max_outputs)
     except (ValueError, TypeError) as exc:
         fail(str(exc))
     with report_to_stderr_if_json_on_stdout(json_out):
