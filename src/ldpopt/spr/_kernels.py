@@ -70,6 +70,7 @@ from ldpopt.divergences import (
     SERIES_U_MAX,
 )
 from ldpopt.spr import _policy
+from ldpopt.spr.reduction import DH, DL, PH, PL, PRE_ROWS, PX, QH, QL, QX, SDH, SDL, SPH, SPL, SQH, SQL
 
 #: up to this many cut points the block sums, score bounds and scores are cached across
 #: Dinkelbach passes (packed lower triangles, 25 bytes per block, 13 MB at the threshold);
@@ -253,98 +254,13 @@ def perspective(code, param, x, y, d, log_floor):
 # ---------------------------------------------------------------------------------------------
 # Prefix sums and interval sums
 # ---------------------------------------------------------------------------------------------
-# rows of the table built by prefix_table
-_PH, _PL, _QH, _QL, _SPH, _SPL, _SQH, _SQL, _PX, _QX = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
-# compensated prefix and suffix sums (hi, lo) of the differences p - q
-_DH, _DL, _SDH, _SDL = 10, 11, 12, 13
-#: number of rows of a prefix table
-PRE_ROWS = 14
+# rows of the prefix table (``reduction._Prefix.table``, built by numpy)
+_PH, _PL, _QH, _QL, _SPH, _SPL, _SQH, _SQL, _PX, _QX = PH, PL, QH, QL, SPH, SPL, SQH, SQL, PX, QX
+_DH, _DL, _SDH, _SDL = DH, DL, SDH, SDL
 #: a block's difference from the sums of p - q is kept within this times (dP + dQ) of dP - dQ:
 #: dP and dQ are each within ~2 ulp of themselves, so the true difference is within ~4 ulp of
 #: dP - dQ; 8 ulp leaves a margin (shared with reduction._Prefix.sums)
 DIFF_CLIP = 8 * 2.0**-52
-
-
-@njit(cache=True, error_model="numpy")
-def _compensated_into(x, hi, lo, reverse):
-    # Neumaier summation, operation for operation as reduction.compensated_prefix; ``reverse`` sums
-    # from the end (suffix sums S[i] = sum_{j >= i} x[j], as reduction._suffix)
-    n = x.shape[0]
-    s = 0.0
-    comp = 0.0
-    if reverse:
-        hi[n] = 0.0
-        lo[n] = 0.0
-    else:
-        hi[0] = 0.0
-        lo[0] = 0.0
-    for j in range(n):
-        i = n - 1 - j if reverse else j
-        v = x[i]
-        t = s + v
-        if abs(s) >= abs(v):
-            comp += (s - t) + v
-        else:
-            comp += (v - t) + s
-        s = t
-        if reverse:
-            hi[i] = s
-            lo[i] = comp
-        else:
-            hi[i + 1] = s
-            lo[i + 1] = comp
-
-
-@njit(cache=True, error_model="numpy")
-def _compensated_diff_into(p, q, hi, lo, reverse):
-    # Neumaier summation of p[i] and -q[i] in turn, as reduction.compensated_prefix_diff: hi + lo holds
-    # the prefix (or suffix) sums of p - q to ~ulp^2, so a block's difference keeps its own ulp
-    n = p.shape[0]
-    s = 0.0
-    comp = 0.0
-    if reverse:
-        hi[n] = 0.0
-        lo[n] = 0.0
-    else:
-        hi[0] = 0.0
-        lo[0] = 0.0
-    for j in range(n):
-        i = n - 1 - j if reverse else j
-        for v in (p[i], -q[i]):
-            t = s + v
-            if abs(s) >= abs(v):
-                comp += (s - t) + v
-            else:
-                comp += (v - t) + s
-            s = t
-        if reverse:
-            hi[i] = s
-            lo[i] = comp
-        else:
-            hi[i + 1] = s
-            lo[i + 1] = comp
-
-
-@njit(cache=True, error_model="numpy")
-def prefix_table(p, q):
-    """(PRE_ROWS, k+1) table of what the interval sums need, as ``reduction._Prefix`` keeps it.
-
-    Rows: compensated prefix sums (hi, lo) of p and q, compensated suffix sums (hi, lo) of p
-    and q, p and q themselves (for the endpoint floor; entry k unused), and compensated
-    prefix and suffix sums (hi, lo) of p - q.
-    """
-    k = p.shape[0]
-    pre = np.zeros((PRE_ROWS, k + 1))
-    _compensated_into(p, pre[_PH], pre[_PL], False)
-    _compensated_into(q, pre[_QH], pre[_QL], False)
-    _compensated_into(p, pre[_SPH], pre[_SPL], True)
-    _compensated_into(q, pre[_SQH], pre[_SQL], True)
-    for i in range(k):
-        pre[_PX, i] = p[i]
-        pre[_QX, i] = q[i]
-    _compensated_diff_into(p, q, pre[_DH], pre[_DL], False)
-    _compensated_diff_into(p, q, pre[_SDH], pre[_SDL], True)
-    return pre
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -1202,7 +1118,7 @@ def table_args(pre, c, A, i0, i1, x, y, d):
 
     ``x = c + A dP``, ``y = c + A dQ``, ``d = A (dP - dQ)`` with the block sums of
     :func:`block_sums` (those of ``reduction._Prefix.sums``), in packed order: block [t, i) at
-    ``i (i - 1) / 2 + t - i0 (i0 - 1) / 2``; ``pre`` as :func:`prefix_table`.
+    ``i (i - 1) / 2 + t - i0 (i0 - 1) / 2``; ``pre`` as ``reduction._Prefix.table``.
     """
     j = 0
     for i in range(i0, i1):

@@ -32,7 +32,7 @@ from ldpopt._validation import check_eps, check_labelled_pair, check_positive_in
 from ldpopt.divergences import CODE_POWER_DOWN, CODE_POWER_UP, FDivergence, get_divergence
 from ldpopt.errors import LdpoptWarning
 from ldpopt.spr import _policy
-from ldpopt.spr.reduction import _reduce
+from ldpopt.spr.reduction import _Prefix, _reduce
 from ldpopt.spr.reference import _dp_readable
 from ldpopt.spr.solve import _compiled, _partition_value, _solve_power_far
 
@@ -309,7 +309,7 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
     pre_off[1:] = np.cumsum(K.PRE_ROWS * (ks + 1))
     pres = np.empty(int(pre_off[-1]))
     for t, r in enumerate(reds):
-        table = K.prefix_table(np.ascontiguousarray(r.p, dtype=float), np.ascontiguousarray(r.q, dtype=float))
+        table = _Prefix(r.p, r.q).table
         pres[pre_off[t] : pre_off[t + 1]] = table.reshape(-1)
     scal = [rescale(float(e)) for e in grid]
     cs = np.array([s[0] for s in scal])
