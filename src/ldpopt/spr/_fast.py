@@ -85,7 +85,13 @@ def solve(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int, pa
     k = int(p.shape[0])
     l = int(min(max(int(l), 1), k))
     c, A, lf = rescale(float(eps))
-    if path == "table" or (path == "auto" and k <= TABLE_MAX_K):
+    if not div.is_builtin:  # a user's divergence: only the table path can score it
+        if k > _policy.USER_TABLE_MAX_K or path == "pruned":
+            raise ValueError(f"a user divergence takes the table path, k <= {_policy.USER_TABLE_MAX_K}")
+        S = score_table(p, q, c, A, lf, int(div.code), float(div.param), div)
+        raw, bounds, code = _solve_score_table(S, k, l, c)
+        nb = len(bounds) - 1
+    elif path == "table" or (path == "auto" and k <= TABLE_MAX_K):
         raw, bounds, code = _solve_table(p, q, k, l, int(div.code), float(div.param), c, A, lf)
         nb = len(bounds) - 1
     else:
@@ -209,14 +215,22 @@ def _dinkelbach_uncached(pre, pos, sc, bounds, nb):
 # The table path (k <= TABLE_MAX_K): same decisions as _kernels.solve_ws, over exact tables
 # ---------------------------------------------------------------------------------------------
 def score_table(
-    p: np.ndarray, q: np.ndarray, c: float, A: float, lf: float, code: int, param: float
+    p: np.ndarray,
+    q: np.ndarray,
+    c: float,
+    A: float,
+    lf: float,
+    code: int,
+    param: float,
+    user: FDivergence | None = None,
 ) -> np.ndarray:
     r"""Every interval score :math:`\mu'[t:i)`, 0 <= t < i <= k, packed at ``i (i - 1) / 2 + t``.
 
     The block sums are ``reduction._Prefix.sums`` (compiled: :func:`ldpopt.spr._kernels.table_args`)
     and the scores ``divergences.perspective_array`` of ``(c + A dP, c + A dQ, A (dP - dQ))``:
     the operations by which ``reference._dp_readable`` scores the same blocks, so every entry equals
-    the readable program's score bit for bit.
+    the readable program's score bit for bit.  ``user``: a user's divergence, scored by its own
+    vectorised ``perspective`` (the readable program's call) instead of the built-in ``code``.
     """
     k = p.shape[0]
     pre = _Prefix(p, q).table
@@ -233,7 +247,10 @@ def score_table(
         i1 = min(k + 1, max(i0 + 1, (1 + math.isqrt(1 + 8 * (j0 + TABLE_CHUNK))) // 2))
         n = i1 * (i1 - 1) // 2 - j0
         K.table_args(pre, c, A, i0, i1, x, y, d)
-        S[j0 : j0 + n] = perspective_array(code, param, x[:n], y[:n], d[:n], lf)
+        if user is None:
+            S[j0 : j0 + n] = perspective_array(code, param, x[:n], y[:n], d[:n], lf)
+        else:
+            S[j0 : j0 + n] = user.perspective(x[:n], y[:n], d[:n], log_floor=lf)
         i0 = i1
     return S
 
