@@ -41,6 +41,28 @@ pytestmark = pytest.mark.numerics
 FAR_REL = 2e-13
 
 
+@pytest.fixture(autouse=True)
+def _batched_kernels(monkeypatch):
+    """These tests are about the batched kernels: small sweeps go through them too (by default a
+    sweep of a few cells x k^2 is solved cell by cell by the single solver, tested below)."""
+    monkeypatch.setattr(spr_grid, "SMALL_SWEEP_WORK", 0)
+
+
+def test_small_sweeps_are_the_single_solvers_answers(monkeypatch):
+    monkeypatch.setattr(spr_grid, "SMALL_SWEEP_WORK", 250_000)
+    rng = np.random.default_rng(41)
+    p0s, p1s = random_pairs(rng, 3, [4, 9, 20])
+    grid = [0.3, 2.0, 9.0, math.inf]
+    for divergence, l in (("kl", None), ("tv", 2), ("renyi:2", None), ("js", 3)):
+        res = ldpopt.sweep(p0s, p1s, grid, divergence, l, return_partitions=True, progress=False)
+        assert res.method == "fast"
+        for t in range(3):
+            for e, eps in enumerate(grid):
+                one = ldpopt.optimal_mechanism(p0s[t], p1s[t], eps, divergence, l)
+                assert res.values[t, e] == one.value and res.partitions[t][e] == one.partition
+        assert_matches_loop(res, p0s, p1s, grid, divergence, l)
+
+
 def check_cell(value, partition, p0, p1, eps, divergence, l, normalize=False, fast=True):
     """One sweep cell against ``optimal_mechanism(method="dp")`` (tests/_valuebounds.py model).
 
