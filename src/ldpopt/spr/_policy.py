@@ -94,7 +94,7 @@ def power_far(div: FDivergence, raw: float) -> bool:
     return False
 
 
-def use_compiled(method: str, div: FDivergence, k: int = 0) -> bool:
+def use_compiled(method: str, div: FDivergence, k: int) -> bool:
     """``method="auto"``/``"fast"`` runs the compiled solvers for every built-in divergence, and
     for a user's divergence over k <= ``table_max_k`` reduced symbols (the table path scores
     every block with the divergence's own vectorised perspective, then runs the compiled passes);
