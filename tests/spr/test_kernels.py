@@ -251,6 +251,18 @@ def test_compensated_prefix_is_neumaiers_loop_bit_for_bit():
             assert ours.tobytes() == ref.tobytes(), trial
 
 
+def test_large_prefix_tables_are_summed_row_by_row_to_the_same_bits():
+    # above _BATCH_MAX_K symbols the six sums run one row at a time: still Neumaier's loop
+    rng = np.random.default_rng(12)
+    k = 40_000
+    p, q = rng.dirichlet(np.full(k, 0.5)), rng.dirichlet(np.full(k, 0.5))
+    pre = _Prefix(p, q).table
+    hi, lo = neumaier_prefix(q[::-1])
+    assert np.array_equal(pre[SQH], hi[::-1]) and np.array_equal(pre[SQH + 1], lo[::-1])
+    hi, lo = neumaier_prefix(np.column_stack((p, -q)).ravel())
+    assert np.array_equal(pre[DH], hi[::2]) and np.array_equal(pre[DH + 1], lo[::2])
+
+
 @pytest.mark.nojit
 def test_prefix_table_and_block_sums_are_the_readable_ones():
     rng = np.random.default_rng(2)

@@ -204,6 +204,14 @@ def _neumaier_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return hi, lo
 
 
+def _interleave(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """p[0], -q[0], p[1], -q[1], ...: the order in which the sums of p - q are accumulated."""
+    x = np.empty(2 * p.shape[0])
+    x[0::2] = p
+    x[1::2] = -np.asarray(q, dtype=float)
+    return x
+
+
 def compensated_prefix_diff(p: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Prefix sums of p - q as (hi, lo) pairs: Neumaier summation of p[i] and -q[i] in turn.
 
@@ -212,7 +220,7 @@ def compensated_prefix_diff(p: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, n
     ``dP - dQ`` from the separate sums would carry ~ulp (dP + dQ).
     """
     # the same Neumaier steps over p[0], -q[0], p[1], -q[1], ...; the prefix after each pair
-    hi, lo = compensated_prefix(np.column_stack((p, -np.asarray(q, dtype=float))).ravel())
+    hi, lo = compensated_prefix(_interleave(np.asarray(p, dtype=float), q))
     return hi[::2], lo[::2]
 
 
@@ -222,6 +230,9 @@ def compensated_prefix_diff(p: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, n
 #: sums (hi, lo) of p - q
 PH, PL, QH, QL, SPH, SPL, SQH, SQL, PX, QX, DH, DL, SDH, SDL = range(14)
 PRE_ROWS = 14
+#: up to this many symbols the six compensated sums of ``_Prefix`` run as one (6, 2k) batch (fewer
+#: numpy calls for small k); above, one row at a time (fewer large temporaries)
+_BATCH_MAX_K = 1 << 15
 
 
 class _Prefix:
@@ -239,28 +250,30 @@ class _Prefix:
         self.p = np.asarray(p, float)
         self.q = np.asarray(q, float)
         k = self.p.shape[0]
-        # one batch of Neumaier sums: p, q, their reversals (suffix sums), and p - q forwards and
-        # backwards as p[0], -q[0], p[1], -q[1], ... (rows of length 2k; the others zero-padded:
-        # trailing zeros change none of their first k + 1 partial sums)
-        rows = np.zeros((6, 2 * k))
-        rows[0, :k] = self.p
-        rows[1, :k] = self.q
-        rows[2, :k] = self.p[::-1]
-        rows[3, :k] = self.q[::-1]
-        rows[4, 0::2] = self.p
-        rows[4, 1::2] = -self.q
-        rows[5, 0::2] = self.p[::-1]
-        rows[5, 1::2] = -self.q[::-1]
-        hi, lo = _neumaier_rows(rows)
         t = np.zeros((PRE_ROWS, k + 1))
-        t[PH], t[PL] = hi[0, : k + 1], lo[0, : k + 1]
-        t[QH], t[QL] = hi[1, : k + 1], lo[1, : k + 1]
-        t[SPH], t[SPL] = hi[2, k::-1], lo[2, k::-1]
-        t[SQH], t[SQL] = hi[3, k::-1], lo[3, k::-1]
+        pr, qr = self.p[::-1], self.q[::-1]
+        # the Neumaier sums of p, q, their reversals (suffix sums), and p - q forwards and
+        # backwards as p[0], -q[0], p[1], -q[1], ...: (values, first table row, partial sums kept)
+        specs = (
+            (self.p, PH, slice(0, k + 1)),
+            (self.q, QH, slice(0, k + 1)),
+            (pr, SPH, slice(k, None, -1)),
+            (qr, SQH, slice(k, None, -1)),
+            (_interleave(self.p, self.q), DH, slice(0, None, 2)),
+            (_interleave(pr, qr), SDH, slice(None, None, -2)),
+        )
+        if k <= _BATCH_MAX_K:
+            # one (6, 2k) batch (short rows zero-padded: trailing zeros change none of their
+            # first k + 1 partial sums); above, one row at a time (fewer large temporaries)
+            rows = np.zeros((6, 2 * k))
+            for r, (x, _, _) in enumerate(specs):
+                rows[r, : x.shape[0]] = x
+            hi, lo = _neumaier_rows(rows)
+        for r, (x, row, keep) in enumerate(specs):
+            h, l_ = (hi[r], lo[r]) if k <= _BATCH_MAX_K else compensated_prefix(x)
+            t[row], t[row + 1] = h[keep], l_[keep]
         t[PX, :k] = self.p
         t[QX, :k] = self.q
-        t[DH], t[DL] = hi[4, ::2], lo[4, ::2]
-        t[SDH], t[SDL] = hi[5, ::-2], lo[5, ::-2]
         self.table = t
         self.P = (t[PH], t[PL])
         self.Q = (t[QH], t[QL])
