@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from decimal import Decimal, localcontext
+from fractions import Fraction
 
 import numpy as np
 
@@ -465,3 +466,46 @@ def bracelet_count(m: int) -> int:
     if m % 2:
         return (n + 2 ** ((m + 1) // 2)) // 2
     return (2 * n + 3 * 2 ** (m // 2)) // 4
+
+
+def neumaier_prefix(x) -> tuple[np.ndarray, np.ndarray]:
+    """Neumaier's compensated prefix sums as (hi, lo), one symbol at a time (the textbook loop)."""
+    n = len(x)
+    hi = np.zeros(n + 1)
+    lo = np.zeros(n + 1)
+    s = 0.0
+    comp = 0.0
+    for i in range(n):
+        v = float(x[i])
+        t = s + v
+        if abs(s) >= abs(v):
+            comp += (s - t) + v
+        else:
+            comp += (v - t) + s
+        s = t
+        hi[i + 1] = s
+        lo[i + 1] = comp
+    return hi, lo
+
+
+def lr_reduction_exact(u, v) -> tuple[tuple, np.ndarray, np.ndarray, tuple]:
+    """``(classes, p, q, dropped)`` of the likelihood-ratio reduction by exact rational ratios.
+
+    Symbols with zero mass under both are dropped; the rest are grouped by their exact ratio
+    u/v (v = 0 meaning +inf), groups in increasing ratio, indices ascending, masses summed
+    with math.fsum.  No floating-point keys, so no near-tie window.
+    """
+    groups: dict = {}
+    dropped = []
+    for i, (a, b) in enumerate(
+        zip(np.asarray(u, float).tolist(), np.asarray(v, float).tolist(), strict=True)
+    ):
+        if a == 0 and b == 0:
+            dropped.append(i)
+            continue
+        key = (1, Fraction(0)) if b == 0 else (0, Fraction(a) / Fraction(b))
+        groups.setdefault(key, []).append(i)
+    classes = tuple(tuple(groups[key]) for key in sorted(groups))
+    p = np.array([math.fsum(float(u[i]) for i in c) for c in classes])
+    q = np.array([math.fsum(float(v[i]) for i in c) for c in classes])
+    return classes, p, q, tuple(dropped)

@@ -30,15 +30,37 @@ from ldpopt.divergences import get_divergence
 from ldpopt.errors import LdpoptWarning
 from ldpopt.spr import grid as spr_grid
 from ldpopt.spr._policy import power_far as _power_far
-from ldpopt.spr.reduction import _reduce, _reduce_exact
+from ldpopt.spr.reduction import _reduce
 from ldpopt.spr.reference import _dp_readable, spr_value
 from ldpopt.spr.solve import _partition_value, _solve_power_far
-from reference import reduced_cuts
+from reference import lr_reduction_exact, reduced_cuts
 
 #: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
 pytestmark = pytest.mark.numerics
 #: Renyi far from S = 1: the documented precision of every value (docs/spr.md, "Precision")
 FAR_REL = 2e-13
+
+
+@pytest.fixture(autouse=True)
+def _batched_kernels(monkeypatch):
+    """These tests are about the batched kernels: small sweeps go through them too (by default a
+    sweep of a few cells x k^2 is solved cell by cell by the single solver, tested below)."""
+    monkeypatch.setattr(spr_grid, "SMALL_SWEEP_WORK", 0)
+
+
+def test_small_sweeps_are_the_single_solvers_answers(monkeypatch):
+    monkeypatch.setattr(spr_grid, "SMALL_SWEEP_WORK", 250_000)
+    rng = np.random.default_rng(41)
+    p0s, p1s = random_pairs(rng, 3, [4, 9, 20])
+    grid = [0.3, 2.0, 9.0, math.inf]
+    for divergence, l in (("kl", None), ("tv", 2), ("renyi:2", None), ("js", 3)):
+        res = ldpopt.sweep(p0s, p1s, grid, divergence, l, return_partitions=True, progress=False)
+        assert res.method == "fast"
+        for t in range(3):
+            for e, eps in enumerate(grid):
+                one = ldpopt.optimal_mechanism(p0s[t], p1s[t], eps, divergence, l)
+                assert res.values[t, e] == one.value and res.partitions[t][e] == one.partition
+        assert_matches_loop(res, p0s, p1s, grid, divergence, l)
 
 
 def check_cell(value, partition, p0, p1, eps, divergence, l, normalize=False, fast=True):
@@ -372,10 +394,12 @@ def test_property_values_nondecreasing_in_eps(T, k, seed, divergence):
 
 
 @pytest.mark.nojit
-def test_reduction_fast_path_equals_the_exact_one():
+def test_reduction_equals_the_exact_rational_one():
+    # exact ties, near ties (1 ulp apart), zeros and rounded masses; large k with a few ties
+    # exercises the vectorised sort with runs merged one at a time
     rng = np.random.default_rng(25)
-    for _ in range(300):
-        k = int(rng.integers(1, 20))
+    for trial in range(300):
+        k = int(rng.integers(1, 20)) if trial % 30 else 2000
         u, v = rng.dirichlet(np.full(k, 0.3)), rng.dirichlet(np.full(k, 0.3))
         r = rng.random()
         if r < 0.2:
@@ -384,8 +408,13 @@ def test_reduction_fast_path_equals_the_exact_one():
             v[1] = u[1] * v[0] / u[0]
         elif r < 0.5:
             u, v = np.round(u, 2), np.round(v, 2)
+        elif r < 0.6 and k > 3:
+            u[2] = np.nextafter(v[2] * u[3] / v[3], 1.0)  # a near tie that is not a tie
+            v[[0, 1]] = 0.0
         if u.sum() == 0 or v.sum() == 0:
             continue
-        a, b = _reduce(u, v), _reduce_exact(u, v)
-        assert a.classes == b.classes and a.dropped == b.dropped and a.k_original == b.k_original
-        assert np.array_equal(a.p, b.p) and np.array_equal(a.q, b.q)
+        a = _reduce(u, v)
+        classes, p, q, dropped = lr_reduction_exact(u, v)
+        assert a.classes == classes and a.dropped == dropped and a.k_original == k
+        assert np.array_equal(a.p, p) and np.array_equal(a.q, q)
+        assert a.members.tolist() == [i for c in classes for i in c]

@@ -34,10 +34,10 @@ from ldpopt.divergences import _perspective_scalar, get_divergence, perspective_
 from ldpopt.spr import _fast
 from ldpopt.spr import _kernels as K
 from ldpopt.spr._policy import power_far as _power_far
-from ldpopt.spr.reduction import _Prefix, _reduce
+from ldpopt.spr.reduction import DH, PH, QH, SDH, SPH, SQH, _Prefix, _reduce, compensated_prefix
 from ldpopt.spr.reference import _dp_readable, interval_scores, spr_value
 from ldpopt.spr.solve import _partition_value, _solve_power_far
-from reference import brute_force_argmax, reduced_cuts
+from reference import brute_force_argmax, neumaier_prefix, reduced_cuts
 
 #: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
 pytestmark = pytest.mark.numerics
@@ -233,6 +233,36 @@ def test_perspective_mirrors_readable(divergence):
             )
 
 
+def test_compensated_prefix_is_neumaiers_loop_bit_for_bit():
+    # the vectorised sums (cumsum of the values and of every step's rounding error) against the
+    # one-symbol-at-a-time loop: mixed signs, zeros, -0.0 and masses down to 1e-300
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        n = int(rng.integers(0, 80))
+        x = rng.dirichlet(np.full(n, 0.3)) if n else np.zeros(0)
+        if trial % 3 == 0:
+            x = x * 10.0 ** rng.integers(-300, 0, size=n)
+        if trial % 4 == 0 and n > 1:
+            x[::2] *= -1.0
+            x[int(rng.integers(0, n))] = -0.0
+        if trial % 5 == 0:
+            x[: n // 2] = 0.0
+        for ours, ref in zip(compensated_prefix(x), neumaier_prefix(x), strict=True):
+            assert ours.tobytes() == ref.tobytes(), trial
+
+
+def test_large_prefix_tables_are_summed_row_by_row_to_the_same_bits():
+    # above _BATCH_MAX_K symbols the six sums run one row at a time: still Neumaier's loop
+    rng = np.random.default_rng(12)
+    k = 40_000
+    p, q = rng.dirichlet(np.full(k, 0.5)), rng.dirichlet(np.full(k, 0.5))
+    pre = _Prefix(p, q).table
+    hi, lo = neumaier_prefix(q[::-1])
+    assert np.array_equal(pre[SQH], hi[::-1]) and np.array_equal(pre[SQH + 1], lo[::-1])
+    hi, lo = neumaier_prefix(np.column_stack((p, -q)).ravel())
+    assert np.array_equal(pre[DH], hi[::2]) and np.array_equal(pre[DH + 1], lo[::2])
+
+
 @pytest.mark.nojit
 def test_prefix_table_and_block_sums_are_the_readable_ones():
     rng = np.random.default_rng(2)
@@ -240,19 +270,25 @@ def test_prefix_table_and_block_sums_are_the_readable_ones():
         k = int(rng.integers(1, 25))
         p = rng.dirichlet(np.full(k, 0.2)) ** 3
         q = rng.dirichlet(np.full(k, 0.2))
-        pre = K.prefix_table(p / p.sum(), q)
         ref = _Prefix(p / p.sum(), q)
-        for row, arr in (
-            (K._PH, ref.P[0]),
-            (K._PL, ref.P[1]),
-            (K._QH, ref.Q[0]),
-            (K._QL, ref.Q[1]),
-            (K._SPH, ref.SP[0]),
-            (K._SPL, ref.SP[1]),
-            (K._SQH, ref.SQ[0]),
-            (K._SQL, ref.SQ[1]),
+        pre = ref.table
+        for row, x, rev in (
+            (PH, p / p.sum(), False),
+            (QH, q, False),
+            (SPH, p / p.sum(), True),
+            (SQH, q, True),
         ):
-            assert np.array_equal(pre[row], arr)
+            hi, lo = neumaier_prefix(x[::-1] if rev else x)
+            if rev:
+                hi, lo = hi[::-1], lo[::-1]
+            assert np.array_equal(pre[row], hi) and np.array_equal(pre[row + 1], lo)
+        # p - q: Neumaier over p[0], -q[0], p[1], -q[1], ... (suffix: from the end)
+        for row, a, b in ((DH, p / p.sum(), q), (SDH, (p / p.sum())[::-1], q[::-1])):
+            hi, lo = neumaier_prefix(np.column_stack((a, -b)).ravel())
+            hi, lo = hi[::2], lo[::2]
+            if row == SDH:
+                hi, lo = hi[::-1], lo[::-1]
+            assert np.array_equal(pre[row], hi) and np.array_equal(pre[row + 1], lo)
         for b in range(1, k + 1):
             dp, dq, _ = ref.sums(np.arange(b), b)
             for a in range(b):
@@ -268,7 +304,7 @@ def test_interval_scores_match_readable(divergence):
         k = int(rng.integers(2, 14))
         p, q = random_instance(rng, k, 0.1)
         red = _reduce(p, q)
-        pre = K.prefix_table(red.p, red.q)
+        pre = _Prefix(red.p, red.q).table
         for eps in (1e-6, 0.7, 9.0, math.inf):
             c, A, lf = rescale(eps)
             for b in range(1, red.k + 1):
@@ -354,6 +390,66 @@ def test_small_single_solves_touch_only_the_table_kernels():
     assert json.loads(out) == ["table_args", "table_budget_dp", "table_pass"]
 
 
+_CACHED_RUN = """
+import json
+import numpy as np
+from numba.core import event
+
+compiles = []
+
+
+class Count(event.Listener):
+    def on_start(self, ev):
+        compiles.append(ev.data["dispatcher"].__name__)
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:compile", Count())
+import ldpopt
+from ldpopt.spr import _kernels as K
+
+rng = np.random.default_rng(0)
+for k in (40, 1100):  # the table path, then the large single solve (no score cache)
+    p, q = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))
+    ldpopt.optimal_mechanism(p, q, 2.0, "kl")
+used = sorted(n for n in dir(K) if getattr(getattr(K, n), "signatures", None))
+hits = sum(sum(getattr(K, n).stats.cache_hits.values()) for n in used)
+print(json.dumps({"compiles": len(compiles), "hits": hits, "used": used}))
+"""
+
+
+def test_a_second_process_loads_every_kernel_from_the_cache(tmp_path):
+    """Two fresh processes share one empty numba cache directory: the first compiles, the
+    second only loads (no ``numba:compile`` event, numba's cache hit counters > 0).  The large
+    single solve compiles the uncached pass and the scoring kernels, not the score-cache
+    kernels or the compiled drivers that only sweeps need."""
+    env = {key: val for key, val in os.environ.items() if key != "NUMBA_DISABLE_JIT"}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path)
+    runs = []
+    for _ in range(2):
+        out = subprocess.run(
+            [sys.executable, "-c", _CACHED_RUN], capture_output=True, text=True, check=True, env=env
+        ).stdout
+        runs.append(json.loads(out.strip().splitlines()[-1]))
+    first, second = runs
+    assert first["compiles"] > 0  # the directory really was empty
+    assert second["compiles"] == 0 and second["hits"] > 0
+    assert set(second["used"]) <= set(first["used"])  # callees come linked into their callers
+    assert "uncached_pass" in first["used"]
+    sweep_only = {
+        "cached_pass",
+        "dinkelbach_ws",
+        "_coarse_start",
+        "solve_ws",
+        "sums_tables",
+        "fill_cache",
+        "_pass",
+    }
+    assert not sweep_only & set(first["used"])
+
+
 # ---------------------------------------------------------------------------------------------
 # 2. The pruning bounds are upper bounds of the computed scores
 # ---------------------------------------------------------------------------------------------
@@ -404,7 +500,7 @@ def test_carried_bounds_dominate_scores_at_smaller_eps(divergence):
         k = int(rng.integers(2, 12))
         p, q = random_instance(rng, k, 0.3)
         red = _reduce(p, q)
-        pre = K.prefix_table(red.p, red.q)
+        pre = _Prefix(red.p, red.q).table
         pos = np.arange(red.k + 1, dtype=np.int64)
         sp, sq = K.sums_tables(pre, pos)
         e0 = float(rng.uniform(0.01, 30))
@@ -604,7 +700,7 @@ def test_uncached_pass_equals_cached_pass():
             k = int(rng.integers(2, 30)) if n < 2 else int(rng.integers(70, 160))  # groups of 32
             p, q = random_instance(rng, k, 0.5)
             red = _reduce(p, q)
-            pre = K.prefix_table(red.p, red.q)
+            pre = _Prefix(red.p, red.q).table
             pos = np.arange(red.k + 1, dtype=np.int64)
             for eps in (0.1, 3.0, 12.0, math.inf):
                 c, A, lf = rescale(eps)

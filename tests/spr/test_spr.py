@@ -106,9 +106,12 @@ def test_user_divergence_matches_builtin_and_lp():
         a = ldpopt.optimal_mechanism(p, q, eps, user)
         b = ldpopt.optimal_mechanism(p, q, eps, "hellinger", method="dp")
         c = ldpopt.kov_lp(p, q, eps, user)
-        # a user generator runs the readable program (a.method == "dp") with its own formula: the
-        # built-in's bounds plus that formula's error per score (user_hellinger_error)
-        assert a.method == "dp"
+        # a user generator takes the table path: its own vectorised formula scores every block
+        # with the readable program's operations, so value and partition are the readable
+        # program's exactly; against the built-in: its bounds plus that formula's error per
+        # score (user_hellinger_error)
+        r = ldpopt.optimal_mechanism(p, q, eps, user, method="dp")
+        assert a.method != "dp" and a.value == r.value and a.partition == r.partition
         user_dp = dp_value_bound(p, q, eps, "hellinger", extra=user_hellinger_error)
         bound = user_dp + dp_value_bound(p, q, eps, "hellinger")
         assert within("user generator vs built-in (DP)", a.value, b.value, bound), (a.value, b.value)
@@ -614,3 +617,18 @@ def test_labels_survive():
     assert res.value == ref.value  # aligned by label: the same arrays, the same program
     assert res.mechanism.labels == ("a", "b", "c")
     assert {x for b in res.labelled_partition for x in b} == {"a", "b", "c"}
+
+
+def test_user_divergence_table_path_is_the_readable_program():
+    # budgets, ties between block counts (eps large), one block, eps = inf: the table path over
+    # the user's own scores returns the readable program's value and partition exactly
+    user = ldpopt.FDivergence(lambda t: t * np.log(np.maximum(t, 1e-300)) - t + 1.0, name="my-kl")
+    rng = np.random.default_rng(31)
+    for trial in range(24):
+        p, q = random_pair(rng, int(rng.integers(2, 40)))
+        eps = [0.2, 1.0, 3.0, 30.0, math.inf][trial % 5]
+        l = [None, 1, 2, 3][trial % 4]
+        a = ldpopt.optimal_mechanism(p, q, eps, user, l)
+        r = ldpopt.optimal_mechanism(p, q, eps, user, l, method="dp")
+        assert a.method != "dp"
+        assert a.value == r.value and a.partition == r.partition, (trial, eps, l, a.value, r.value)

@@ -85,7 +85,13 @@ def solve(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int, pa
     k = int(p.shape[0])
     l = int(min(max(int(l), 1), k))
     c, A, lf = rescale(float(eps))
-    if path == "table" or (path == "auto" and k <= TABLE_MAX_K):
+    if not div.is_builtin:  # a user's divergence: only the table path can score it
+        if k > _policy.USER_TABLE_MAX_K or path == "pruned":
+            raise ValueError(f"a user divergence takes the table path, k <= {_policy.USER_TABLE_MAX_K}")
+        S = score_table(p, q, c, A, lf, int(div.code), float(div.param), div)
+        raw, bounds, code = _solve_score_table(S, k, l, c)
+        nb = len(bounds) - 1
+    elif path == "table" or (path == "auto" and k <= TABLE_MAX_K):
         raw, bounds, code = _solve_table(p, q, k, l, int(div.code), float(div.param), c, A, lf)
         nb = len(bounds) - 1
     else:
@@ -95,54 +101,139 @@ def solve(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int, pa
 
 
 def _solve_pruned(p, q, k, l, code, param, c, A, lf):
-    pre = K.prefix_table(p, q)
+    pre = _Prefix(p, q).table
+    sc = (code, param, c, A, lf)
     bounds = np.zeros(k + 1, dtype=np.int64)
-    if k <= K.SCORE_CACHE_MAX_K:
-        sp, sq, val, state = K._new_cache(pre, np.arange(k + 1, dtype=np.int64))
-    else:
-        sp = sq = val = np.empty(0)
-        state = np.empty(0, dtype=np.uint8)
+    if k > K.SCORE_CACHE_MAX_K:
+        raw, nb, code = _solve_uncached(pre, k, l, sc, bounds)
+        return raw, bounds, nb, code
+    sp, sq, val, state = K._new_cache(pre, np.arange(k + 1, dtype=np.int64))
     # ``solve_ws`` runs as Python here and calls the compiled kernels: each of them is then
-    # compiled only when first needed (the budget program only if a budget binds, the coarse
-    # start only for huge k), which keeps the first call short; the overhead is a few us
+    # compiled only when first needed (the budget program only if a budget binds), which keeps
+    # the first call short; the overhead is a few us
     solve_ws = getattr(K.solve_ws, "py_func", K.solve_ws)  # (a plain function with NUMBA_DISABLE_JIT)
-    raw, nb, code = solve_ws(
-        pre, k, l, (code, param, c, A, lf), bounds, 0, sp, sq, val, state, np.empty(0, dtype=np.int64)
-    )
+    raw, nb, code = solve_ws(pre, k, l, sc, bounds, 0, sp, sq, val, state, np.empty(0, dtype=np.int64))
     return raw, bounds, nb, code
+
+
+# ---------------------------------------------------------------------------------------------
+# Large single solves (k > SCORE_CACHE_MAX_K): _kernels.solve_ws without a score cache, driven
+# from Python so that a fresh process compiles only the uncached pass and the scoring kernels
+# ---------------------------------------------------------------------------------------------
+def _solve_uncached(pre, k, l, sc, bounds):
+    """``_kernels.solve_ws`` with no score cache and no warm start, step for step.
+
+    Every pass is ``_kernels.uncached_pass`` (the coarse start included: over its <= 1024
+    positions it returns exactly what ``cached_pass`` returns, same maximiser and ties), so the
+    result is the compiled ``solve_ws``'s; only the loops around the passes run as Python (a
+    handful of calls per solve).  Returns ``(raw, nb, method)``.
+    """
+    c = sc[2]
+    first = _policy.start(k, l, c)
+    if first == _policy.START_SINGLE:
+        bounds[0], bounds[1] = 0, k
+        return K.score(pre, np.int64(0), np.int64(k), sc) / 1.0, 1, _policy.SINGLE
+    if first == _policy.START_UNPENALISED:
+        nb = 1
+        bounds[0], bounds[1] = 0, k
+    else:
+        nb = int(K.best_two_blocks(pre, np.int64(k), sc, bounds))
+        if k > K.COARSEN_MIN_K:
+            alt = np.empty(k + 1, dtype=np.int64)
+            nb_alt = _coarse_start(pre, k, sc, alt)
+            if K.partition_ratio(pre, alt, np.int64(nb_alt), sc) > K.partition_ratio(
+                pre, bounds, np.int64(nb), sc
+            ):
+                nb = nb_alt
+                bounds[: nb + 1] = alt[: nb + 1]
+    raw, nb = _dinkelbach_uncached(pre, np.arange(k + 1, dtype=np.int64), sc, bounds, nb)
+    budget, method = _policy.settle(raw, nb, k, l, c)
+    if budget > 0:
+        raw, nb = K.budget_dp(pre, np.int64(k), np.int64(budget), sc, bounds)
+    return float(raw), int(nb), method
+
+
+def _coarse_start(pre, k, sc, bounds) -> int:
+    """``_kernels._coarse_start`` (the optimum over a coarse grid of cuts, then refined)."""
+    g = min(K.COARSE_GROUPS, k)
+    pos = (np.arange(g + 1, dtype=np.int64) * k) // g
+    bounds[0], bounds[1] = 0, k
+    nb = 1
+    for rnd in range(2):
+        nb = _dinkelbach_uncached(pre, pos, sc, bounds, nb)[1]
+        if rnd == 1:
+            break
+        # refine: allow every cut within two groups of a coarse cut
+        w = 2 * ((k + g - 1) // g)
+        mark = np.zeros(k + 1, dtype=bool)
+        mark[0] = mark[k] = True
+        for j in range(1, nb):
+            mark[max(0, bounds[j] - w) : min(k, bounds[j] + w) + 1] = True
+        if int(mark.sum()) - 1 > K.SCORE_CACHE_MAX_K:
+            break
+        pos = np.flatnonzero(mark).astype(np.int64)
+    return nb
+
+
+def _dinkelbach_uncached(pre, pos, sc, bounds, nb):
+    """``_kernels.dinkelbach_ws`` without a score cache or hints, step for step: ``(raw, nb)``."""
+    c = sc[2]
+    m = pos.shape[0] - 1
+    H = np.empty(m + 1)
+    cnt = np.empty(m + 1, dtype=np.int64)
+    par = np.empty(m + 1, dtype=np.int64)
+    cand = np.empty(m + 1, dtype=np.int64)
+    GH = np.empty(m // K.GROUP + 1)
+    SH = np.empty(GH.shape[0] // K.GROUP + 1)
+    hinted = False
+    if c == 0.0:
+        # every partition has denominator 1: one unpenalised pass is the optimum
+        K.uncached_pass(pre, pos, sc, 0.0, H, cnt, par, hinted, GH, SH)
+        nb = int(_TRACEBACK(pos, par, cnt, bounds))
+        return float(K.partition_ratio(pre, bounds, np.int64(nb), sc)), nb
+    lam = float(K.partition_ratio(pre, bounds, np.int64(nb), sc))
+    passes = 0
+    while passes < K.MAX_DINKELBACH_STEPS and not math.isinf(lam):
+        K.uncached_pass(pre, pos, sc, lam * c, H, cnt, par, hinted, GH, SH)
+        passes += 1
+        hinted = True  # the previous pass's split points
+        nb2 = int(_TRACEBACK(pos, par, cnt, cand))
+        r = float(K.partition_ratio(pre, cand, np.int64(nb2), sc))
+        if not r >= lam:
+            break
+        # r == lam: the pass's maximiser (fewest blocks, smallest cuts) replaces an equal one
+        improved = r > lam
+        lam = r
+        nb = nb2
+        bounds[: nb + 1] = cand[: nb + 1]
+        if not improved:
+            break
+    return lam, nb
 
 
 # ---------------------------------------------------------------------------------------------
 # The table path (k <= TABLE_MAX_K): same decisions as _kernels.solve_ws, over exact tables
 # ---------------------------------------------------------------------------------------------
-def _prefix_table(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """``_kernels.prefix_table(p, q)`` assembled from ``reduction._Prefix`` (nothing to compile)."""
-    ref = _Prefix(p, q)
-    k = p.shape[0]
-    pre = np.zeros((K.PRE_ROWS, k + 1))
-    pre[K._PH], pre[K._PL] = ref.P
-    pre[K._QH], pre[K._QL] = ref.Q
-    pre[K._SPH], pre[K._SPL] = ref.SP
-    pre[K._SQH], pre[K._SQL] = ref.SQ
-    pre[K._DH], pre[K._DL] = ref.D
-    pre[K._SDH], pre[K._SDL] = ref.SD
-    pre[K._PX, :k] = p
-    pre[K._QX, :k] = q
-    return pre
-
-
 def score_table(
-    p: np.ndarray, q: np.ndarray, c: float, A: float, lf: float, code: int, param: float
+    p: np.ndarray,
+    q: np.ndarray,
+    c: float,
+    A: float,
+    lf: float,
+    code: int,
+    param: float,
+    user: FDivergence | None = None,
 ) -> np.ndarray:
     r"""Every interval score :math:`\mu'[t:i)`, 0 <= t < i <= k, packed at ``i (i - 1) / 2 + t``.
 
     The block sums are ``reduction._Prefix.sums`` (compiled: :func:`ldpopt.spr._kernels.table_args`)
     and the scores ``divergences.perspective_array`` of ``(c + A dP, c + A dQ, A (dP - dQ))``:
     the operations by which ``reference._dp_readable`` scores the same blocks, so every entry equals
-    the readable program's score bit for bit.
+    the readable program's score bit for bit.  ``user``: a user's divergence, scored by its own
+    vectorised ``perspective`` (the readable program's call) instead of the built-in ``code``.
     """
     k = p.shape[0]
-    pre = _prefix_table(p, q)
+    pre = _Prefix(p, q).table
     S = np.empty(k * (k + 1) // 2)
     m = min(S.shape[0], TABLE_CHUNK + k)  # a chunk of end points holds at most this many blocks
     x = np.empty(m)
@@ -156,7 +247,10 @@ def score_table(
         i1 = min(k + 1, max(i0 + 1, (1 + math.isqrt(1 + 8 * (j0 + TABLE_CHUNK))) // 2))
         n = i1 * (i1 - 1) // 2 - j0
         K.table_args(pre, c, A, i0, i1, x, y, d)
-        S[j0 : j0 + n] = perspective_array(code, param, x[:n], y[:n], d[:n], lf)
+        if user is None:
+            S[j0 : j0 + n] = perspective_array(code, param, x[:n], y[:n], d[:n], lf)
+        else:
+            S[j0 : j0 + n] = user.perspective(x[:n], y[:n], d[:n], log_floor=lf)
         i0 = i1
     return S
 

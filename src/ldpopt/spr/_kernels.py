@@ -26,7 +26,8 @@ Solvers (``docs/fast.md`` has the exactness arguments):
   a 1-D partition program (per-block penalty ``lambda c``) with exact pruning of split points
   by cheap score bounds (:func:`score_bound`): :func:`cached_pass` over a score cache (k up to
   ``SCORE_CACHE_MAX_K``), :func:`uncached_pass` with group bounds in O(k) memory above;
-* :func:`budget_dp` - the O(l k^2) program of Prop. 3.3 for an output budget, O(l k) memory;
+* :func:`budget_dp` - the O(l k^2) program of Prop. 3.3 for an output budget, O(l k) memory,
+  pruned before any block is summed (group bounds, as the uncached pass);
 * :func:`solve_ws` - one instance, with the decisions of :mod:`ldpopt.spr._policy` (compiled
   from the same functions; :mod:`ldpopt.spr._fast` runs ``solve_ws`` as Python, so each kernel
   is compiled only when first needed); :func:`solve_item` - one
@@ -70,6 +71,7 @@ from ldpopt.divergences import (
     SERIES_U_MAX,
 )
 from ldpopt.spr import _policy
+from ldpopt.spr.reduction import DH, DL, PH, PL, PRE_ROWS, PX, QH, QL, QX, SDH, SDL, SPH, SPL, SQH, SQL
 
 #: up to this many cut points the block sums, score bounds and scores are cached across
 #: Dinkelbach passes (packed lower triangles, 25 bytes per block, 13 MB at the threshold);
@@ -253,98 +255,13 @@ def perspective(code, param, x, y, d, log_floor):
 # ---------------------------------------------------------------------------------------------
 # Prefix sums and interval sums
 # ---------------------------------------------------------------------------------------------
-# rows of the table built by prefix_table
-_PH, _PL, _QH, _QL, _SPH, _SPL, _SQH, _SQL, _PX, _QX = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
-# compensated prefix and suffix sums (hi, lo) of the differences p - q
-_DH, _DL, _SDH, _SDL = 10, 11, 12, 13
-#: number of rows of a prefix table
-PRE_ROWS = 14
+# rows of the prefix table (``reduction._Prefix.table``, built by numpy)
+_PH, _PL, _QH, _QL, _SPH, _SPL, _SQH, _SQL, _PX, _QX = PH, PL, QH, QL, SPH, SPL, SQH, SQL, PX, QX
+_DH, _DL, _SDH, _SDL = DH, DL, SDH, SDL
 #: a block's difference from the sums of p - q is kept within this times (dP + dQ) of dP - dQ:
 #: dP and dQ are each within ~2 ulp of themselves, so the true difference is within ~4 ulp of
 #: dP - dQ; 8 ulp leaves a margin (shared with reduction._Prefix.sums)
 DIFF_CLIP = 8 * 2.0**-52
-
-
-@njit(cache=True, error_model="numpy")
-def _compensated_into(x, hi, lo, reverse):
-    # Neumaier summation, operation for operation as reduction.compensated_prefix; ``reverse`` sums
-    # from the end (suffix sums S[i] = sum_{j >= i} x[j], as reduction._suffix)
-    n = x.shape[0]
-    s = 0.0
-    comp = 0.0
-    if reverse:
-        hi[n] = 0.0
-        lo[n] = 0.0
-    else:
-        hi[0] = 0.0
-        lo[0] = 0.0
-    for j in range(n):
-        i = n - 1 - j if reverse else j
-        v = x[i]
-        t = s + v
-        if abs(s) >= abs(v):
-            comp += (s - t) + v
-        else:
-            comp += (v - t) + s
-        s = t
-        if reverse:
-            hi[i] = s
-            lo[i] = comp
-        else:
-            hi[i + 1] = s
-            lo[i + 1] = comp
-
-
-@njit(cache=True, error_model="numpy")
-def _compensated_diff_into(p, q, hi, lo, reverse):
-    # Neumaier summation of p[i] and -q[i] in turn, as reduction.compensated_prefix_diff: hi + lo holds
-    # the prefix (or suffix) sums of p - q to ~ulp^2, so a block's difference keeps its own ulp
-    n = p.shape[0]
-    s = 0.0
-    comp = 0.0
-    if reverse:
-        hi[n] = 0.0
-        lo[n] = 0.0
-    else:
-        hi[0] = 0.0
-        lo[0] = 0.0
-    for j in range(n):
-        i = n - 1 - j if reverse else j
-        for v in (p[i], -q[i]):
-            t = s + v
-            if abs(s) >= abs(v):
-                comp += (s - t) + v
-            else:
-                comp += (v - t) + s
-            s = t
-        if reverse:
-            hi[i] = s
-            lo[i] = comp
-        else:
-            hi[i + 1] = s
-            lo[i + 1] = comp
-
-
-@njit(cache=True, error_model="numpy")
-def prefix_table(p, q):
-    """(PRE_ROWS, k+1) table of what the interval sums need, as ``reduction._Prefix`` keeps it.
-
-    Rows: compensated prefix sums (hi, lo) of p and q, compensated suffix sums (hi, lo) of p
-    and q, p and q themselves (for the endpoint floor; entry k unused), and compensated
-    prefix and suffix sums (hi, lo) of p - q.
-    """
-    k = p.shape[0]
-    pre = np.zeros((PRE_ROWS, k + 1))
-    _compensated_into(p, pre[_PH], pre[_PL], False)
-    _compensated_into(q, pre[_QH], pre[_QL], False)
-    _compensated_into(p, pre[_SPH], pre[_SPL], True)
-    _compensated_into(q, pre[_SQH], pre[_SQL], True)
-    for i in range(k):
-        pre[_PX, i] = p[i]
-        pre[_QX, i] = q[i]
-    _compensated_diff_into(p, q, pre[_DH], pre[_DL], False)
-    _compensated_diff_into(p, q, pre[_SDH], pre[_SDL], True)
-    return pre
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -1002,15 +919,89 @@ def best_two_blocks(pre, k, sc, bounds):
 # ---------------------------------------------------------------------------------------------
 # Output budget: the O(l k^2) program of Prop. 3.3 (mirror of reference._dp_readable)
 # ---------------------------------------------------------------------------------------------
+@njit(cache=True, error_model="numpy", inline="always")
+def _bound_one(code, x, y, d):
+    """The cheap upper bound of KL, reverse KL or JS (NaN: none; :func:`bounds_into`'s)."""
+    if code == CODE_KL:
+        return _kl_ub(x, y, d)
+    if code == CODE_REVERSE_KL:
+        return _rkl_ub(x, y, d)
+    return _js_ub(x, y, d)
+
+
 @njit(cache=True, error_model="numpy")
-def _row_sums(pre, i, DPr, DQr, DDr, with_diff):
-    """Sums (and, ``with_diff``, differences) of the blocks [t, i), t < i."""
-    for t in range(i):
-        dp, dq = block_sums(pre, t, i)
-        DPr[t] = dp
-        DQr[t] = dq
-        if with_diff:
-            DDr[t] = block_diff(pre, t, i, dp, dq)
+def _budget_row(pre, pos, i, s, h, sc, prev, GH, SH, W, EX, stamp, tries):  # noqa: C901 - hot kernel
+    """``(best, split)`` of ``F[s, i] = max_{t >= s-1} prev[t] + mu'[t:i)``, pruned first.
+
+    The incumbent ``h`` is scored first; then super groups and groups of split points are
+    skipped by :func:`_box_prunes` (``GH``/``SH``: maxima of ``prev`` over complete groups),
+    the survivors pruned one by one by :func:`score_bound`, and only the rest scored exactly.
+    Bounds and exact scores of the end point ``i`` are kept in ``W`` (valid where
+    ``stamp[t] == i``; exact where ``EX[t]``) for the other block counts.  Ties go to the
+    smallest split point (numpy's argmax), so the result is the unpruned program's: a pruned
+    candidate's computed value is strictly below the incumbent.
+    """
+    code, param, c, A, lf = sc
+    has_bound = _has_bound(code)
+    if stamp[h] != i or not EX[h]:
+        dp, dq = block_sums(pre, h, i)
+        W[h] = perspective(code, param, c + A * dp, c + A * dq, A * block_diff(pre, h, i, dp, dq), lf)
+        EX[h] = True
+        stamp[h] = i
+    best = prev[h] + W[h]
+    bt = h
+    lo = s - 1
+    for sg in range(lo // SUPER, i // SUPER + 1):
+        s0 = max(sg * SUPER, lo)
+        s1 = min(sg * SUPER + SUPER, i)
+        if s1 <= s0:
+            continue
+        if s1 - s0 == SUPER and _box_prunes(pre, pos, s0, s1 - 1, i, SH[sg], best, sc, 0.0):
+            continue
+        for g in range(s0 // GROUP, (s1 + GROUP - 1) // GROUP):
+            t0 = max(g * GROUP, s0)
+            t1 = min(g * GROUP + GROUP, s1)
+            if t1 - t0 == GROUP and (tries[0] < 64 or 4 * tries[1] >= tries[0] or g % 8 == 0):
+                # group tests cost four score bounds: kept up while at least a quarter succeed
+                # (else one group in eight keeps probing); which groups are tested changes the
+                # work, never the result
+                tries[0] += 1
+                if _box_prunes(pre, pos, t0, t1 - 1, i, GH[g], best, sc, 0.0):
+                    tries[1] += 1
+                    continue
+            for t in range(t0, t1):
+                if t == h:
+                    continue
+                if stamp[t] != i:
+                    # first visit at this end point: a bound at any difference block_diff can
+                    # return (bounds_into's), or the exact score for the cheap divergences
+                    dp, dq = block_sums(pre, t, i)
+                    if has_bound:
+                        w = _bound_one(code, c + A * dp, c + A * dq, A * _wide_diff(dp, dq))
+                        W[t] = w if w == w else math.inf
+                        EX[t] = False
+                    else:
+                        W[t] = perspective(
+                            code, param, c + A * dp, c + A * dq, A * block_diff(pre, t, i, dp, dq), lf
+                        )
+                        EX[t] = True
+                    stamp[t] = i
+                v = prev[t] + W[t]
+                if v < best:
+                    continue
+                if not EX[t]:
+                    dp, dq = block_sums(pre, t, i)
+                    W[t] = perspective(
+                        code, param, c + A * dp, c + A * dq, A * block_diff(pre, t, i, dp, dq), lf
+                    )
+                    EX[t] = True
+                    v = prev[t] + W[t]
+                    if v < best:
+                        continue
+                if v > best or t < bt:
+                    best = v
+                    bt = t
+    return best, bt
 
 
 @njit(cache=True, error_model="numpy")
@@ -1018,71 +1009,51 @@ def budget_dp(pre, k, l, sc, bounds):
     r"""Best partition into at most ``l`` blocks: ``F[s, i] = max_t F[s-1, t] + mu'[t:i)``.
 
     Same recursion, masks, accumulation order and tie-breaking (smallest split point,
-    smallest block count) as :func:`ldpopt.spr.reference._dp_readable`; O(l k) memory for ``F`` and the
-    parent table, O(k) for the scores of the current end point, whose logarithms are only
-    evaluated for split points that a cheap bound cannot exclude (same exact pruning as
-    the penalised passes).  Row ``l`` is only needed at ``i = k``, so for ``l = 2`` the
-    program is O(k).  Returns ``(ratio, nb)``.
+    smallest block count) as :func:`ldpopt.spr.reference._dp_readable`, pruned before anything
+    is computed for a pair (t, i): every row (:func:`_budget_row`) first bounds whole groups of
+    split points (their block sums lie in a box, :func:`_box_prunes`, against the maxima of
+    ``F[s-1]`` over the group), then single split points by :func:`score_bound`, and scores
+    only what survives; the incumbent is the previous end point's split point.  O(l k)
+    memory.  Row ``l`` is only needed at ``i = k``.  Returns ``(ratio, nb)``.
     """
-    code, param, c, A, lf = sc
+    c = sc[2]
     F = np.full((l + 1, k + 1), -math.inf)
     par = np.zeros((l + 1, k + 1), dtype=np.int64)
-    W = np.empty(k)  # bound or exact score of [t, i)
-    EX = np.empty(k, dtype=np.uint8)
-    DPr = np.empty(k)
-    DQr = np.empty(k)
-    DDr = np.empty(k)  # differences, for the divergences scored exactly by bounds_into
-    exact_all = not _has_bound(code)
+    pos = np.arange(k + 1)
+    W = np.empty(k + 1)
+    # W[t] holds a bound (EX[t] false) or the exact score of [t, i) when stamp[t] == i
+    EX = np.zeros(k + 1, dtype=np.bool_)
+    stamp = np.zeros(k + 1, dtype=np.int64)
+    tries = np.zeros((l + 1, 2), dtype=np.int64)  # group tests per row: attempted, succeeded
+    ng = k // GROUP + 1
+    GH = np.full((l + 1, ng), -math.inf)  # maxima of F[s] over complete groups of split points
+    SH = np.full((l + 1, ng // GROUP + 1), -math.inf)  # ... and super groups
+    z = np.int64(0)
     for i in range(1, k + 1):
         smax = min(l, i) if i == k else min(l - 1, i)
-        if smax < 2:
-            F[1, i] = score(pre, np.int64(0), i, sc)
-            continue
-        _row_sums(pre, i, DPr, DQr, DDr, exact_all)
-        bounds_into(DPr, DQr, DDr, i, sc, W, EX)
-        if EX[0] != _EXACT:
-            W[0] = perspective(
-                code, param, c + A * DPr[0], c + A * DQr[0], A * block_diff(pre, 0, i, DPr[0], DQr[0]), lf
-            )
-            EX[0] = _EXACT
-        F[1, i] = W[0]
+        F[1, i] = score(pre, z, np.int64(i), sc)
         for s in range(2, smax + 1):
-            prev = F[s - 1]
-            # incumbent: the split point of the previous end point in this row (exactly scored);
-            # then only candidates whose bound reaches it are scored (exact pruning, as in
-            # the penalised passes); ties go to the smallest split point, as numpy's argmax
             h = par[s, i - 1] if i - 1 >= s else s - 1
             if h < s - 1 or h >= i:
                 h = s - 1
-            if EX[h] != _EXACT:
-                W[h] = perspective(
-                    code, param, c + A * DPr[h], c + A * DQr[h], A * block_diff(pre, h, i, DPr[h], DQr[h]), lf
-                )
-                EX[h] = _EXACT
-            best = prev[h] + W[h]
-            bt = h
-            for t in range(s - 1, i):
-                v = prev[t] + W[t]
-                if v < best or t == h:
-                    continue
-                if EX[t] != _EXACT:
-                    W[t] = perspective(
-                        code,
-                        param,
-                        c + A * DPr[t],
-                        c + A * DQr[t],
-                        A * block_diff(pre, t, i, DPr[t], DQr[t]),
-                        lf,
-                    )
-                    EX[t] = _EXACT
-                    v = prev[t] + W[t]
-                    if v < best:
-                        continue
-                if v > best or t < bt:
-                    best = v
-                    bt = t
+            best, bt = _budget_row(
+                pre, pos, i, s, h, sc, F[s - 1], GH[s - 1], SH[s - 1], W, EX, stamp, tries[s]
+            )
             F[s, i] = best
             par[s, i] = bt
+        if (i + 1) % GROUP == 0:  # group i // GROUP of split points is complete in every row
+            g = i // GROUP
+            for s in range(1, l):
+                mx = F[s, i]
+                for t in range(i - GROUP + 1, i):
+                    mx = max(mx, F[s, t])
+                GH[s, g] = mx
+                if (g + 1) % GROUP == 0:
+                    sg = g // GROUP
+                    mx = GH[s, g]
+                    for j in range(g - GROUP + 1, g):
+                        mx = max(mx, GH[s, j])
+                    SH[s, sg] = mx
     s_star = 1
     best_ratio = -math.inf
     for s in range(1, l + 1):
@@ -1202,7 +1173,7 @@ def table_args(pre, c, A, i0, i1, x, y, d):
 
     ``x = c + A dP``, ``y = c + A dQ``, ``d = A (dP - dQ)`` with the block sums of
     :func:`block_sums` (those of ``reduction._Prefix.sums``), in packed order: block [t, i) at
-    ``i (i - 1) / 2 + t - i0 (i0 - 1) / 2``; ``pre`` as :func:`prefix_table`.
+    ``i (i - 1) / 2 + t - i0 (i0 - 1) / 2``; ``pre`` as ``reduction._Prefix.table``.
     """
     j = 0
     for i in range(i0, i1):

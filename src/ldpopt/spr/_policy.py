@@ -41,6 +41,7 @@ __all__ = [
     "settle",
     "power_far",
     "use_compiled",
+    "USER_TABLE_MAX_K",
 ]
 
 #: method codes of the fast solvers (``OptimalMechanismResult.method`` is ``METHOD_NAMES[code]``)
@@ -93,7 +94,16 @@ def power_far(div: FDivergence, raw: float) -> bool:
     return False
 
 
-def use_compiled(method: str, div: FDivergence) -> bool:
-    """``method="auto"``/``"fast"`` runs the compiled solvers for every built-in divergence;
-    ``"dp"`` and a user's Python divergence run the readable program."""
-    return method != "dp" and div.is_builtin
+def use_compiled(method: str, div: FDivergence, k: int) -> bool:
+    """``method="auto"``/``"fast"`` runs the compiled solvers for every built-in divergence, and
+    for a user's divergence over k <= ``table_max_k`` reduced symbols (the table path scores
+    every block with the divergence's own vectorised perspective, then runs the compiled passes);
+    ``"dp"`` and a user's divergence over more symbols run the readable program."""
+    if method == "dp":
+        return False
+    return bool(div.is_builtin) or k <= USER_TABLE_MAX_K
+
+
+#: a user's divergence takes the table path up to this many reduced symbols (the table holds
+#: k (k + 1) / 2 scores: 4.2 MB here; the same bound as ``_fast.TABLE_MAX_K``)
+USER_TABLE_MAX_K = 1024

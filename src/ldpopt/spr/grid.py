@@ -32,7 +32,7 @@ from ldpopt._validation import check_eps, check_labelled_pair, check_positive_in
 from ldpopt.divergences import CODE_POWER_DOWN, CODE_POWER_UP, FDivergence, get_divergence
 from ldpopt.errors import LdpoptWarning
 from ldpopt.spr import _policy
-from ldpopt.spr.reduction import _reduce
+from ldpopt.spr.reduction import _Prefix, _reduce
 from ldpopt.spr.reference import _dp_readable
 from ldpopt.spr.solve import _compiled, _partition_value, _solve_power_far
 
@@ -42,6 +42,9 @@ __all__ = ["SweepResult", "sweep"]
 PROGRESS_DELAY = 2.0
 #: an item (one instance, consecutive eps solved with warm starts) spans at most this / k^2 eps
 ITEM_WORK = 20_000_000
+#: sweeps of at most this many cells x k^2 are solved cell by cell by the single solver (a few
+#: ms of work; the batched kernels would cost their compilation in a fresh process)
+SMALL_SWEEP_WORK = 250_000
 
 _warned_user_divergence = False
 
@@ -195,7 +198,10 @@ def sweep(
     T, E = len(reds), grid.shape[0]
     ls = np.array([r.k if l_user is None else min(l_user, r.k) for r in reds], dtype=np.int64)
 
-    if div.is_builtin:
+    if div.is_builtin and _small(reds, E):
+        raw, nb, bounds = _sweep_small(reds, ls, grid, div, bool(return_partitions))
+        method = "fast"
+    elif div.is_builtin:
         raw, nb, bounds = _sweep_fast(reds, ls, grid, div, bool(return_partitions), progress)
         method = "fast"
     else:
@@ -309,7 +315,7 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
     pre_off[1:] = np.cumsum(K.PRE_ROWS * (ks + 1))
     pres = np.empty(int(pre_off[-1]))
     for t, r in enumerate(reds):
-        table = K.prefix_table(np.ascontiguousarray(r.p, dtype=float), np.ascontiguousarray(r.q, dtype=float))
+        table = _Prefix(r.p, r.q).table
         pres[pre_off[t] : pre_off[t + 1]] = table.reshape(-1)
     scal = [rescale(float(e)) for e in grid]
     cs = np.array([s[0] for s in scal])
@@ -379,6 +385,32 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
                 row.append([(int(b[i]), int(b[i + 1])) for i in range(int(nb[t, e]))])
             bounds_list.append(row)
     return raw, nb, bounds_list
+
+
+def _small(reds, E: int) -> bool:
+    """True for a sweep of at most ``SMALL_SWEEP_WORK`` cells x k^2 (every k <= the table path's)."""
+    kmax = max(r.k for r in reds)
+    return kmax <= _policy.USER_TABLE_MAX_K and len(reds) * E * kmax * kmax <= SMALL_SWEEP_WORK
+
+
+def _sweep_small(reds, ls, grid, div, keep_bounds):
+    """A small sweep cell by cell through the single solver (``optimal_mechanism``'s table path
+    up to 1024 symbols): its three small kernels, not the batched ones, so a first sweep in a
+    fresh process compiles about a second instead of the batched kernels' 10-20 s, and every
+    cell is ``optimal_mechanism``'s own answer."""
+    T, E = len(reds), grid.shape[0]
+    raw = np.empty((T, E))
+    nb = np.empty((T, E), dtype=np.int64)
+    cuts_all: list[list[Any]] | None = [[None] * E for _ in range(T)] if keep_bounds else None
+    solve = _compiled().solve
+    for t, r in enumerate(reds):
+        for e, eps in enumerate(grid):
+            value, cuts, _ = solve(r.p, r.q, float(eps), div, int(ls[t]))
+            raw[t, e] = value
+            nb[t, e] = len(cuts)
+            if cuts_all is not None:
+                cuts_all[t][e] = cuts
+    return raw, nb, cuts_all
 
 
 def _sweep_readable(reds, ls, grid, div, keep_bounds, progress):

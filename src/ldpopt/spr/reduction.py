@@ -6,7 +6,7 @@ r"""The likelihood-ratio reduction and the block sums every SPR solver shares.
   :func:`ldpopt.sweep`, the compiled solvers and ``joint_range``;
 * :class:`_Prefix`: compensated prefix and suffix sums of p, q and p - q, so the sums
   :math:`\Delta P, \Delta Q, \Delta P - \Delta Q` of any block (eq. 31) cost O(1) and keep
-  their precision (vectorised over the block starts); ``_kernels.prefix_table`` holds the
+  their precision (vectorised over the block starts); ``_Prefix.table`` holds the
   same numbers for the compiled solvers.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -38,8 +39,11 @@ class LRReduction:
     ----------
     p, q : ndarray
         Reduced distributions, :math:`p_1/q_1 < \\dots < p_k/q_k` (``q = 0`` meaning +inf).
-    classes : tuple of tuple of int
-        Original symbols merged into each reduced symbol (ascending indices).
+    members : ndarray of int
+        Original symbols class by class, in likelihood-ratio order (ascending within a class):
+        reduced symbol j merges ``members[starts[j]:starts[j + 1]]``.
+    starts : ndarray of int
+        Length k + 1, ``starts[0] = 0``, ``starts[k] = len(members)``.
     dropped : tuple of int
         Original symbols with zero mass under both distributions.
     k_original : int
@@ -47,23 +51,30 @@ class LRReduction:
 
     p: np.ndarray
     q: np.ndarray
-    classes: tuple
+    members: np.ndarray
+    starts: np.ndarray
     dropped: tuple
     k_original: int
 
     @property
     def k(self) -> int:
         """Size of the reduced alphabet."""
-        return len(self.classes)
+        return int(self.starts.shape[0]) - 1
+
+    @cached_property
+    def classes(self) -> tuple:
+        """Original symbols merged into each reduced symbol (tuples of ascending indices)."""
+        m, st = self.members.tolist(), self.starts.tolist()
+        return tuple(tuple(m[st[j] : st[j + 1]]) for j in range(self.k))
 
     def lift_blocks(self, cuts: list[tuple[int, int]]) -> tuple:
         """Map reduced intervals ``[a, b)`` to blocks of original symbols; dropped symbols join block 0."""
         blocks = []
         for j, (a, b) in enumerate(cuts):
-            members = [i for cls in self.classes[a:b] for i in cls]
-            if j == 0:
-                members.extend(self.dropped)
-            blocks.append(tuple(sorted(members)))
+            members = self.members[self.starts[a] : self.starts[b]]
+            if j == 0 and self.dropped:
+                members = np.concatenate((members, np.asarray(self.dropped, dtype=members.dtype)))
+            blocks.append(tuple(np.sort(members).tolist()))
         return tuple(blocks)
 
 
@@ -87,75 +98,80 @@ def likelihood_ratio_reduction(p0: Any, p1: Any, normalize: bool = False) -> LRR
 def _reduce(u: np.ndarray, v: np.ndarray) -> LRReduction:
     """The reduction of validated distributions ``u, v`` (every solver's, single or batched).
 
-    When no two adjacent sorted log-ratios are within ``_NEAR_TIE_RTOL``, every class is one
-    symbol and the reduction is the (vectorised) sort itself; otherwise the runs of near-tied
-    keys are ordered and merged with exact rational comparisons (:func:`_reduce_exact`).
+    Vectorised: one sort of the log-ratios; only the runs of adjacent keys within
+    ``_NEAR_TIE_RTOL`` of each other (:func:`_exact_runs`: usually none, a few at large k)
+    are ordered and merged with exact rational comparisons, one run at a time.
     """
     keep = (u > 0) | (v > 0)
     idx = np.flatnonzero(keep)
     with np.errstate(divide="ignore", invalid="ignore"):
         key = np.log(u[idx]) - np.log(v[idx])  # -inf for p = 0, +inf for q = 0
-        order = idx[np.argsort(key, kind="stable")]
-        skey = np.sort(key, kind="stable")
+        perm = np.argsort(key, kind="stable")
+        skey = key[perm]
         a, b = skey[:-1], skey[1:]
         finite = np.isfinite(a) & np.isfinite(b)
         scale = np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
         near = (a == b) | (finite & (np.abs(b - a) <= _NEAR_TIE_RTOL * np.where(finite, scale, 1.0)))
-    if idx.size == 0 or np.any(near):
-        return _reduce_exact(u, v)
+    members = idx[perm].astype(np.int64)
+    new_class = np.ones(members.shape[0], dtype=bool)  # True where a reduced symbol starts
+    merged = _exact_runs(u, v, near, members, new_class) if np.any(near) else {}
+    starts = np.append(np.flatnonzero(new_class), members.shape[0]).astype(np.int64)
+    first = members[starts[:-1]]
+    p = u[first].astype(float)
+    q = v[first].astype(float)
+    for j, (pj, qj) in merged.items():
+        p[j], q[j] = pj, qj
     return LRReduction(
-        p=u[order].astype(float),
-        q=v[order].astype(float),
-        classes=tuple((int(i),) for i in order),
-        dropped=tuple(int(i) for i in np.flatnonzero(~keep)),
+        p=p,
+        q=q,
+        members=members,
+        starts=starts,
+        dropped=tuple(np.flatnonzero(~keep).tolist()),
         k_original=int(u.shape[0]),
     )
 
 
-def _reduce_exact(u: np.ndarray, v: np.ndarray) -> LRReduction:
-    """The reduction with every run of (near-)tied keys ordered and merged exactly."""
-    k0 = u.shape[0]
-    keep = (u > 0) | (v > 0)
-    dropped = tuple(int(i) for i in np.flatnonzero(~keep))
-    idx = np.flatnonzero(keep)
-    with np.errstate(divide="ignore"):
-        key = np.log(u[idx]) - np.log(v[idx])  # -inf for p = 0, +inf for q = 0
-    order = idx[np.argsort(key, kind="stable")]
-    skey = np.sort(key, kind="stable")
-    # split the sorted list into runs of (near-)equal keys; each run is ordered exactly
-    classes: list[list[int]] = []
-    start = 0
-    n = order.shape[0]
-    while start < n:
-        end = start + 1
-        while end < n and _near(skey[end - 1], skey[end]):
-            end += 1
-        run = [int(i) for i in order[start:end]]
-        if len(run) == 1:
-            classes.append(run)
-        else:
-            run.sort(key=lambda i: (_exact_ratio_key(float(u[i]), float(v[i])), i))
-            prev = None
-            for i in run:
-                kk = _exact_ratio_key(float(u[i]), float(v[i]))
-                if prev is not None and kk == prev:
-                    classes[-1].append(i)
-                else:
-                    classes.append([i])
-                prev = kk
-        start = end
-    cls = tuple(tuple(sorted(c)) for c in classes)
-    p = np.array([math.fsum(u[list(c)].tolist()) for c in cls]) if cls else np.zeros(0)
-    q = np.array([math.fsum(v[list(c)].tolist()) for c in cls]) if cls else np.zeros(0)
-    return LRReduction(p=p, q=q, classes=cls, dropped=dropped, k_original=k0)
+def _exact_runs(u, v, near, members, new_class) -> dict:
+    """Order and merge every run of near-tied keys exactly, in place.
 
-
-def _near(a: float, b: float) -> bool:
-    if a == b:
-        return True
-    if math.isinf(a) or math.isinf(b):
-        return False
-    return abs(b - a) <= _NEAR_TIE_RTOL * max(1.0, abs(a), abs(b))
+    A run is a maximal stretch of sorted positions whose adjacent keys are ``near``; its
+    symbols are re-sorted by their exact ratio (then index) and symbols with equal ratios
+    become one class (ascending indices), marked in ``new_class``.  Returns
+    ``{class index: (fsum of p, fsum of q)}`` for the classes of more than one symbol.
+    """
+    edge = np.diff(np.concatenate(([0], near.astype(np.int8), [0])))
+    run_starts = np.flatnonzero(edge == 1)  # near[s - 1] false, near[s] true: a run from s
+    run_ends = np.flatnonzero(edge == -1) + 1  # ... to e (exclusive)
+    sums: dict = {}
+    for s0, e0 in zip(run_starts.tolist(), run_ends.tolist(), strict=True):
+        run = sorted(members[s0:e0].tolist(), key=lambda i: (_exact_ratio_key(float(u[i]), float(v[i])), i))
+        classes: list[list[int]] = []
+        prev = None
+        for i in run:
+            kk = _exact_ratio_key(float(u[i]), float(v[i]))
+            if prev is not None and kk == prev:
+                classes[-1].append(i)
+            else:
+                classes.append([i])
+            prev = kk
+        pos = s0
+        for c in classes:
+            members[pos : pos + len(c)] = sorted(c)
+            new_class[pos + 1 : pos + len(c)] = False
+            pos += len(c)
+        # class indices of the merged classes, once every earlier run has been marked
+        sums[(s0, tuple(len(c) for c in classes))] = [
+            (math.fsum(u[c].tolist()), math.fsum(v[c].tolist())) for c in classes
+        ]
+    out = {}
+    class_of = np.cumsum(new_class) - 1
+    for (s0, lens), vals in sums.items():
+        pos = s0
+        for n, pq in zip(lens, vals, strict=True):
+            if n > 1:
+                out[int(class_of[pos])] = pq
+            pos += n
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,22 +179,37 @@ def _near(a: float, b: float) -> bool:
 # ---------------------------------------------------------------------------------------------
 def compensated_prefix(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Prefix sums as (hi, lo) pairs (Neumaier), so interval sums keep full precision."""
-    n = x.shape[0]
-    hi = np.zeros(n + 1)
-    lo = np.zeros(n + 1)
-    s = 0.0
-    comp = 0.0
-    for i in range(n):
-        v = float(x[i])
-        t = s + v
-        if abs(s) >= abs(v):
-            comp += (s - t) + v
-        else:
-            comp += (v - t) + s
-        s = t
-        hi[i + 1] = s
-        lo[i + 1] = comp
+    hi, lo = _neumaier_rows(np.asarray(x, dtype=float)[None, :])
+    return hi[0], lo[0]
+
+
+def _neumaier_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Neumaier prefix sums (hi, lo) of every row of ``x`` (shape (r, n) -> two (r, n + 1)).
+
+    Vectorised and bit for bit Neumaier's loop ``t = s + v; comp += err(s, v, t); s = t``:
+    ``hi`` is the sequential sum ``np.cumsum`` computes (``np.add.accumulate`` adds left to
+    right along the axis, it never sums pairwise), every step's rounding error ``err``
+    depends only on the step's own operands (``hi[i]``, ``x[i]``, ``hi[i + 1]``), and ``lo``
+    is the sequential sum of those errors.  Both start from 0.0, as the loop does.
+    """
+    r, n = x.shape
+    hi = np.zeros((r, n + 1))
+    lo = np.zeros((r, n + 1))
+    np.cumsum(x, axis=1, out=hi[:, 1:])
+    hi += 0.0  # 0.0 + x[0] as the loop's first step (turns -0.0 into 0.0)
+    s, t = hi[:, :-1], hi[:, 1:]
+    err = np.where(np.abs(s) >= np.abs(x), (s - t) + x, (x - t) + s)
+    np.cumsum(err, axis=1, out=lo[:, 1:])
+    lo += 0.0
     return hi, lo
+
+
+def _interleave(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """p[0], -q[0], p[1], -q[1], ...: the order in which the sums of p - q are accumulated."""
+    x = np.empty(2 * p.shape[0])
+    x[0::2] = p
+    x[1::2] = -np.asarray(q, dtype=float)
+    return x
 
 
 def compensated_prefix_diff(p: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -189,8 +220,19 @@ def compensated_prefix_diff(p: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, n
     ``dP - dQ`` from the separate sums would carry ~ulp (dP + dQ).
     """
     # the same Neumaier steps over p[0], -q[0], p[1], -q[1], ...; the prefix after each pair
-    hi, lo = compensated_prefix(np.column_stack((p, -np.asarray(q, dtype=float))).ravel())
-    return hi[::2].copy(), lo[::2].copy()
+    hi, lo = compensated_prefix(_interleave(np.asarray(p, dtype=float), q))
+    return hi[::2], lo[::2]
+
+
+#: rows of the table of :class:`_Prefix` (``_Prefix.table``, the compiled kernels' ``pre``):
+#: compensated prefix sums (hi, lo) of p and q, compensated suffix sums (hi, lo) of p and q,
+#: p and q themselves (for the endpoint floor; entry k unused), compensated prefix and suffix
+#: sums (hi, lo) of p - q
+PH, PL, QH, QL, SPH, SPL, SQH, SQL, PX, QX, DH, DL, SDH, SDL = range(14)
+PRE_ROWS = 14
+#: up to this many symbols the six compensated sums of ``_Prefix`` run as one (6, 2k) batch (fewer
+#: numpy calls for small k); above, one row at a time (fewer large temporaries)
+_BATCH_MAX_K = 1 << 15
 
 
 class _Prefix:
@@ -200,19 +242,45 @@ class _Prefix:
     whose partial sums are smaller (prefix when P_b <= S_a, else suffix), so blocks at either end
     of the likelihood-ratio order, where extreme ratios live, keep full relative precision even
     with masses near 1e-300.  A sum is never below its largest endpoint term, which keeps
-    rounding from producing a zero or negative mass.
+    rounding from producing a zero or negative mass.  Everything is vectorised (O(k) numpy);
+    ``table`` holds the same numbers as one (PRE_ROWS, k + 1) array for the compiled kernels.
     """
 
     def __init__(self, p: np.ndarray, q: np.ndarray):
         self.p = np.asarray(p, float)
         self.q = np.asarray(q, float)
-        self.P = compensated_prefix(self.p)
-        self.Q = compensated_prefix(self.q)
-        self.SP = _suffix(self.p)
-        self.SQ = _suffix(self.q)
-        self.D = compensated_prefix_diff(self.p, self.q)
-        hi, lo = compensated_prefix_diff(self.p[::-1], self.q[::-1])
-        self.SD = (hi[::-1].copy(), lo[::-1].copy())
+        k = self.p.shape[0]
+        t = np.zeros((PRE_ROWS, k + 1))
+        pr, qr = self.p[::-1], self.q[::-1]
+        # the Neumaier sums of p, q, their reversals (suffix sums), and p - q forwards and
+        # backwards as p[0], -q[0], p[1], -q[1], ...: (values, first table row, partial sums kept)
+        specs = (
+            (self.p, PH, slice(0, k + 1)),
+            (self.q, QH, slice(0, k + 1)),
+            (pr, SPH, slice(k, None, -1)),
+            (qr, SQH, slice(k, None, -1)),
+            (_interleave(self.p, self.q), DH, slice(0, None, 2)),
+            (_interleave(pr, qr), SDH, slice(None, None, -2)),
+        )
+        if k <= _BATCH_MAX_K:
+            # one (6, 2k) batch (short rows zero-padded: trailing zeros change none of their
+            # first k + 1 partial sums); above, one row at a time (fewer large temporaries)
+            rows = np.zeros((6, 2 * k))
+            for r, (x, _, _) in enumerate(specs):
+                rows[r, : x.shape[0]] = x
+            hi, lo = _neumaier_rows(rows)
+        for r, (x, row, keep) in enumerate(specs):
+            h, l_ = (hi[r], lo[r]) if k <= _BATCH_MAX_K else compensated_prefix(x)
+            t[row], t[row + 1] = h[keep], l_[keep]
+        t[PX, :k] = self.p
+        t[QX, :k] = self.q
+        self.table = t
+        self.P = (t[PH], t[PL])
+        self.Q = (t[QH], t[QL])
+        self.SP = (t[SPH], t[SPL])
+        self.SQ = (t[SQH], t[SQL])
+        self.D = (t[DH], t[DL])
+        self.SD = (t[SDH], t[SDL])
 
     @staticmethod
     def _interval(x, pre, suf, a, b):
@@ -242,9 +310,3 @@ class _Prefix:
         plain = dp - dq
         e = _DIFF_CLIP * (dp + dq)
         return dp, dq, np.minimum(np.maximum(dd, plain - e), plain + e)
-
-
-def _suffix(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Compensated suffix sums: S[i] = sum_{j >= i} x[j], S[n] = 0."""
-    hi, lo = compensated_prefix(x[::-1])
-    return hi[::-1].copy(), lo[::-1].copy()

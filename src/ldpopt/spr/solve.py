@@ -189,7 +189,7 @@ def _solve_reduced(p, q, eps, div, l, method):
     """``(raw, cuts, method name)`` of the reduced instance: the compiled solvers or the readable
     program (:func:`_policy.use_compiled`), then Renyi far from S = 1 solved again
     (:func:`_policy.power_far`)."""
-    fast = _policy.use_compiled(method, div)
+    fast = _policy.use_compiled(method, div, p.shape[0])
     if fast:
         raw, cuts, name = _compiled().solve(p, q, eps, div, l)
     else:
