@@ -689,7 +689,7 @@ class ChernoffInformation:
 
 
 def _log_parts(x, y, d, log_floor):
-    """(log y, log(x / y), active) per term: a zero x or y stands for ``e^log_floor`` (the SPR
+    r"""(log y, log(x / y), active) per term: a zero x or y stands for ``e^log_floor`` (the SPR
     floor e^-eps) and a term with a true zero (``log_floor = -inf``) is inactive: it adds 0 to
     :math:`\sum x^\lambda y^{1-\lambda}` for every lambda in (0, 1) (and, as a limit, at 0 and 1)."""
     with np.errstate(all="ignore"):
@@ -716,7 +716,7 @@ def _curve_value(x, y, d, total: float, lam: float, log_floor: float, ly, lr, ac
 
 
 def _curve_slope(lam: float, y, d, ly, lr, active, centred: bool) -> float:
-    """The sign-carrying slope of :math:`S(\lambda) = \sum x^\lambda y^{1-\lambda}` (a positive
+    r"""The sign-carrying slope of :math:`S(\lambda) = \sum x^\lambda y^{1-\lambda}` (a positive
     multiple of S'(lambda)); increasing in lambda (S is convex)."""
     if centred:
         return math.fsum((y * np.exp(lam * lr) * lr - d).tolist())

@@ -68,7 +68,7 @@ from ldpopt.errors import LdpoptWarning
 from ldpopt.spr.reduction import _Prefix
 from ldpopt.spr.reference import _dp_readable
 
-__all__ = ["ChernoffSolution", "solve_reduced", "GAP_TARGET", "MAX_SPLITS"]
+__all__ = ["ChernoffSolution", "solve_reduced", "sweep_cells", "GAP_TARGET", "MAX_SPLITS"]
 
 #: the search stops when the largest interval bound is within GAP_TARGET * max(1, value) of the
 #: value; half the promised 1e-9, leaving room for the rounding margin added to the bound
@@ -355,3 +355,22 @@ def solve_reduced(p: np.ndarray, q: np.ndarray, eps: float, l: int, fast: bool =
             stacklevel=3,
         )
     return sol
+
+
+def sweep_cells(reds, ls, grid: np.ndarray, keep_bounds: bool, advance=None):
+    """``(values, num_outputs, cuts or None)`` of every pair x eps cell, as ``ldpopt.sweep`` lays
+    them out (one :func:`solve_reduced` per cell; ``advance(1)`` after each)."""
+    T, E = len(reds), grid.shape[0]
+    values = np.empty((T, E))
+    nb = np.empty((T, E), dtype=np.int64)
+    cuts_all: list | None = [[None] * E for _ in range(T)] if keep_bounds else None
+    for t, r in enumerate(reds):
+        for e in range(E):
+            sol = solve_reduced(r.p, r.q, float(grid[e]), int(ls[t]))
+            values[t, e] = sol.value
+            nb[t, e] = len(sol.cuts)
+            if cuts_all is not None:
+                cuts_all[t][e] = sol.cuts
+            if advance is not None:
+                advance(1)
+    return values, nb, cuts_all
