@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from ldpopt.cli._chernoff import certificate_fields, print_certificate, print_chernoff_vs_kl
 from ldpopt.cli._common import (
     app,
     console,
@@ -65,6 +66,7 @@ def _result_dict(res, rows) -> dict:
         "matrix": res.mechanism.matrix.tolist(),
         "method": res.method,
         "baselines": {name: value for name, value, _ in rows},
+        **certificate_fields(res),
     }
 
 
@@ -106,7 +108,7 @@ def design(
     p1: str = typer.Option(..., "--p1", help="P1: comma-separated probabilities or label=prob pairs."),
     eps: float = typer.Option(..., "--eps", help="Privacy level eps > 0 ('inf' for none)."),
     divergence: str = typer.Option(
-        "kl", "--divergence", help="kl, reverse_kl, tv, chi2, hellinger, js, egamma:G, renyi:A."
+        "kl", "--divergence", help="kl, reverse_kl, tv, chi2, hellinger, js, egamma:G, renyi:A, chernoff."
     ),
     max_outputs: int | None = typer.Option(None, "--max-outputs", help="Output budget l."),
     normalize: bool = typer.Option(False, "--normalize", help="Rescale p0/p1 to sum to 1."),
@@ -131,6 +133,7 @@ def design(
             f"value = {fmt(res.value)}   D_f(P0||P1) = {fmt(res.input_divergence)}   "
             f"normalised = {fmt(res.normalized_value)}"
         )
+        print_certificate(res)
     if json_out is not None:
         write_json(json_out, _result_dict(res, rows))
 
@@ -164,5 +167,6 @@ def demo(
             f"With an output budget of 3 at eps = 2: value {fmt(budget.value)} "
             f"(normalised {fmt(budget.normalized_value)})."
         )
+        print_chernoff_vs_kl(p0, p1, DEMO_EPS)
     except (ValueError, TypeError) as exc:
         fail(str(exc))
