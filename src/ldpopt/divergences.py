@@ -760,8 +760,10 @@ def chernoff_curve(x, y, d=None, total: float = 1.0, log_floor: float = -math.in
 
 
 def chernoff_information(m0, m1) -> ChernoffInformation:
-    r"""Chernoff information :math:`C(M_0, M_1)=\max_{\lambda\in[0,1]}-\log\sum_y M_0(y)^\lambda M_1(y)^{1-\lambda}`
-    of two distributions, with the maximising lambda (``.value``, ``.lam``).
+    r"""Chernoff information of two distributions, with the maximising lambda (``.value``, ``.lam``):
+
+    .. math:: C(M_0, M_1) = \max_{\lambda\in[0,1]} -\log\sum_y M_0(y)^\lambda M_1(y)^{1-\lambda}.
+
 
     The Bayes error of n i.i.d. observations decays as :math:`e^{-nC}`.  Symbols with zero mass
     under one distribution add nothing for lambda in (0, 1); disjoint supports give ``inf``.
@@ -791,7 +793,9 @@ class _Chernoff(FDivergence):
         )
 
 
-_CHERNOFF = _Chernoff(f=_chernoff_f, name="chernoff", f0=1.0, slope_inf=0.0, code=CODE_CHERNOFF, symmetric=True)
+_CHERNOFF = _Chernoff(
+    f=_chernoff_f, name="chernoff", f0=1.0, slope_inf=0.0, code=CODE_CHERNOFF, symmetric=True
+)
 
 
 def chernoff() -> FDivergence:

@@ -19,7 +19,6 @@ from scipy.optimize import brentq
 from scipy.special import ndtri
 
 from ldpopt._validation import check_positive_int
-from ldpopt.divergences import chernoff_information
 from ldpopt.deploy.llr import (
     DEFAULT_EXACT_MAX_N,
     DEFAULT_LATTICE_SIZE,
@@ -31,6 +30,7 @@ from ldpopt.deploy.llr import (
     saddle_theta,
 )
 from ldpopt.deploy.testing import LikelihoodRatioTest, check_level
+from ldpopt.divergences import chernoff_information
 
 __all__ = ["SampleSizeResult", "sample_size"]
 
@@ -142,7 +142,7 @@ def sample_size(
             "no number of reports can tell the hypotheses apart"
         )
     _check_within_cap(law, alpha, beta)
-    extra = {
+    extra: dict[str, Any] = {
         "chernoff_n": _chernoff(law, alpha, beta, randomized).n,
         "chernoff_information": chernoff_information(*test.output_distributions).value,
         "stein_n": _stein(law, alpha, beta, randomized).n,

@@ -272,7 +272,9 @@ class _Search:
             lams = sorted(self.points)
             target = GAP_TARGET * max(1.0, self.best[0])
             need = self.best[0] + target
-            bounds = [(*self.interval_bound(a, b, need), b - a) for a, b in zip(lams[:-1], lams[1:], strict=True)]
+            bounds = [
+                (*self.interval_bound(a, b, need), b - a) for a, b in zip(lams[:-1], lams[1:], strict=True)
+            ]
             top = max([self.best[0]] + [ub for ub, _, _ in bounds])
             open_ = [(ub, x) for ub, x, w in bounds if ub > need and w > _MIN_WIDTH]
             if not open_ or splits >= MAX_SPLITS:

@@ -124,7 +124,9 @@ def _outputs_value(div, x: np.ndarray, y: np.ndarray, d: np.ndarray, eps: np.nda
     denom = 1.0 + (x.shape[1] - 1) * c
     lf = np.array([rescale(float(e)).log_floor for e in eps])  # log c where c underflowed, else -inf
     if is_chernoff(div):  # the curve of the s-ary RR's outputs, maximised over lambda
-        return np.array([chernoff_curve(x[e], y[e], d[e], denom[e], lf[e]).value for e in range(eps.shape[0])])
+        return np.array(
+            [chernoff_curve(x[e], y[e], d[e], denom[e], lf[e]).value for e in range(eps.shape[0])]
+        )
     if div.code in (CODE_POWER_UP, CODE_POWER_DOWN):
         return np.array(
             [renyi_value(div.code, div.param, x[e], y[e], d[e], denom[e], lf[e]) for e in range(eps.shape[0])]
