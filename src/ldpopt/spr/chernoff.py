@@ -209,8 +209,8 @@ class _Search:
                 table = -np.exp(L - K)
             cuts = self._solve(table)[1]
             log_s = B.log_sum(cuts, lam)
-            if not log_s < K - _RESCALE_GAP:
-                break
+            if not log_s < K - _RESCALE_GAP or math.isinf(log_s):
+                break  # (log S = -inf: S = 0, the least possible)
             K = log_s
         return cuts
 
@@ -269,6 +269,9 @@ class _Search:
         self._newton()
         splits = 0
         while True:
+            if math.isinf(self.best[0]):  # disjoint output supports (eps = inf): nothing beats inf
+                value, lam, cuts = self.best
+                return ChernoffSolution(value, lam, value, cuts, self.solves)
             lams = sorted(self.points)
             target = GAP_TARGET * max(1.0, self.best[0])
             need = self.best[0] + target
