@@ -75,7 +75,7 @@ def brute_force(p, q, eps: float, l: int | None = None) -> float:
     """Max over every contiguous partition of the LR-sorted alphabet (at most l blocks) of the
     SPR mechanism's Chernoff information, in 40-digit arithmetic."""
     mp.mp.dps = 40
-    order = sorted(range(len(p)), key=lambda i: (math.inf if q[i] == 0 else p[i] / q[i]))
+    order = sorted(range(len(p)), key=lambda i: math.inf if q[i] == 0 else p[i] / q[i])
     P = [mp.mpf(float(p[i])) for i in order]
     Q = [mp.mpf(float(q[i])) for i in order]
     k = len(P)
