@@ -168,7 +168,10 @@ class _Blocks:
 
     def log_sum(self, cuts, lam: float) -> float:
         """log S of a partition at lam: log-sum-exp of its blocks minus log(1 + (s - 1) c)."""
-        return logsumexp(self.log_terms(lam)[self.index(cuts)]) - math.log1p((len(cuts) - 1) * self.c)
+        j = self.index(cuts)
+        with np.errstate(invalid="ignore"):
+            terms = self.ly[j] + lam * self.lr[j]
+        return logsumexp(terms) - math.log1p((len(cuts) - 1) * self.c)
 
     def curve(self, cuts) -> ChernoffInformation:
         """The partition's own curve, maximised exactly."""
