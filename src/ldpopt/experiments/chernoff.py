@@ -30,7 +30,7 @@ import numpy as np
 from ldpopt._extras import require
 from ldpopt._validation import check_positive_int
 from ldpopt.divergences import chernoff_information
-from ldpopt.experiments.utility import BootstrapBands, bootstrap_bands, draw_pairs
+from ldpopt.experiments.utility import bootstrap_bands, curves_frame, draw_pairs
 from ldpopt.mechanism import binary_mechanism, randomized_response
 from ldpopt.spr.chernoff import solve_reduced
 from ldpopt.spr.reduction import likelihood_ratio_reduction
@@ -216,18 +216,7 @@ class ChernoffExperiment:
 
     def to_frame(self):
         """Every plotted curve with its ``lower``/``upper`` band (pandas)."""
-        pd = require("pandas", "to_frame (ldpopt.experiments)", "sweeps")
-        frames = []
-        for i, c in enumerate(self.curves):
-            df = c.to_frame()
-            if self.bands:
-                b: BootstrapBands = self.bands[i]
-                df["lower"] = np.concatenate([b.lower[m] for m in c.mechanisms])
-                df["upper"] = np.concatenate([b.upper[m] for m in c.mechanisms])
-            frames.append(df)
-        df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-        df["quick"] = self.quick
-        return df
+        return curves_frame(self.curves, self.bands, self.quick)
 
 
 def chernoff_experiment(
