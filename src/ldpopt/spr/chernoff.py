@@ -139,20 +139,22 @@ class _Blocks:
         self.x = self.c + A * sums.dp
         self.y = self.c + A * sums.dq
         self.d = A * sums.dd
-        with np.errstate(all="ignore"):
-            lx = np.where(self.x > 0, np.log(np.where(self.x > 0, self.x, 1.0)), self.lf)
-            ly = np.where(self.y > 0, np.log(np.where(self.y > 0, self.y, 1.0)), self.lf)
-        active = np.isfinite(lx) & np.isfinite(ly)
-        both = (self.x > 0) & (self.y > 0)
-        if both.all():
+        if bool(np.all(self.x > 0)) and bool(np.all(self.y > 0)):  # (every finite eps without underflow)
+            active = np.ones(self.x.shape, dtype=bool)
+            self.ly = np.log(self.y)
             lr = log_ratio_array(self.x, self.y, self.d)
         else:
+            with np.errstate(all="ignore"):
+                lx = np.where(self.x > 0, np.log(np.where(self.x > 0, self.x, 1.0)), self.lf)
+                ly = np.where(self.y > 0, np.log(np.where(self.y > 0, self.y, 1.0)), self.lf)
+            active = np.isfinite(lx) & np.isfinite(ly)
+            both = (self.x > 0) & (self.y > 0)
             lr = np.where(
                 both,
                 log_ratio_array(np.where(both, self.x, 1.0), np.where(both, self.y, 1.0), self.d),
                 np.where(active, lx - ly, 0.0),
             )
-        self.ly = np.where(active, ly, -np.inf)
+            self.ly = np.where(active, ly, -np.inf)
         self.lr = lr
         #: Lipschitz constant of every partition's curve: its slope is a weighted mean of lr
         self.L = float(np.max(np.abs(lr[active]))) if active.any() else 0.0
@@ -230,19 +232,31 @@ class _Search:
             K = log_s
         return cuts
 
-    def tangent_bound(self, a: float, b: float) -> float:
-        r""":math:`T_a(b) / G(a)`: min over partitions of the tangent at a of S, taken at b."""
+    def tangent_bound(self, a: float, b: float, exact: bool = True) -> float:
+        r""":math:`T_a(b) / G(a)`: min over partitions of the tangent at a of S, taken at b.
+
+        Not ``exact``: a lower bound without a solve when T_a is known further out on the same
+        side (T_a is concave and equals 1 at a, so it lies above that chord); else the solve.
+        """
         key = (a, b)
-        if key not in self.tangent:
-            B = self.B
-            K = self.points[a][0]
-            if math.isinf(K):
-                self.tangent[key] = 0.0
-            else:
-                with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-                    w = np.exp(B.log_terms(a) - K)
-                    table = np.where(w > 0, -w * (1.0 + (b - a) * B.lr), 0.0)
-                self.tangent[key] = -self._solve(table)[0]
+        if key in self.tangent:
+            return self.tangent[key]
+        if not exact:
+            far = [
+                t for (s, t) in self.tangent if s == a and (t - a) * (b - a) > 0 and abs(t - a) > abs(b - a)
+            ]
+            if far:
+                t = min(far, key=lambda x: abs(x - a))
+                return 1.0 + (b - a) / (t - a) * (self.tangent[(a, t)] - 1.0)
+        B = self.B
+        K = self.points[a][0]
+        if math.isinf(K):
+            self.tangent[key] = 0.0
+        else:
+            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+                w = np.exp(B.log_terms(a) - K)
+                table = np.where(w > 0, -w * (1.0 + (b - a) * B.lr), 0.0)
+            self.tangent[key] = -self._solve(table)[0]
         return self.tangent[key]
 
     def _meet(self, cuts) -> None:
@@ -268,9 +282,11 @@ class _Search:
         lip = 0.5 * (Ha + Hb) + 0.5 * L * w
         split = 0.5 * (a + b) + (Hb - Ha) / (2.0 * L) if L > 0.0 else 0.5 * (a + b)
         ub = lip
-        if lip + self.margin(w) > need and math.isfinite(Ha) and math.isfinite(Hb):
-            t_ab = self.tangent_bound(a, b)  # chord from (a, 1) to (b, t_ab), units of G(a)
-            t_ba = self.tangent_bound(b, a)  # chord from (a, t_ba) to (b, 1), units of G(b)
+        for exact in (False, True):  # chords from wider tangents first (no solve), then exact
+            if not (ub + self.margin(w) > need and math.isfinite(Ha) and math.isfinite(Hb)):
+                break
+            t_ab = self.tangent_bound(a, b, exact)  # chord from (a, 1) to (b, t_ab), units of G(a)
+            t_ba = self.tangent_bound(b, a, exact)  # chord from (a, t_ba) to (b, 1), units of G(b)
             ub_t, x = _chords_bound(a, b, -Ha, -Hb, t_ab, t_ba)
             if ub_t < ub:
                 ub, split = ub_t, x
