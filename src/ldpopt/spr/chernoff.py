@@ -50,6 +50,7 @@ from __future__ import annotations
 import math
 import types
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -393,29 +394,109 @@ def solve_reduced(p: np.ndarray, q: np.ndarray, eps: float, l: int, fast: bool =
     ``l`` blocks (``fast``: the compiled table solver, else the readable program)."""
     p = np.ascontiguousarray(p, dtype=float)
     q = np.ascontiguousarray(q, dtype=float)
-    return _solve(_BlockSums(p, q), float(eps), l, fast, 0.5)
+    return _solve(_BlockSums(p, q), float(eps), l, fast)
 
 
-def _solve(sums: _BlockSums, eps: float, l: int, fast: bool, lam0: float) -> ChernoffSolution:
-    """:func:`solve_reduced` from the block sums, the search starting at ``lam0`` in (0, 1)."""
+def _solve(sums: _BlockSums, eps: float, l: int, fast: bool, compiled: bool = True) -> ChernoffSolution:
+    """:func:`solve_reduced` from the block sums: the compiled search (``fast`` and ``compiled``)
+    where every block has positive output masses, else the Python search (``fast``: over the
+    compiled table solver, else the readable program)."""
+    if fast and compiled:
+        sol = _compiled_cells(sums, np.array([eps]), l)[0]
+        if sol is not None:
+            return _warn_gap(sol)
     blocks = _Blocks(sums, eps)
     if blocks.k == 1 or blocks.L == 0.0 and bool(np.all(np.isfinite(blocks.ly))):
         # one symbol, or every block has x = y: every mechanism has C = 0
         return ChernoffSolution(0.0, 0.5, 0.0, [(0, blocks.k)], 0)
-    sol = _Search(blocks, int(min(max(l, 1), blocks.k)), fast).run(lam0)
+    sol = _Search(blocks, int(min(max(l, 1), blocks.k)), fast).run(0.5)
+    return _warn_gap(sol)
+
+
+def _warn_gap(sol: ChernoffSolution) -> ChernoffSolution:
     if not sol.gap_met:
         warnings.warn(
             f"Chernoff search stopped after {MAX_SPLITS} splits with gap "
             f"{sol.upper_bound - sol.value:.3g} (value {sol.value:.17g})",
             LdpoptWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     return sol
 
 
+#: the search's constants, as the compiled search reads them
+_CONSTS = np.array(
+    [
+        GAP_TARGET,
+        MAX_SPLITS,
+        _ROUND_UNITS,
+        _MIN_WIDTH,
+        _NEAR_BEST,
+        _SAFE_FRACTION,
+        _RESCALE_GAP,
+        _MAX_RESCALES,
+        _CENTRED_MAX,
+    ]
+)
+
+
+def _chernoff_compiled() -> types.ModuleType:
+    """The compiled search, imported on first use (it imports numba)."""
+    from ldpopt.spr import _chernoff_kernels
+
+    return _chernoff_kernels
+
+
+def _compiled_cells(sums: _BlockSums, grid: np.ndarray, l: int) -> list[ChernoffSolution | None]:
+    """The compiled search of one instance at every eps of ``grid`` (GIL released); ``None``
+    where some block has a zero output mass (the Python search answers those cells)."""
+    CK = _chernoff_compiled()
+    E, k = grid.shape[0], sums.k
+    scal = [rescale(float(e)) for e in grid]
+    cs = np.array([s[0] for s in scal])
+    As = np.array([s[1] for s in scal])
+    lfs = np.array([s[2] for s in scal])
+    values, lams, ubs = np.empty(E), np.empty(E), np.empty(E)
+    nbs = np.zeros(E, dtype=np.int64)
+    solves = np.zeros(E, dtype=np.int64)
+    status = np.zeros(E, dtype=np.int64)
+    bounds = np.zeros((E, k + 1), dtype=np.int64)
+    CK.sweep_pair(
+        sums.dp,
+        sums.dq,
+        sums.dd,
+        k,
+        int(l),
+        cs,
+        As,
+        lfs,
+        _CONSTS,
+        values,
+        lams,
+        ubs,
+        nbs,
+        bounds,
+        solves,
+        status,
+    )
+    out: list[ChernoffSolution | None] = []
+    for e in range(E):
+        if status[e] == CK.STATUS_FALLBACK:
+            out.append(None)
+            continue
+        b = bounds[e, : nbs[e] + 1]
+        cuts = [(int(b[j]), int(b[j + 1])) for j in range(int(nbs[e]))]
+        ok = bool(status[e] == CK.STATUS_DONE)
+        out.append(
+            ChernoffSolution(float(values[e]), float(lams[e]), float(ubs[e]), cuts, int(solves[e]), ok)
+        )
+    return out
+
+
 def sweep_cells(reds, ls, grid: np.ndarray, keep_bounds: bool, advance=None):
     """``(values, num_outputs, cuts or None)`` of every pair x eps cell, as ``ldpopt.sweep`` lays
-    them out (``advance(1)`` after each cell; the block sums of a pair are computed once).
+    them out (``advance(E)`` after each pair; the block sums of a pair are computed once, and
+    pairs run in parallel threads: the compiled search releases the GIL).
 
     (Starting each search at the previous eps's maximiser was measured: it needs more solves,
     30 instead of 22 per optimum on the Figure-1b pairs, as the start and the maximiser are then
@@ -424,14 +505,32 @@ def sweep_cells(reds, ls, grid: np.ndarray, keep_bounds: bool, advance=None):
     values = np.empty((T, E))
     nb = np.empty((T, E), dtype=np.int64)
     cuts_all: list | None = [[None] * E for _ in range(T)] if keep_bounds else None
-    for t, r in enumerate(reds):
+
+    def run(t: int) -> int:
+        r = reds[t]
         sums = _BlockSums(np.ascontiguousarray(r.p, dtype=float), np.ascontiguousarray(r.q, dtype=float))
+        sols = _compiled_cells(sums, grid, int(ls[t]))
         for e in range(E):
-            sol = _solve(sums, float(grid[e]), int(ls[t]), True, 0.5)
+            sol = sols[e]
+            if sol is None:
+                sol = _solve(sums, float(grid[e]), int(ls[t]), True, compiled=False)
+            else:
+                _warn_gap(sol)
             values[t, e] = sol.value
             nb[t, e] = len(sol.cuts)
             if cuts_all is not None:
                 cuts_all[t][e] = sol.cuts
+        return E
+
+    n_threads = min(T, _chernoff_compiled().threads()) if T else 1
+    if n_threads <= 1:
+        for t in range(T):
+            done = run(t)
             if advance is not None:
-                advance(1)
+                advance(done)
+    else:
+        with ThreadPoolExecutor(max_workers=n_threads) as pool:
+            for done in pool.map(run, range(T)):
+                if advance is not None:
+                    advance(done)
     return values, nb, cuts_all
