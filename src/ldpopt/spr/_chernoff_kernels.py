@@ -19,7 +19,6 @@ over the table with :func:`ldpopt.spr._kernels.table_pass`, the budget program
 from __future__ import annotations
 
 import math
-
 import os
 
 import numba
