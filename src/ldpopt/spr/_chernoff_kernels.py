@@ -44,6 +44,14 @@ _POINTS_CAP = 4096
 _TANGENTS_CAP = 16384
 #: the partitions whose curves were maximised are remembered in a ring of this many
 _SEEN_CAP = 32
+#: the block terms exp(log y + lam log(x/y) - K) of a point are kept for its tangents, for at
+#: most this many points per cell and at most _EROWS_WORDS floats in all
+_EROWS_MAX = 48
+_EROWS_WORDS = 2_000_000
+#: a point's kept terms are rescaled for a tangent when their scale K is within this of the
+#: point's log G: the terms lost to underflow are then below e^(50 - 745) of the tangent's
+#: scale, far below the rounding margin
+_EROWS_RESCALE_MAX = 50.0
 #: bisection width of a curve's maximiser (``divergences._LAMBDA_XTOL``)
 _LAMBDA_XTOL = 1e-14
 #: the curve slope is summed in the centred form below this |log-ratio| (divergences)
@@ -105,8 +113,11 @@ def _ratio(S, bounds, nb, c):
 # one SPR solve over a score table (``_fast.solve_scores``)
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy")
-def _solve_table(S, k, l, c, H, cnt, par, cand, bounds):
-    """``(raw, nb)``; the partition's boundaries in ``bounds[: nb + 1]``."""
+def _solve_table(S, k, l, c, H, cnt, par, cand, bounds, hint, hint_nb):
+    """``(raw, nb)``; the partition's boundaries in ``bounds[: nb + 1]``.
+
+    ``hint[: hint_nb + 1]`` (``hint_nb`` 0: none) is a partition Dinkelbach starts from when its
+    ratio is larger than the best two blocks' (a warm start: fewer passes, the same optimum)."""
     first = _start(k, l, c)
     bounds[0] = 0
     if first == _policy.START_SINGLE:
@@ -127,6 +138,10 @@ def _solve_table(S, k, l, c, H, cnt, par, cand, bounds):
             bounds[1] = bj
             bounds[2] = k
             nb = 2
+        if hint_nb > 1 and _ratio(S, hint, hint_nb, c) > _ratio(S, bounds, nb, c):
+            nb = hint_nb
+            for j in range(nb + 1):
+                bounds[j] = hint[j]
     # Dinkelbach over the table (``_fast._dinkelbach_table``)
     if c == 0.0:
         table_pass(S, k, 0.0, H, cnt, par)
@@ -259,8 +274,35 @@ def _chords_bound(a, b, ga, gb, t_ab, t_ba):
 
 
 @njit(cache=True, error_model="numpy")
-def _search(x, y, d, ly, lr, k, l, c, lf, L, centred, consts, bounds_out):  # noqa: C901
-    """``(value, lam, upper_bound, nb, solves, gap_met)`` of one cell (``_Search.run(0.5)``)."""
+def _tangent_table(S, ly, lr, n, s0, s1, K, pid, erow_of, erows, erow_K, nrows):
+    """The scores of the tangent at s0 of every block's S, taken at s1, in units of G(s0) = e^K
+    (``_Search.tangent_bound``): from the point's kept terms when there are; returns nrows."""
+    r = erow_of[pid]
+    if r < 0 and nrows < erows.shape[0]:
+        r = nrows
+        nrows += 1
+        erow_of[pid] = r
+        erow_K[r] = K
+        for i in range(n):
+            erows[r, i] = math.exp(ly[i] + s0 * lr[i] - K)
+    dl = s1 - s0
+    if r >= 0 and abs(erow_K[r] - K) <= _EROWS_RESCALE_MAX:
+        f = math.exp(erow_K[r] - K)
+        row = erows[r]
+        for i in range(n):
+            wv = row[i] * f if f != 1.0 else row[i]
+            S[i] = -wv * (1.0 + dl * lr[i]) if wv > 0.0 else 0.0
+    else:
+        for i in range(n):
+            wv = math.exp(ly[i] + s0 * lr[i] - K)
+            S[i] = -wv * (1.0 + dl * lr[i]) if wv > 0.0 else 0.0
+    return nrows
+
+
+@njit(cache=True, error_model="numpy")
+def _search(x, y, d, ly, lr, k, l, c, lf, L, centred, consts, bounds_out, ws, iws, part, erows):  # noqa: C901
+    """``(value, lam, upper_bound, nb, solves, gap_met)`` of one cell (``_Search.run(0.5)``);
+    ``ws``, ``iws``, ``part`` and ``erows`` are the workspace of :func:`_workspace`."""
     gap_target, max_splits, round_units, min_width, near_best, safe_fraction, rescale_gap = (
         consts[0],
         int(consts[1]),
@@ -273,22 +315,12 @@ def _search(x, y, d, ly, lr, k, l, c, lf, L, centred, consts, bounds_out):  # no
     max_rescales = int(consts[7])
     u = 2.0**-53
     n = k * (k + 1) // 2
-    S = np.empty(n)
-    H = np.empty(k + 1)
-    cnt = np.empty(k + 1, dtype=np.int64)
-    par = np.empty(k + 1, dtype=np.int64)
-    cand = np.empty(k + 1, dtype=np.int64)
-    bnd = np.empty(k + 1, dtype=np.int64)
-    idx = np.empty(k, dtype=np.int64)
-    pts_lam = np.empty(_POINTS_CAP)
-    pts_g = np.empty(_POINTS_CAP)
+    S, H, pts_lam, pts_g, tan_a, tan_b, tan_v, erow_K = ws
+    cnt, par, cand, bnd, idx, pts_id, part_nb, erow_of, seen_nb = iws
+    seen = part[_POINTS_CAP:]
+    nrows = 0
     npts = 0
-    tan_a = np.empty(_TANGENTS_CAP)
-    tan_b = np.empty(_TANGENTS_CAP)
-    tan_v = np.empty(_TANGENTS_CAP)
     ntan = 0
-    seen = np.zeros((_SEEN_CAP, k + 1), dtype=np.int64)
-    seen_nb = np.zeros(_SEEN_CAP, dtype=np.int64)
     nseen = 0
     best_val = -math.inf
     best_lam = 0.5
@@ -326,6 +358,10 @@ def _search(x, y, d, ly, lr, k, l, c, lf, L, centred, consts, bounds_out):  # no
                 if known:
                     break
                 newton += 1
+            if npts >= _POINTS_CAP:
+                return best_val, best_lam, math.inf, best_nb, solves, False
+            pid = npts  # the point's id: its row in part, erow_of
+            erow_of[pid] = -1
             # ---- evaluate(lam)
             if (lam == 0.0 or lam == 1.0) and c > 0.0:
                 bnd[0] = 0
@@ -334,7 +370,7 @@ def _search(x, y, d, ly, lr, k, l, c, lf, L, centred, consts, bounds_out):  # no
             elif centred and 0.0 < lam < 1.0:
                 for i in range(n):
                     S[i] = perspective(CODE_POWER_DOWN, lam, x[i], y[i], d[i], lf)
-                _raw, nb = _solve_table(S, k, l, c, H, cnt, par, cand, bnd)
+                _raw, nb = _solve_table(S, k, l, c, H, cnt, par, cand, bnd, bounds_out, best_nb)
                 solves += 1
             else:  # min over partitions of S(lam) on the scaled log-domain scores
                 K0 = _log_sum(ly, lr, one, 1, lam, c)
@@ -344,22 +380,31 @@ def _search(x, y, d, ly, lr, k, l, c, lf, L, centred, consts, bounds_out):  # no
                 for _r in range(max_rescales):
                     for i in range(n):
                         S[i] = -math.exp(ly[i] + lam * lr[i] - K0)
-                    _raw, nb = _solve_table(S, k, l, c, H, cnt, par, cand, bnd)
+                    _raw, nb = _solve_table(S, k, l, c, H, cnt, par, cand, bnd, bounds_out, best_nb)
                     solves += 1
                     log_s = _log_sum(ly, lr, bnd, nb, lam, c)
                     if not log_s < K0 - rescale_gap or math.isinf(log_s):
                         break
                     K0 = log_s
+                if nrows < erows.shape[0]:  # keep the terms for the point's tangents
+                    erow_of[pid] = nrows
+                    erow_K[nrows] = K0
+                    for i in range(n):
+                        erows[nrows, i] = -S[i]
+                    nrows += 1
             g = _log_sum(ly, lr, bnd, nb, lam, c)
-            if npts >= _POINTS_CAP:
-                return best_val, best_lam, math.inf, best_nb, solves, False
+            part_nb[pid] = nb
+            for j in range(nb + 1):
+                part[pid, j] = bnd[j]
             pos = npts  # insert, keeping the points sorted
             while pos > 0 and pts_lam[pos - 1] > lam:
                 pts_lam[pos] = pts_lam[pos - 1]
                 pts_g[pos] = pts_g[pos - 1]
+                pts_id[pos] = pts_id[pos - 1]
                 pos -= 1
             pts_lam[pos] = lam
             pts_g[pos] = g
+            pts_id[pos] = pid
             npts += 1
             # ---- meet the partition: its curve maximised once
             met = False
@@ -409,6 +454,7 @@ def _search(x, y, d, ly, lr, k, l, c, lf, L, centred, consts, bounds_out):  # no
                 for side in range(2):
                     s0, s1 = (a, b) if side == 0 else (b, a)
                     K = ga if side == 0 else gb
+                    pid = pts_id[iv] if side == 0 else pts_id[iv + 1]
                     val = math.nan
                     farv = math.nan
                     fard = math.inf
@@ -428,13 +474,13 @@ def _search(x, y, d, ly, lr, k, l, c, lf, L, centred, consts, bounds_out):  # no
                             if math.isinf(K):
                                 val = 0.0
                             else:
-                                for i in range(n):
-                                    wv = math.exp(ly[i] + s0 * lr[i] - K)
-                                    S[i] = -wv * (1.0 + (s1 - s0) * lr[i]) if wv > 0.0 else 0.0
-                                raw, _nb = _solve_table(S, k, l, c, H, cnt, par, cand, bnd)
+                                nrows = _tangent_table(S, ly, lr, n, s0, s1, K, pid, erow_of, erows, erow_K, nrows)
+                                raw, _nb = _solve_table(
+                                    S, k, l, c, H, cnt, par, cand, bnd, part[pid], part_nb[pid]
+                                )
                                 solves += 1
                                 val = -raw
-                            if ntan >= _TANGENTS_CAP:
+                            if ntan >= tan_a.shape[0]:
                                 return best_val, best_lam, math.inf, best_nb, solves, False
                             tan_a[ntan] = s0
                             tan_b[ntan] = s1
@@ -465,6 +511,37 @@ def _search(x, y, d, ly, lr, k, l, c, lf, L, centred, consts, bounds_out):  # no
         splits += 1
 
 
+@njit(cache=True, error_model="numpy")
+def _workspace(k):
+    """The scratch arrays of :func:`_search` for k reduced symbols (allocated once per pair)."""
+    n = k * (k + 1) // 2
+    ws = (
+        np.empty(n),  # S: the score table
+        np.empty(k + 1),  # H
+        np.empty(_POINTS_CAP),  # pts_lam
+        np.empty(_POINTS_CAP),  # pts_g
+        np.empty(_TANGENTS_CAP),  # tan_a
+        np.empty(_TANGENTS_CAP),  # tan_b
+        np.empty(_TANGENTS_CAP),  # tan_v
+        np.empty(_EROWS_MAX),  # erow_K
+    )
+    iws = (
+        np.empty(k + 1, dtype=np.int64),  # cnt
+        np.empty(k + 1, dtype=np.int64),  # par
+        np.empty(k + 1, dtype=np.int64),  # cand
+        np.empty(k + 1, dtype=np.int64),  # bnd
+        np.empty(k, dtype=np.int64),  # idx
+        np.empty(_POINTS_CAP, dtype=np.int64),  # pts_id
+        np.empty(_POINTS_CAP, dtype=np.int64),  # part_nb
+        np.empty(_POINTS_CAP, dtype=np.int64),  # erow_of
+        np.empty(_SEEN_CAP, dtype=np.int64),  # seen_nb
+    )
+    part = np.empty((_POINTS_CAP + _SEEN_CAP, k + 1), dtype=np.int64)  # points' partitions, seen ring
+    rows = max(2, min(_EROWS_MAX, _EROWS_WORDS // n))
+    erows = np.empty((rows, n))
+    return ws, iws, part, erows
+
+
 @njit(cache=True, error_model="numpy", nogil=True)
 def sweep_pair(dp, dq, dd, k, l, cs, As, lfs, consts, values, lams, ubs, nbs, bounds, solves, status):
     """Every eps of one reduced instance (block sums ``dp, dq, dd`` packed at i (i-1)/2 + t):
@@ -475,6 +552,7 @@ def sweep_pair(dp, dq, dd, k, l, cs, As, lfs, consts, values, lams, ubs, nbs, bo
     d = np.empty(n)
     ly = np.empty(n)
     lr = np.empty(n)
+    ws, iws, part, erows = _workspace(k)
     for e in range(cs.shape[0]):
         c, A, lf = cs[e], As[e], lfs[e]
         positive = True
@@ -504,7 +582,7 @@ def sweep_pair(dp, dq, dd, k, l, cs, As, lfs, consts, values, lams, ubs, nbs, bo
             bounds[e, 1] = k
             continue
         v, lm, ub, nb, ns, ok = _search(
-            x, y, d, ly, lr, k, min(max(l, 1), k), c, lf, L, L < consts[8], consts, bounds[e]
+            x, y, d, ly, lr, k, min(max(l, 1), k), c, lf, L, L < consts[8], consts, bounds[e], ws, iws, part, erows
         )
         values[e] = v
         lams[e] = lm
