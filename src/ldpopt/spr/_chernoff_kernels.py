@@ -25,7 +25,7 @@ import numba
 import numpy as np
 from numba import njit
 
-from ldpopt.divergences import CODE_POWER_DOWN, RENYI_NEAR_MAX
+from ldpopt.divergences import CODE_POWER_DOWN, R_MAX, R_MIN, RENYI_NEAR_MAX
 from ldpopt.spr import _policy
 from ldpopt.spr._kernels import MAX_DINKELBACH_STEPS, log_ratio, perspective, table_budget_dp, table_pass
 
@@ -52,6 +52,9 @@ _EROWS_WORDS = 2_000_000
 #: point's log G: the terms lost to underflow are then below e^(50 - 745) of the tangent's
 #: scale, far below the rounding margin
 _EROWS_RESCALE_MAX = 50.0
+#: block log-ratios with |x / y - 1| below this come from log1p(d / y), the others from
+#: log(x / y): the rounded ratio then costs at most u / (2 log(1 + 1/4)) < 3 u relative
+_RATIO_NEAR = 0.25
 #: bisection width of a curve's maximiser (``divergences._LAMBDA_XTOL``)
 _LAMBDA_XTOL = 1e-14
 #: the curve slope is summed in the centred form below this |log-ratio| (divergences)
@@ -113,11 +116,12 @@ def _ratio(S, bounds, nb, c):
 # one SPR solve over a score table (``_fast.solve_scores``)
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy")
-def _solve_table(S, k, l, c, H, cnt, par, cand, bounds, hint, hint_nb):
+def _solve_table(S, k, l, c, H, cnt, par, cand, bounds, hint, hint_nb, hint2, hint2_nb):
     """``(raw, nb)``; the partition's boundaries in ``bounds[: nb + 1]``.
 
-    ``hint[: hint_nb + 1]`` (``hint_nb`` 0: none) is a partition Dinkelbach starts from when its
-    ratio is larger than the best two blocks' (a warm start: fewer passes, the same optimum)."""
+    ``hint[: hint_nb + 1]`` and ``hint2[: hint2_nb + 1]`` (``nb`` 0: none) are partitions
+    Dinkelbach starts from when their ratio is larger than the best two blocks' (a warm start:
+    fewer passes, the same optimum)."""
     first = _start(k, l, c)
     bounds[0] = 0
     if first == _policy.START_SINGLE:
@@ -142,6 +146,10 @@ def _solve_table(S, k, l, c, H, cnt, par, cand, bounds, hint, hint_nb):
             nb = hint_nb
             for j in range(nb + 1):
                 bounds[j] = hint[j]
+        if hint2_nb > 1 and _ratio(S, hint2, hint2_nb, c) > _ratio(S, bounds, nb, c):
+            nb = hint2_nb
+            for j in range(nb + 1):
+                bounds[j] = hint2[j]
     # Dinkelbach over the table (``_fast._dinkelbach_table``)
     if c == 0.0:
         table_pass(S, k, 0.0, H, cnt, par)
@@ -180,8 +188,11 @@ def _solve_table(S, k, l, c, H, cnt, par, cand, bounds, hint, hint_nb):
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy")
 def _slope(lam, y, d, ly, lr, idx, nb, centred):
+    """(a positive multiple of S'(lam), the same multiple of S''(lam)) of the partition's sum
+    (``divergences._curve_slope``; S is convex, the first is increasing in lam)."""
     s = 0.0
     comp = 0.0
+    s2 = 0.0
     m = 0.0
     if not centred:
         m = -math.inf
@@ -192,13 +203,16 @@ def _slope(lam, y, d, ly, lr, idx, nb, centred):
     for j in range(nb):
         i = idx[j]
         if centred:
-            v = y[i] * math.exp(lam * lr[i]) * lr[i] - d[i]
+            wv = y[i] * math.exp(lam * lr[i])
+            v = wv * lr[i] - d[i]
         else:
-            v = math.exp(ly[i] + lam * lr[i] - m) * lr[i]
+            wv = math.exp(ly[i] + lam * lr[i] - m)
+            v = wv * lr[i]
+        s2 += wv * lr[i] * lr[i]
         t = s + v
         comp += (s - t) + v if abs(s) >= abs(v) else (v - t) + s
         s = t
-    return s + comp
+    return s + comp, s2
 
 
 @njit(cache=True, error_model="numpy")
@@ -210,20 +224,34 @@ def _curve(x, y, d, ly, lr, bounds, nb, c, lf, idx):
         if abs(lr[idx[j]]) > amax:
             amax = abs(lr[idx[j]])
     centred = amax < _CENTRED_SLOPE_MAX
-    if _slope(0.0, y, d, ly, lr, idx, nb, centred) >= 0.0:
+    s0 = _slope(0.0, y, d, ly, lr, idx, nb, centred)[0]
+    if s0 >= 0.0:
         return 0.0, 0.0
-    if _slope(1.0, y, d, ly, lr, idx, nb, centred) <= 0.0:
+    s1 = _slope(1.0, y, d, ly, lr, idx, nb, centred)[0]
+    if s1 <= 0.0:
         return 0.0, 1.0
+    # the root of the increasing slope: Newton steps inside a shrinking bracket (a bisection
+    # where a step leaves it), until the bracket or the step is below _LAMBDA_XTOL
     lo, hi = 0.0, 1.0
-    while hi - lo > _LAMBDA_XTOL:
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:
-            break
-        if _slope(mid, y, d, ly, lr, idx, nb, centred) < 0.0:
-            lo = mid
+    lam = s0 / (s0 - s1)  # the secant of the two ends
+    for _it in range(200):
+        sl, dsl = _slope(lam, y, d, ly, lr, idx, nb, centred)
+        if sl < 0.0:
+            lo = lam
+        elif sl > 0.0:
+            hi = lam
         else:
-            hi = mid
-    lam = 0.5 * (lo + hi)
+            break
+        if hi - lo <= _LAMBDA_XTOL:
+            lam = 0.5 * (lo + hi)
+            break
+        new = lam - sl / dsl if dsl > 0.0 else 0.5 * (lo + hi)
+        if not lo < new < hi:
+            new = 0.5 * (lo + hi)
+        if abs(new - lam) <= 0.25 * _LAMBDA_XTOL:
+            lam = new
+            break
+        lam = new
     total = 1.0 + (nb - 1) * c
     # (1 - lam) D_lam by the accurate Renyi forms (``divergences.renyi_value``)
     near = 0.0
@@ -274,7 +302,7 @@ def _chords_bound(a, b, ga, gb, t_ab, t_ba):
 
 
 @njit(cache=True, error_model="numpy")
-def _tangent_table(S, ly, lr, n, s0, s1, K, pid, erow_of, erows, erow_K, nrows):
+def _tangent_table(S, x, y, ly, lr, n, s0, s1, K, pid, erow_of, erows, erow_K, nrows):
     """The scores of the tangent at s0 of every block's S, taken at s1, in units of G(s0) = e^K
     (``_Search.tangent_bound``): from the point's kept terms when there are; returns nrows."""
     r = erow_of[pid]
@@ -283,8 +311,14 @@ def _tangent_table(S, ly, lr, n, s0, s1, K, pid, erow_of, erows, erow_K, nrows):
         nrows += 1
         erow_of[pid] = r
         erow_K[r] = K
-        for i in range(n):
-            erows[r, i] = math.exp(ly[i] + s0 * lr[i] - K)
+        if s0 == 0.0 or s0 == 1.0:  # x^0 y^1 = y, x^1 y^0 = x: one exp for the scale
+            f = math.exp(-K)
+            base = y if s0 == 0.0 else x
+            for i in range(n):
+                erows[r, i] = base[i] * f
+        else:
+            for i in range(n):
+                erows[r, i] = math.exp(ly[i] + s0 * lr[i] - K)
     dl = s1 - s0
     if r >= 0 and abs(erow_K[r] - K) <= _EROWS_RESCALE_MAX:
         f = math.exp(erow_K[r] - K)
@@ -370,7 +404,7 @@ def _search(x, y, d, ly, lr, k, l, c, lf, L, centred, consts, bounds_out, ws, iw
             elif centred and 0.0 < lam < 1.0:
                 for i in range(n):
                     S[i] = perspective(CODE_POWER_DOWN, lam, x[i], y[i], d[i], lf)
-                _raw, nb = _solve_table(S, k, l, c, H, cnt, par, cand, bnd, bounds_out, best_nb)
+                _raw, nb = _solve_table(S, k, l, c, H, cnt, par, cand, bnd, bounds_out, best_nb, bnd, 0)
                 solves += 1
             else:  # min over partitions of S(lam) on the scaled log-domain scores
                 K0 = _log_sum(ly, lr, one, 1, lam, c)
@@ -380,7 +414,7 @@ def _search(x, y, d, ly, lr, k, l, c, lf, L, centred, consts, bounds_out, ws, iw
                 for _r in range(max_rescales):
                     for i in range(n):
                         S[i] = -math.exp(ly[i] + lam * lr[i] - K0)
-                    _raw, nb = _solve_table(S, k, l, c, H, cnt, par, cand, bnd, bounds_out, best_nb)
+                    _raw, nb = _solve_table(S, k, l, c, H, cnt, par, cand, bnd, bounds_out, best_nb, bnd, 0)
                     solves += 1
                     log_s = _log_sum(ly, lr, bnd, nb, lam, c)
                     if not log_s < K0 - rescale_gap or math.isinf(log_s):
@@ -455,6 +489,7 @@ def _search(x, y, d, ly, lr, k, l, c, lf, L, centred, consts, bounds_out, ws, iw
                     s0, s1 = (a, b) if side == 0 else (b, a)
                     K = ga if side == 0 else gb
                     pid = pts_id[iv] if side == 0 else pts_id[iv + 1]
+                    oid = pts_id[iv + 1] if side == 0 else pts_id[iv]
                     val = math.nan
                     farv = math.nan
                     fard = math.inf
@@ -474,9 +509,23 @@ def _search(x, y, d, ly, lr, k, l, c, lf, L, centred, consts, bounds_out, ws, iw
                             if math.isinf(K):
                                 val = 0.0
                             else:
-                                nrows = _tangent_table(S, ly, lr, n, s0, s1, K, pid, erow_of, erows, erow_K, nrows)
+                                nrows = _tangent_table(
+                                    S, x, y, ly, lr, n, s0, s1, K, pid, erow_of, erows, erow_K, nrows
+                                )
                                 raw, _nb = _solve_table(
-                                    S, k, l, c, H, cnt, par, cand, bnd, part[pid], part_nb[pid]
+                                    S,
+                                    k,
+                                    l,
+                                    c,
+                                    H,
+                                    cnt,
+                                    par,
+                                    cand,
+                                    bnd,
+                                    part[pid],
+                                    part_nb[pid],
+                                    part[oid],
+                                    part_nb[oid],
                                 )
                                 solves += 1
                                 val = -raw
@@ -565,7 +614,13 @@ def sweep_pair(dp, dq, dd, k, l, cs, As, lfs, consts, values, lams, ubs, nbs, bo
                 positive = False
                 break
             ly[i] = math.log(y[i])
-            lr[i] = log_ratio(x[i], y[i], d[i])
+            # log(x / y): of the ratio where it is far from 1 (relative error <= ~3 u for
+            # |x / y - 1| >= _RATIO_NEAR), else log1p(d / y) (``_kernels.log_ratio``)
+            r = x[i] / y[i]
+            if (r <= 1.0 - _RATIO_NEAR or r >= 1.0 + _RATIO_NEAR) and R_MIN < r < R_MAX:
+                lr[i] = math.log(r)
+            else:
+                lr[i] = log_ratio(x[i], y[i], d[i])
             if abs(lr[i]) > L:
                 L = abs(lr[i])
         if not positive:
@@ -582,7 +637,23 @@ def sweep_pair(dp, dq, dd, k, l, cs, As, lfs, consts, values, lams, ubs, nbs, bo
             bounds[e, 1] = k
             continue
         v, lm, ub, nb, ns, ok = _search(
-            x, y, d, ly, lr, k, min(max(l, 1), k), c, lf, L, L < consts[8], consts, bounds[e], ws, iws, part, erows
+            x,
+            y,
+            d,
+            ly,
+            lr,
+            k,
+            min(max(l, 1), k),
+            c,
+            lf,
+            L,
+            L < consts[8],
+            consts,
+            bounds[e],
+            ws,
+            iws,
+            part,
+            erows,
         )
         values[e] = v
         lams[e] = lm
