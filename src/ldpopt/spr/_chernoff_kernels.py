@@ -116,7 +116,7 @@ def _ratio(S, bounds, nb, c):
 # one SPR solve over a score table (``_fast.solve_scores``)
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy")
-def _solve_table(S, k, l, c, H, cnt, par, cand, bounds, hint, hint_nb, hint2, hint2_nb):
+def _solve_table(S, k, l, c, H, cnt, par, cand, bounds, hint, hint_nb, hint2, hint2_nb):  # noqa: C901
     """``(raw, nb)``; the partition's boundaries in ``bounds[: nb + 1]``.
 
     ``hint[: hint_nb + 1]`` and ``hint2[: hint2_nb + 1]`` (``nb`` 0: none) are partitions
