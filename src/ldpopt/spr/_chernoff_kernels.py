@@ -55,6 +55,8 @@ _EROWS_RESCALE_MAX = 50.0
 #: block log-ratios with |x / y - 1| below this come from log1p(d / y), the others from
 #: log(x / y): the rounded ratio then costs at most u / (2 log(1 + 1/4)) < 3 u relative
 _RATIO_NEAR = 0.25
+#: y e^t is formed as such (no log y) while |t| <= L + |K| stays below this (e^700 ~ 1e304)
+_EXP_SAFE = 700.0
 #: bisection width of a curve's maximiser (``divergences._LAMBDA_XTOL``)
 _LAMBDA_XTOL = 1e-14
 #: the curve slope is summed in the centred form below this |log-ratio| (divergences)
@@ -73,11 +75,12 @@ def _at(a, b):
 
 
 @njit(cache=True, error_model="numpy")
-def _log_sum(ly, lr, bounds, nb, lam, c):
+def _log_sum(y, lr, bounds, nb, lam, c):
     """log S of a partition at lam: log-sum-exp of its blocks minus log(1 + (s - 1) c)."""
     m = -math.inf
     for j in range(nb):
-        t = ly[_at(bounds[j], bounds[j + 1])] + lam * lr[_at(bounds[j], bounds[j + 1])]
+        i = _at(bounds[j], bounds[j + 1])
+        t = math.log(y[i]) + lam * lr[i]
         if t > m:
             m = t
     if math.isinf(m):
@@ -86,7 +89,7 @@ def _log_sum(ly, lr, bounds, nb, lam, c):
     comp = 0.0
     for j in range(nb):
         i = _at(bounds[j], bounds[j + 1])
-        v = math.exp(ly[i] + lam * lr[i] - m)
+        v = math.exp(math.log(y[i]) + lam * lr[i] - m)
         t = s + v
         comp += (s - t) + v if abs(s) >= abs(v) else (v - t) + s
         s = t
@@ -187,7 +190,7 @@ def _solve_table(S, k, l, c, H, cnt, par, cand, bounds, hint, hint_nb, hint2, hi
 # a partition's own curve (``divergences.chernoff_curve`` for positive masses)
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy")
-def _slope(lam, y, d, ly, lr, idx, nb, centred):
+def _slope(lam, y, d, lyb, lr, idx, nb, centred):
     """(a positive multiple of S'(lam), the same multiple of S''(lam)) of the partition's sum
     (``divergences._curve_slope``; S is convex, the first is increasing in lam)."""
     s = 0.0
@@ -197,7 +200,7 @@ def _slope(lam, y, d, ly, lr, idx, nb, centred):
     if not centred:
         m = -math.inf
         for j in range(nb):
-            t = ly[idx[j]] + lam * lr[idx[j]]
+            t = lyb[j] + lam * lr[idx[j]]
             if t > m:
                 m = t
     for j in range(nb):
@@ -206,7 +209,7 @@ def _slope(lam, y, d, ly, lr, idx, nb, centred):
             wv = y[i] * math.exp(lam * lr[i])
             v = wv * lr[i] - d[i]
         else:
-            wv = math.exp(ly[i] + lam * lr[i] - m)
+            wv = math.exp(lyb[j] + lam * lr[i] - m)
             v = wv * lr[i]
         s2 += wv * lr[i] * lr[i]
         t = s + v
@@ -216,22 +219,10 @@ def _slope(lam, y, d, ly, lr, idx, nb, centred):
 
 
 @njit(cache=True, error_model="numpy")
-def _curve(x, y, d, ly, lr, bounds, nb, c, lf, idx):
-    """(value, lambda) of the partition's curve, maximised (positive masses)."""
-    amax = 0.0
-    for j in range(nb):
-        idx[j] = _at(bounds[j], bounds[j + 1])
-        if abs(lr[idx[j]]) > amax:
-            amax = abs(lr[idx[j]])
-    centred = amax < _CENTRED_SLOPE_MAX
-    s0 = _slope(0.0, y, d, ly, lr, idx, nb, centred)[0]
-    if s0 >= 0.0:
-        return 0.0, 0.0
-    s1 = _slope(1.0, y, d, ly, lr, idx, nb, centred)[0]
-    if s1 <= 0.0:
-        return 0.0, 1.0
-    # the root of the increasing slope: Newton steps inside a shrinking bracket (a bisection
-    # where a step leaves it), until the bracket or the step is below _LAMBDA_XTOL
+def _slope_root(y, d, ly, lr, idx, nb, centred, s0, s1):
+    """The root in (0, 1) of the increasing slope (``s0 < 0 < s1`` at the ends): Newton steps
+    inside a shrinking bracket (a bisection where a step leaves it), until the bracket or the
+    step is below _LAMBDA_XTOL (``brentq``'s ``xtol`` in ``divergences.chernoff_curve``)."""
     lo, hi = 0.0, 1.0
     lam = s0 / (s0 - s1)  # the secant of the two ends
     for _it in range(200):
@@ -241,17 +232,38 @@ def _curve(x, y, d, ly, lr, bounds, nb, c, lf, idx):
         elif sl > 0.0:
             hi = lam
         else:
-            break
+            return lam
         if hi - lo <= _LAMBDA_XTOL:
-            lam = 0.5 * (lo + hi)
-            break
+            return 0.5 * (lo + hi)
         new = lam - sl / dsl if dsl > 0.0 else 0.5 * (lo + hi)
         if not lo < new < hi:
             new = 0.5 * (lo + hi)
         if abs(new - lam) <= 0.25 * _LAMBDA_XTOL:
-            lam = new
-            break
+            return new
         lam = new
+    return lam
+
+
+@njit(cache=True, error_model="numpy")
+def _curve(x, y, d, lr, bounds, nb, c, lf, idx):
+    """(value, lambda) of the partition's curve, maximised (positive masses)."""
+    amax = 0.0
+    for j in range(nb):
+        idx[j] = _at(bounds[j], bounds[j + 1])
+        if abs(lr[idx[j]]) > amax:
+            amax = abs(lr[idx[j]])
+    centred = amax < _CENTRED_SLOPE_MAX
+    ly = np.empty(nb)  # log y of the partition's blocks
+    if not centred:
+        for j in range(nb):
+            ly[j] = math.log(y[idx[j]])
+    s0 = _slope(0.0, y, d, ly, lr, idx, nb, centred)[0]
+    if s0 >= 0.0:
+        return 0.0, 0.0
+    s1 = _slope(1.0, y, d, ly, lr, idx, nb, centred)[0]
+    if s1 <= 0.0:
+        return 0.0, 1.0
+    lam = _slope_root(y, d, ly, lr, idx, nb, centred, s0, s1)
     total = 1.0 + (nb - 1) * c
     # (1 - lam) D_lam by the accurate Renyi forms (``divergences.renyi_value``)
     near = 0.0
@@ -266,7 +278,7 @@ def _curve(x, y, d, ly, lr, bounds, nb, c, lf, idx):
     if near <= RENYI_NEAR_MAX:
         log_s = math.log1p(-near)
     else:
-        log_s = _log_sum(ly, lr, bounds, nb, lam, c)  # (log1p((s-1)c) = log(total))
+        log_s = _log_sum(y, lr, bounds, nb, lam, c)  # (log1p((s-1)c) = log(total))
     value = log_s / (lam - 1.0)
     if value < 0.0:
         value = 0.0
@@ -302,7 +314,19 @@ def _chords_bound(a, b, ga, gb, t_ab, t_ba):
 
 
 @njit(cache=True, error_model="numpy")
-def _tangent_table(S, x, y, ly, lr, n, s0, s1, K, pid, erow_of, erows, erow_K, nrows):
+def _block_terms(out, y, lr, L, n, lam, K, sign):
+    """``out[i] = sign * x^lam y^(1-lam) e^-K`` of every block, as y e^(lam log(x/y) - K) (one
+    exp; log y + lam log(x/y) - K in one exp where that exponent could overflow)."""
+    if L + abs(K) <= _EXP_SAFE:
+        for i in range(n):
+            out[i] = sign * (y[i] * math.exp(lam * lr[i] - K))
+    else:
+        for i in range(n):
+            out[i] = sign * math.exp(math.log(y[i]) + lam * lr[i] - K)
+
+
+@njit(cache=True, error_model="numpy")
+def _tangent_table(S, x, y, lr, L, n, s0, s1, K, pid, erow_of, erows, erow_K, nrows):
     """The scores of the tangent at s0 of every block's S, taken at s1, in units of G(s0) = e^K
     (``_Search.tangent_bound``): from the point's kept terms when there are; returns nrows."""
     r = erow_of[pid]
@@ -317,8 +341,7 @@ def _tangent_table(S, x, y, ly, lr, n, s0, s1, K, pid, erow_of, erows, erow_K, n
             for i in range(n):
                 erows[r, i] = base[i] * f
         else:
-            for i in range(n):
-                erows[r, i] = math.exp(ly[i] + s0 * lr[i] - K)
+            _block_terms(erows[r], y, lr, L, n, s0, K, 1.0)
     dl = s1 - s0
     if r >= 0 and abs(erow_K[r] - K) <= _EROWS_RESCALE_MAX:
         f = math.exp(erow_K[r] - K)
@@ -327,14 +350,15 @@ def _tangent_table(S, x, y, ly, lr, n, s0, s1, K, pid, erow_of, erows, erow_K, n
             wv = row[i] * f if f != 1.0 else row[i]
             S[i] = -wv * (1.0 + dl * lr[i]) if wv > 0.0 else 0.0
     else:
+        _block_terms(S, y, lr, L, n, s0, K, 1.0)
         for i in range(n):
-            wv = math.exp(ly[i] + s0 * lr[i] - K)
+            wv = S[i]
             S[i] = -wv * (1.0 + dl * lr[i]) if wv > 0.0 else 0.0
     return nrows
 
 
 @njit(cache=True, error_model="numpy")
-def _search(x, y, d, ly, lr, k, l, c, lf, L, centred, consts, bounds_out, ws, iws, part, erows):  # noqa: C901
+def _search(x, y, d, lr, k, l, c, lf, L, centred, consts, bounds_out, ws, iws, part, erows):  # noqa: C901
     """``(value, lam, upper_bound, nb, solves, gap_met)`` of one cell (``_Search.run(0.5)``);
     ``ws``, ``iws``, ``part`` and ``erows`` are the workspace of :func:`_workspace`."""
     gap_target, max_splits, round_units, min_width, near_best, safe_fraction, rescale_gap = (
@@ -407,16 +431,15 @@ def _search(x, y, d, ly, lr, k, l, c, lf, L, centred, consts, bounds_out, ws, iw
                 _raw, nb = _solve_table(S, k, l, c, H, cnt, par, cand, bnd, bounds_out, best_nb, bnd, 0)
                 solves += 1
             else:  # min over partitions of S(lam) on the scaled log-domain scores
-                K0 = _log_sum(ly, lr, one, 1, lam, c)
+                K0 = _log_sum(y, lr, one, 1, lam, c)
                 bnd[0] = 0
                 bnd[1] = k
                 nb = 1
                 for _r in range(max_rescales):
-                    for i in range(n):
-                        S[i] = -math.exp(ly[i] + lam * lr[i] - K0)
+                    _block_terms(S, y, lr, L, n, lam, K0, -1.0)
                     _raw, nb = _solve_table(S, k, l, c, H, cnt, par, cand, bnd, bounds_out, best_nb, bnd, 0)
                     solves += 1
-                    log_s = _log_sum(ly, lr, bnd, nb, lam, c)
+                    log_s = _log_sum(y, lr, bnd, nb, lam, c)
                     if not log_s < K0 - rescale_gap or math.isinf(log_s):
                         break
                     K0 = log_s
@@ -426,7 +449,7 @@ def _search(x, y, d, ly, lr, k, l, c, lf, L, centred, consts, bounds_out, ws, iw
                     for i in range(n):
                         erows[nrows, i] = -S[i]
                     nrows += 1
-            g = _log_sum(ly, lr, bnd, nb, lam, c)
+            g = _log_sum(y, lr, bnd, nb, lam, c)
             part_nb[pid] = nb
             for j in range(nb + 1):
                 part[pid, j] = bnd[j]
@@ -458,7 +481,7 @@ def _search(x, y, d, ly, lr, k, l, c, lf, L, centred, consts, bounds_out, ws, iw
                 for j in range(nb + 1):
                     seen[r, j] = bnd[j]
                 nseen += 1
-                v, lm = _curve(x, y, d, ly, lr, bnd, nb, c, lf, idx)
+                v, lm = _curve(x, y, d, lr, bnd, nb, c, lf, idx)
                 if v > best_val:
                     best_val = v
                     best_lam = lm
@@ -510,7 +533,7 @@ def _search(x, y, d, ly, lr, k, l, c, lf, L, centred, consts, bounds_out, ws, iw
                                 val = 0.0
                             else:
                                 nrows = _tangent_table(
-                                    S, x, y, ly, lr, n, s0, s1, K, pid, erow_of, erows, erow_K, nrows
+                                    S, x, y, lr, L, n, s0, s1, K, pid, erow_of, erows, erow_K, nrows
                                 )
                                 raw, _nb = _solve_table(
                                     S,
@@ -599,7 +622,6 @@ def sweep_pair(dp, dq, dd, k, l, cs, As, lfs, consts, values, lams, ubs, nbs, bo
     x = np.empty(n)
     y = np.empty(n)
     d = np.empty(n)
-    ly = np.empty(n)
     lr = np.empty(n)
     ws, iws, part, erows = _workspace(k)
     for e in range(cs.shape[0]):
@@ -613,7 +635,6 @@ def sweep_pair(dp, dq, dd, k, l, cs, As, lfs, consts, values, lams, ubs, nbs, bo
             if not (x[i] > 0.0 and y[i] > 0.0):
                 positive = False
                 break
-            ly[i] = math.log(y[i])
             # log(x / y): of the ratio where it is far from 1 (relative error <= ~3 u for
             # |x / y - 1| >= _RATIO_NEAR), else log1p(d / y) (``_kernels.log_ratio``)
             r = x[i] / y[i]
@@ -640,7 +661,6 @@ def sweep_pair(dp, dq, dd, k, l, cs, As, lfs, consts, values, lams, ubs, nbs, bo
             x,
             y,
             d,
-            ly,
             lr,
             k,
             min(max(l, 1), k),

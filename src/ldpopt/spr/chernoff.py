@@ -447,20 +447,23 @@ def _chernoff_compiled() -> types.ModuleType:
     return _chernoff_kernels
 
 
-def _compiled_cells(sums: _BlockSums, grid: np.ndarray, l: int) -> list[ChernoffSolution | None]:
-    """The compiled search of one instance at every eps of ``grid`` (GIL released); ``None``
-    where some block has a zero output mass (the Python search answers those cells)."""
-    CK = _chernoff_compiled()
-    E, k = grid.shape[0], sums.k
+def _rescaled(grid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(c, A, log floor) of every eps of ``grid`` (``_numerics.rescale``), as arrays."""
     scal = [rescale(float(e)) for e in grid]
-    cs = np.array([s[0] for s in scal])
-    As = np.array([s[1] for s in scal])
-    lfs = np.array([s[2] for s in scal])
+    return (np.array([x[0] for x in scal]), np.array([x[1] for x in scal]), np.array([x[2] for x in scal]))
+
+
+def _run_compiled(sums: _BlockSums, scal: tuple, l: int):
+    """The compiled search of one instance at every eps of ``scal`` (GIL released):
+    ``(values, lams, upper_bounds, block counts, bounds, solves, status)`` per eps."""
+    CK = _chernoff_compiled()
+    E, k = scal[0].shape[0], sums.k
     values, lams, ubs = np.empty(E), np.empty(E), np.empty(E)
     nbs = np.zeros(E, dtype=np.int64)
     solves = np.zeros(E, dtype=np.int64)
     status = np.zeros(E, dtype=np.int64)
     bounds = np.zeros((E, k + 1), dtype=np.int64)
+    cs, As, lfs = scal
     CK.sweep_pair(
         sums.dp,
         sums.dq,
@@ -479,18 +482,26 @@ def _compiled_cells(sums: _BlockSums, grid: np.ndarray, l: int) -> list[Chernoff
         solves,
         status,
     )
-    out: list[ChernoffSolution | None] = []
-    for e in range(E):
-        if status[e] == CK.STATUS_FALLBACK:
-            out.append(None)
-            continue
-        b = bounds[e, : nbs[e] + 1]
-        cuts = [(int(b[j]), int(b[j + 1])) for j in range(int(nbs[e]))]
-        ok = bool(status[e] == CK.STATUS_DONE)
-        out.append(
-            ChernoffSolution(float(values[e]), float(lams[e]), float(ubs[e]), cuts, int(solves[e]), ok)
-        )
-    return out
+    return values, lams, ubs, nbs, bounds, solves, status
+
+
+def _compiled_solution(out, e: int) -> ChernoffSolution | None:
+    """Cell ``e`` of :func:`_run_compiled`'s output; ``None`` where some block has a zero output
+    mass (the Python search answers those cells)."""
+    CK = _chernoff_compiled()
+    values, lams, ubs, nbs, bounds, solves, status = out
+    if status[e] == CK.STATUS_FALLBACK:
+        return None
+    b = bounds[e, : nbs[e] + 1]
+    cuts = [(int(b[j]), int(b[j + 1])) for j in range(int(nbs[e]))]
+    ok = bool(status[e] == CK.STATUS_DONE)
+    return ChernoffSolution(float(values[e]), float(lams[e]), float(ubs[e]), cuts, int(solves[e]), ok)
+
+
+def _compiled_cells(sums: _BlockSums, grid: np.ndarray, l: int) -> list[ChernoffSolution | None]:
+    """The compiled search of one instance at every eps of ``grid`` (see :func:`_compiled_solution`)."""
+    out = _run_compiled(sums, _rescaled(grid), l)
+    return [_compiled_solution(out, e) for e in range(grid.shape[0])]
 
 
 def sweep_cells(reds, ls, grid: np.ndarray, keep_bounds: bool, advance=None):
@@ -505,19 +516,26 @@ def sweep_cells(reds, ls, grid: np.ndarray, keep_bounds: bool, advance=None):
     values = np.empty((T, E))
     nb = np.empty((T, E), dtype=np.int64)
     cuts_all: list | None = [[None] * E for _ in range(T)] if keep_bounds else None
+    scal = _rescaled(grid)
+    CK = _chernoff_compiled()
 
     def run(t: int) -> int:
         r = reds[t]
         sums = _BlockSums(np.ascontiguousarray(r.p, dtype=float), np.ascontiguousarray(r.q, dtype=float))
-        sols = _compiled_cells(sums, grid, int(ls[t]))
+        out = _run_compiled(sums, scal, int(ls[t]))
+        values[t] = out[0]
+        nb[t] = out[3]
+        status = out[6]
         for e in range(E):
-            sol = sols[e]
+            if status[e] == CK.STATUS_DONE and cuts_all is None:
+                continue
+            sol = _compiled_solution(out, e)
             if sol is None:
                 sol = _solve(sums, float(grid[e]), int(ls[t]), True, compiled=False)
+                values[t, e] = sol.value
+                nb[t, e] = len(sol.cuts)
             else:
                 _warn_gap(sol)
-            values[t, e] = sol.value
-            nb[t, e] = len(sol.cuts)
             if cuts_all is not None:
                 cuts_all[t][e] = sol.cuts
         return E
