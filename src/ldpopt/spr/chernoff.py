@@ -43,6 +43,10 @@ Scores are kept in the log domain: block terms :math:`x^\lambda y^{1-\lambda}` a
 overflow for eps up to 1e3 or masses near 1e-300), and for small log-ratios the partition at a
 point is chosen on the centred power scores of ``renyi(lambda)`` (relative accuracy where
 C ~ eps^2).  Memory is O(k^2): every block's sums are tabulated once per instance.
+
+The search runs compiled (:mod:`ldpopt.spr._chernoff_kernels`, step for step this one) where
+every block has positive output masses; :class:`_Search` answers the other cells and
+``method="dp"`` (over the readable program).
 """
 
 from __future__ import annotations
