@@ -5,11 +5,18 @@ instance at many eps, step for step (the same points, bounds, splits, tangent ch
 rule and rounding margin; the constants are passed in from :mod:`ldpopt.spr.chernoff`), with
 the GIL released so that pairs of a sweep run in parallel threads.  It covers the cells where
 every block has positive output masses x and y (every finite eps without underflow); the
-others are flagged and run by the Python search.  Differences from the Python search that do
-not touch the certificate: sums are Neumaier-compensated instead of ``math.fsum``, a curve's
-maximiser is bracketed by bisection to the same width as ``brentq``'s ``xtol``, and the
-partitions whose curves were maximised are remembered in a small ring (a forgotten one is
-maximised again, which changes nothing but time).
+others are flagged and run by the Python search.
+
+Differences from the Python search, none of which touches the certificate (each bound is still
+a bound of the exact SPR optimum up to the rounding margin): sums are Neumaier-compensated
+instead of ``math.fsum``; a curve's maximiser is found by Newton steps inside a shrinking
+bracket, to the width of ``brentq``'s ``xtol``; the partitions whose curves were maximised are
+remembered in a small ring (a forgotten one is maximised again: time only); block terms are
+formed as ``y e^(lam log(x/y) - K)`` (no log y per block) and log(x/y) is the log of the ratio
+where that is far from 1 (the accurate log1p form near it); a point's block terms are kept and
+rescaled for its tangents (at lambda = 0 and 1 they are y and x themselves); and each solve
+starts Dinkelbach from the partitions known at the interval's ends when they beat the best
+two blocks (fewer passes to the same optimum).
 
 The SPR solves are those of :func:`ldpopt.spr._fast.solve_scores` (best two blocks, Dinkelbach
 over the table with :func:`ldpopt.spr._kernels.table_pass`, the budget program
@@ -49,15 +56,15 @@ _SEEN_CAP = 32
 _EROWS_MAX = 48
 _EROWS_WORDS = 2_000_000
 #: a point's kept terms are rescaled for a tangent when their scale K is within this of the
-#: point's log G: the terms lost to underflow are then below e^(50 - 745) of the tangent's
-#: scale, far below the rounding margin
+#: point's log G: the terms lost to underflow are then below e^(50 - 708) of the tangent's
+#: scale (~1), far below the rounding margin
 _EROWS_RESCALE_MAX = 50.0
 #: block log-ratios with |x / y - 1| below this come from log1p(d / y), the others from
 #: log(x / y): the rounded ratio then costs at most u / (2 log(1 + 1/4)) < 3 u relative
 _RATIO_NEAR = 0.25
 #: y e^t is formed as such (no log y) while |t| <= L + |K| stays below this (e^700 ~ 1e304)
 _EXP_SAFE = 700.0
-#: bisection width of a curve's maximiser (``divergences._LAMBDA_XTOL``)
+#: bracket width of a curve's maximiser (``divergences._LAMBDA_XTOL``)
 _LAMBDA_XTOL = 1e-14
 #: the curve slope is summed in the centred form below this |log-ratio| (divergences)
 _CENTRED_SLOPE_MAX = 1.0
