@@ -1,6 +1,7 @@
 """ldpopt: exactly optimal local-differential-privacy mechanisms.
 
-* Binary hypothesis testing (Sort-Partition-Randomize): :func:`optimal_mechanism`.
+* Binary hypothesis testing (Sort-Partition-Randomize): :func:`optimal_mechanism` (every
+  f-divergence, Renyi, and the Chernoff information with a certificate: :func:`chernoff`).
 * Dominance certificates for a given mechanism: :func:`spr_decomposition`, :func:`dominance`.
 * Baselines and closed forms: :func:`randomized_response`, :func:`binary_mechanism`,
   :func:`egamma_mechanism`, :func:`lr_distance_mechanism`, :func:`kov_lp`.
@@ -12,7 +13,16 @@ from importlib.metadata import version as _version
 from typing import Any
 
 from ldpopt import _compat
-from ldpopt.divergences import FDivergence, egamma, f_divergence, get_divergence, renyi
+from ldpopt.divergences import (
+    ChernoffInformation,
+    FDivergence,
+    chernoff,
+    chernoff_information,
+    egamma,
+    f_divergence,
+    get_divergence,
+    renyi,
+)
 from ldpopt.errors import (
     LdpoptWarning,
     MechanismFileError,
@@ -124,6 +134,9 @@ __all__ = [
     "Mechanism",
     "OptimalMechanismResult",
     "binary_mechanism",
+    "chernoff",
+    "chernoff_information",
+    "ChernoffInformation",
     "egamma",
     "egamma_mechanism",
     "f_divergence",

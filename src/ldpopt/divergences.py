@@ -53,6 +53,12 @@ __all__ = [
     "power_log_terms",
     "renyi_value",
     "perspective_array",
+    "log_ratio_array",
+    "chernoff",
+    "chernoff_information",
+    "ChernoffInformation",
+    "chernoff_curve",
+    "is_chernoff",
 ]
 
 # Kernel codes; keep in sync with ``ldpopt.spr._kernels.perspective``.
@@ -66,6 +72,8 @@ CODE_JS = 5
 CODE_EGAMMA = 6
 CODE_POWER_UP = 7  # f(t) = t^a - 1 - a (t - 1), a > 1 (Renyi, a > 1)
 CODE_POWER_DOWN = 8  # f(t) = 1 - t^a + a (t - 1), 0 < a < 1 (Renyi, a < 1)
+#: the Chernoff objective (not an f-divergence, no kernel): solved by ``ldpopt.spr.chernoff``
+CODE_CHERNOFF = 9
 
 #: relative tolerance of the f(1) = 0 check for user-supplied generators
 F_ONE_TOL = 1e-9
@@ -131,6 +139,14 @@ def _perspective_scalar(
 # generators of KL, reverse KL and the power divergences are normalised to f'(1) = 0 (module
 # docstring), so every term is >= 0 and O(d^2).  ``ldpopt.spr._kernels`` mirrors the same
 # branches and constants for one point in compiled code.
+def log_ratio_array(x: np.ndarray, y: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """log(x / y) of positive x, y with ``d = x - y`` known accurately (log1p(d / y) near 1)."""
+    with np.errstate(all="ignore"):
+        return _log_ratio_array(
+            np.asarray(x, dtype=float), np.asarray(y, dtype=float), np.asarray(d, dtype=float)
+        )
+
+
 def _u_series_array(u, coef):
     v = -u
     s = np.full(u.shape, coef[-1])
@@ -652,6 +668,150 @@ def renyi(alpha: float) -> FDivergence:
     )
 
 
+# ---------------------------------------------------------------------------------------------
+# Chernoff information
+# ---------------------------------------------------------------------------------------------
+#: the root of the curve's slope is bracketed to this width in lambda (brentq's ``xtol``); the
+#: curve is flat at its maximum, so the value is off by ~curvature * xtol^2, far below rounding
+_LAMBDA_XTOL = 1e-14
+#: |log(x / y)| below this for every term: the slope of the curve is summed in the centred form
+#: sum(y e^{lam l} l - d), whose terms are O(l^2) (the plain terms are O(l) and cancel)
+_CENTRED_SLOPE_MAX = 1.0
+
+
+@dataclass(frozen=True)
+class ChernoffInformation:
+    r"""Chernoff information :math:`C = \max_{\lambda\in[0,1]} -\log\sum_y u_y^\lambda v_y^{1-\lambda}`
+    and the maximising :math:`\lambda` (``lam``)."""
+
+    value: float
+    lam: float
+
+
+def _log_parts(x, y, d, log_floor):
+    r"""(log y, log(x / y), active) per term: a zero x or y stands for ``e^log_floor`` (the SPR
+    floor e^-eps) and a term with a true zero (``log_floor = -inf``) is inactive: it adds 0 to
+    :math:`\sum x^\lambda y^{1-\lambda}` for every lambda in (0, 1) (and, as a limit, at 0 and 1)."""
+    with np.errstate(all="ignore"):
+        lx = np.where(x > 0, np.log(np.where(x > 0, x, 1.0)), log_floor)
+        ly = np.where(y > 0, np.log(np.where(y > 0, y, 1.0)), log_floor)
+        active = np.isfinite(lx) & np.isfinite(ly)
+        both = (x > 0) & (y > 0)
+        lr = np.where(both, log_ratio_array(np.where(both, x, 1.0), np.where(both, y, 1.0), d), lx - ly)
+    return np.where(active, ly, -np.inf), np.where(active, lr, 0.0), active
+
+
+def _curve_value(x, y, d, total: float, lam: float, log_floor: float, ly, lr, active) -> float:
+    r""":math:`-\log(\sum x^\lambda y^{1-\lambda} / 	ext{total})`, >= 0, accurate (relative)."""
+    if not active.any():
+        return math.inf
+    if 0.0 < lam < 1.0:
+        # (1 - lam) * Renyi D_lam: its centred form near S = 1, a log-sum-exp far from it
+        return (1.0 - lam) * renyi_value(CODE_POWER_DOWN, lam, x, y, d, total, log_floor)
+    if active.all():
+        return 0.0  # S(0) = sum y / total = 1 and S(1) = sum x / total = 1
+    terms = ly + lam * lr
+    value = -(logsumexp(terms[active]) - math.log(total))
+    return value if value > 0.0 else 0.0
+
+
+def _curve_slope(lam: float, y, d, ly, lr, active, centred: bool) -> float:
+    r"""The sign-carrying slope of :math:`S(\lambda) = \sum x^\lambda y^{1-\lambda}` (a positive
+    multiple of S'(lambda)); increasing in lambda (S is convex)."""
+    if centred:
+        return math.fsum((y * np.exp(lam * lr) * lr - d).tolist())
+    t = ly[active] + lam * lr[active]
+    w = np.exp(t - np.max(t))
+    return math.fsum((w * lr[active]).tolist())
+
+
+def chernoff_curve(x, y, d=None, total: float = 1.0, log_floor: float = -math.inf) -> ChernoffInformation:
+    r"""Chernoff information of two mass vectors x, y with the same ``total`` (``d = x - y`` when
+    known more accurately than the subtraction).
+
+    :math:`h(\lambda) = -\log(\sum x^\lambda y^{1-\lambda}/Z)` is concave on [0, 1] (minus a
+    log-sum-exp of functions linear in lambda); its maximiser is the root of the increasing
+    slope of the sum, bracketed by Brent's method (endpoints when the slope does not change
+    sign), and the value there is evaluated by :func:`renyi_value` (relative accuracy also
+    where it is ~eps^2).  ``log_floor`` as in :func:`perspective_array`: a zero entry stands for
+    ``e^log_floor``; with ``-inf`` it is a true zero (a term with one is 0 on (0, 1)).
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    d = x - y if d is None else np.asarray(d, dtype=float)
+    ly, lr, active = _log_parts(x, y, d, log_floor)
+    if not active.any():
+        return ChernoffInformation(math.inf, 0.5)  # disjoint supports: S = 0 on (0, 1)
+    centred = bool(active.all()) and float(np.max(np.abs(lr))) < _CENTRED_SLOPE_MAX
+
+    def slope(lam: float) -> float:
+        return _curve_slope(lam, y, d, ly, lr, active, centred)
+
+    s0 = slope(0.0)
+    if s0 >= 0.0:
+        lam = 0.0
+    elif slope(1.0) <= 0.0:
+        lam = 1.0
+    else:
+        from scipy.optimize import brentq  # scipy is a core dependency; imported on first use
+
+        lam = float(brentq(slope, 0.0, 1.0, xtol=_LAMBDA_XTOL))
+    return ChernoffInformation(_curve_value(x, y, d, total, lam, log_floor, ly, lr, active), lam)
+
+
+def chernoff_information(m0, m1) -> ChernoffInformation:
+    r"""Chernoff information of two distributions, with the maximising lambda (``.value``, ``.lam``):
+
+    .. math:: C(M_0, M_1) = \max_{\lambda\in[0,1]} -\log\sum_y M_0(y)^\lambda M_1(y)^{1-\lambda}.
+
+
+    The Bayes error of n i.i.d. observations decays as :math:`e^{-nC}`.  Symbols with zero mass
+    under one distribution add nothing for lambda in (0, 1); disjoint supports give ``inf``.
+    """
+    u, v = check_distribution_pair(m0, m1, names=("m0", "m1"))
+    return chernoff_curve(u, v, u - v, 1.0)
+
+
+def _chernoff_f(t):
+    # the lambda = 1/2 member of the family 1 - t^lambda (only a placeholder: the objective is
+    # the maximum over lambda, which no single generator expresses)
+    return 1.0 - np.sqrt(np.asarray(t, dtype=float))
+
+
+@dataclass(frozen=True)
+class _Chernoff(FDivergence):
+    """The Chernoff information as a utility (:func:`chernoff`); calling it evaluates
+    :func:`chernoff_information`.  It is not an f-divergence: ``perspective`` refuses."""
+
+    def __call__(self, u, v) -> float:
+        return chernoff_information(u, v).value
+
+    def perspective(self, x, y, d=None, log_floor: float = -math.inf) -> np.ndarray:
+        raise ValueError(
+            "divergence 'chernoff' is not an f-divergence (it is a maximum over lambda of "
+            "-log sum u^lambda v^(1-lambda)); use ldpopt.chernoff_information"
+        )
+
+
+_CHERNOFF = _Chernoff(
+    f=_chernoff_f, name="chernoff", f0=1.0, slope_inf=0.0, code=CODE_CHERNOFF, symmetric=True
+)
+
+
+def chernoff() -> FDivergence:
+    r"""The Chernoff information :math:`C(M_0, M_1)` as the utility of :func:`ldpopt.optimal_mechanism`
+    (``divergence="chernoff"``): the Bayes-error exponent when both errors count alike.
+
+    ``optimal_mechanism`` maximises it exactly, with a certificate (``docs/chernoff.md``).
+    """
+    return _CHERNOFF
+
+
+def is_chernoff(divergence: FDivergence) -> bool:
+    """True for the Chernoff objective (:func:`chernoff`), which the f-divergence solvers do not take."""
+    return divergence.code == CODE_CHERNOFF
+
+
 def get_divergence(divergence: str | FDivergence) -> FDivergence:
     """Resolve a divergence given by name (``"kl"``, ``"tv"``, ``"egamma:1.5"``, ``"renyi:2"``...)
     or object."""
@@ -662,6 +822,8 @@ def get_divergence(divergence: str | FDivergence) -> FDivergence:
     key = divergence.strip().lower()
     if key in _BUILTINS:
         return _BUILTINS[key]
+    if key == "chernoff":
+        return _CHERNOFF
     for prefix, factory in (("egamma", egamma), ("renyi", renyi)):
         for sep in (":", "("):
             if key.startswith(prefix + sep):
@@ -673,7 +835,7 @@ def get_divergence(divergence: str | FDivergence) -> FDivergence:
                 return factory(val)
     raise ValueError(
         f"unknown divergence={divergence!r}; use one of {', '.join(BUILTIN_NAMES)}, "
-        "'egamma:GAMMA', 'renyi:ALPHA' or an FDivergence"
+        "'chernoff', 'egamma:GAMMA', 'renyi:ALPHA' or an FDivergence"
     )
 
 

@@ -301,6 +301,7 @@ def plot_runtimes(table):
 def plot(result: Any):
     """Dispatch on the experiment result type."""
     from ldpopt.experiments import HullCheck, JointRangeFigure, RuntimeTable, UtilityExperiment
+    from ldpopt.experiments.chernoff import ChernoffExperiment
     from ldpopt.spr.joint_range import JointRange
 
     if isinstance(result, UtilityExperiment):
@@ -311,6 +312,8 @@ def plot(result: Any):
         return plot_hull_check(result)
     if isinstance(result, RuntimeTable):
         return plot_runtimes(result)
+    if isinstance(result, ChernoffExperiment):
+        return plot_chernoff_curves(result)
     raise TypeError(f"result must be an ldpopt.experiments result, got {type(result).__name__}")
 
 
@@ -338,4 +341,37 @@ def plot_robust(experiment):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     _finish(fig, "certified worst-case utility over total-variation neighbourhoods", experiment.quick)
+
+
+#: line styles of the Chernoff experiment (``ldpopt reproduce chernoff``)
+CHERNOFF_STYLES: dict[str, dict[str, Any]] = {
+    "chernoff": dict(color="tab:red", lw=1.8, ls="-", zorder=4),
+    "kl": dict(color="tab:purple", lw=1.6, ls="--", zorder=5),  # on top: the curves nearly coincide
+    "binary": STYLES["binary"],
+    "rr": STYLES["rr"],
+}
+
+
+def plot_chernoff_curves(experiment):
+    r"""One panel per k: mean normalised Chernoff information :math:`C(M_0,M_1)/C(P_0,P_1)` vs eps of
+    the Chernoff-optimal and KL-optimal designs and the baselines, with the bootstrap bands."""
+    from ldpopt.experiments.chernoff import CHERNOFF_LABELS
+
+    curves = experiment.curves
+    fig = new_figure(5.0 * len(curves), 4.2)
+    axes = fig.subplots(1, len(curves), squeeze=False)[0]
+    for i, (ax, c) in enumerate(zip(axes, curves, strict=True)):
+        for m in c.mechanisms:
+            st = CHERNOFF_STYLES[m]
+            ax.plot(c.eps_grid, c.mean(m), label=CHERNOFF_LABELS[m], **st)
+            if experiment.bands:
+                b = experiment.bands[i]
+                ax.fill_between(c.eps_grid, b.lower[m], b.upper[m], color=st["color"], alpha=0.18, lw=0)
+        ax.set_xlabel(r"$\varepsilon$")
+        ax.set_ylabel(r"$C(M_0, M_1)\;/\;C(P_0, P_1)$")
+        ax.set_ylim(0.0, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right", fontsize=8, frameon=True)
+        ax.set_title(f"({chr(97 + i)}) k = {c.k}  (T = {int(np.count_nonzero(c.valid))} pairs)", fontsize=10)
+    _finish(fig, "Chernoff information (Bayes-error exponent) of each design", experiment.quick)
     return fig

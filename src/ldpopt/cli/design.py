@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from ldpopt.cli import _robust
+from ldpopt.cli._chernoff import certificate_fields, print_certificate, print_chernoff_vs_kl
 from ldpopt.cli._common import (
     FromOpt,
     JsonOpt,
@@ -80,6 +81,7 @@ def _result_dict(res, rows) -> dict:
         "matrix": res.mechanism.matrix.tolist(),
         "method": res.method,
         "baselines": {name: value for name, value, _ in rows},
+        **certificate_fields(res),
     }
 
 
@@ -122,7 +124,7 @@ def design(
     p1: str | None = typer.Option(None, "--p1", help="P1, same form as --p0."),
     eps: float | None = typer.Option(None, "--eps", help="Privacy level eps > 0 ('inf' for none)."),
     divergence: str = typer.Option(
-        "kl", "--divergence", help="kl, reverse_kl, tv, chi2, hellinger, js, egamma:G, renyi:A."
+        "kl", "--divergence", help="kl, reverse_kl, tv, chi2, hellinger, js, egamma:G, renyi:A, chernoff."
     ),
     max_outputs: int | None = typer.Option(None, "--max-outputs", help="Output budget l."),
     source: Path | None = FromOpt,
@@ -157,6 +159,7 @@ def design(
             f"value = {fmt(res.value)}   D_f(P0||P1) = {fmt(res.input_divergence)}   "
             f"normalised = {fmt(res.normalized_value)}"
         )
+        print_certificate(res)
         shuffled = shuffle_summary(plan, res.mechanism) if plan is not None else None
         if shuffled is not None:
             print_shuffle(shuffled)
@@ -209,5 +212,6 @@ def demo(
             f"With an output budget of 3 at eps = 2: value {fmt(budget.value)} "
             f"(normalised {fmt(budget.normalized_value)})."
         )
+        print_chernoff_vs_kl(p0, p1, DEMO_EPS)
     except (ValueError, TypeError) as exc:
         fail(str(exc))

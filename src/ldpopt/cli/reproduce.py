@@ -1,6 +1,6 @@
 """``ldpopt reproduce NAME``: rerun the SPR paper's experiments and write figures, CSV and a summary.
 
-Each subcommand (fig1, fig3, fig5, fig6, runtimes) writes into ``--out`` (default
+Each subcommand (fig1, fig3, fig5, fig6, runtimes, chernoff) writes into ``--out`` (default
 ``./ldpopt-out/NAME/``) ``NAME.png``, ``NAME.svg``, ``NAME.csv`` (the plotted numbers) and
 ``summary.json`` (the headline numbers), and prints the summary as a table.  ``--quick`` runs a
 reduced version (for CI); the summary, the CSV and the figure title say so.  Heavy imports happen
@@ -37,9 +37,8 @@ from ldpopt.cli._common import (
 reproduce_app = typer.Typer(
     name="reproduce",
     help=(
-        "Reproduce the SPR paper's experiments (fig1, fig3, fig5, fig6, runtimes) and the robust "
-        "design study (robust) "
-        "as figures + CSV + summary.json."
+        "Reproduce the SPR paper's experiments (fig1, fig3, fig5, fig6, runtimes), the robust design "
+        "study (robust) and the Chernoff experiment (chernoff) as figures + CSV + summary.json."
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -482,3 +481,56 @@ def robust_cmd(
     summary = exp.summary()
     paths = _write_outputs(outdir, "robust", plot_robust(exp), exp.to_frame(), summary)
     _print_summary("robust: worst-case utility over TV neighbourhoods", json_safe(summary), paths, json_out)
+
+
+# ---------------------------------------------------------------------------------------------
+# chernoff
+# ---------------------------------------------------------------------------------------------
+#: --quick: five pairs on the grid {0, 2.5, ..., 10}, 200 bootstrap resamples (a few seconds)
+CHERNOFF_QUICK_TRIALS = 5
+CHERNOFF_QUICK_EPS_STEP = 2.5
+CHERNOFF_QUICK_RESAMPLES = 200
+#: the default run: 100 pairs on {0, 0.5, ..., 10} for k = 6 and 100
+CHERNOFF_EPS_STEP = 0.5
+
+
+@reproduce_app.command("chernoff")
+def chernoff_cmd(
+    k: list[int] | None = typer.Option(
+        None, "--k", help="Alphabet size; repeat for several panels (default 6 and 100)."
+    ),
+    trials: int | None = typer.Option(
+        None, "--trials", help="Dirichlet pairs T (default 100; 5 with --quick)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="NumPy seed of the Dirichlet draws."),
+    eps_step: float | None = typer.Option(
+        None, "--eps-step", help="Grid step on [0, 10] (default 0.5; 2.5 with --quick)."
+    ),
+    resamples: int | None = typer.Option(
+        None, "--resamples", help="Bootstrap resamples (default 1000; 200 with --quick)."
+    ),
+    out: Path | None = OutOpt,
+    quick: bool = QuickOpt,
+    json_out: Path | None = JsonOpt,
+) -> None:
+    """Normalised Chernoff information C(M0,M1)/C(P0,P1) of the Chernoff- and KL-optimal SPR, binary, k-RR."""
+    from ldpopt.experiments.chernoff import chernoff_experiment
+    from ldpopt.plots import plot_chernoff_curves
+
+    ks = list(k) if k else [6, 100]
+    trials = trials if trials is not None else (CHERNOFF_QUICK_TRIALS if quick else 100)
+    step = eps_step if eps_step is not None else (CHERNOFF_QUICK_EPS_STEP if quick else CHERNOFF_EPS_STEP)
+    grid = _eps_grid(step)
+    res = resamples if resamples is not None else (CHERNOFF_QUICK_RESAMPLES if quick else 1000)
+    _needs_extras()
+    outdir = _outdir(out, "chernoff")
+    try:
+        with ProgressBar(len(ks) * trials, f"chernoff: k = {', '.join(map(str, ks))}, T = {trials}") as bar:
+            exp = chernoff_experiment(
+                ks, trials, seed, grid, resamples=res, quick=quick, progress=bar.advance
+            )
+    except (ValueError, TypeError) as exc:
+        fail(str(exc))
+    summary = exp.summary()
+    paths = _write_outputs(outdir, "chernoff", plot_chernoff_curves(exp), exp.to_frame(), summary)
+    _print_summary("chernoff: normalised Chernoff information vs eps", json_safe(summary), paths, json_out)

@@ -30,6 +30,7 @@ from ldpopt.deploy.llr import (
     saddle_theta,
 )
 from ldpopt.deploy.testing import LikelihoodRatioTest, check_level
+from ldpopt.divergences import chernoff_information
 
 __all__ = ["SampleSizeResult", "sample_size"]
 
@@ -59,6 +60,9 @@ class SampleSizeResult:
         :math:`D(M_0\|M_1)`, the Stein exponent.
     chernoff_n : int
         The Chernoff-bound sample size (guaranteed sufficient; an upper bound), for comparison.
+    chernoff_information : float
+        :math:`C(M_0, M_1)`, the Bayes-error exponent (both errors alike: each decays as
+        :math:`e^{-nC}`), exact (:func:`ldpopt.chernoff_information`).
     stein_n : int
         Stein's-lemma estimate with Strassen's second-order term, for comparison.
     message : str
@@ -75,6 +79,7 @@ class SampleSizeResult:
     _: KW_ONLY
     kl: float
     chernoff_n: int = 0
+    chernoff_information: float = math.nan
     stein_n: int = 0
     message: str = ""
 
@@ -147,8 +152,9 @@ def sample_size(
             "no number of reports can tell the hypotheses apart"
         )
     _check_within_cap(law, alpha, beta)
-    extra = {
+    extra: dict[str, Any] = {
         "chernoff_n": _chernoff(law, alpha, beta, randomized).n,
+        "chernoff_information": chernoff_information(*test.output_distributions).value,
         "stein_n": _stein(law, alpha, beta, randomized).n,
     }
     if method == "stein":

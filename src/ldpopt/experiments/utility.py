@@ -54,6 +54,7 @@ __all__ = [
     "utility_curves",
     "progress_total",
     "bootstrap_bands",
+    "curves_frame",
     "fig1",
     "fig6",
 ]
@@ -507,19 +508,24 @@ class UtilityExperiment:
 
     def to_frame(self):
         """Long table of every plotted curve (plus ``lower``/``upper`` band columns for Figure 6)."""
-        pd = require("pandas", "to_frame (ldpopt.experiments)", "sweeps")
+        return curves_frame(self.curves, self.bands, self.quick)
 
-        frames = []
-        for i, c in enumerate(self.curves):
-            df = c.to_frame()
-            if self.bands:
-                b = self.bands[i]
-                df["lower"] = np.concatenate([b.lower[m] for m in c.mechanisms])
-                df["upper"] = np.concatenate([b.upper[m] for m in c.mechanisms])
-            frames.append(df)
-        df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-        df["quick"] = self.quick
-        return df
+
+def curves_frame(curves, bands, quick: bool):
+    """The curves' ``to_frame()`` tables stacked, with their bands' ``lower``/``upper`` columns."""
+    pd = require("pandas", "to_frame (ldpopt.experiments)", "sweeps")
+
+    frames = []
+    for i, c in enumerate(curves):
+        df = c.to_frame()
+        if bands:
+            b = bands[i]
+            df["lower"] = np.concatenate([b.lower[m] for m in c.mechanisms])
+            df["upper"] = np.concatenate([b.upper[m] for m in c.mechanisms])
+        frames.append(df)
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    df["quick"] = quick
+    return df
 
 
 def _num(x: float) -> float | None:

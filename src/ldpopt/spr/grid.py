@@ -29,9 +29,9 @@ import numpy as np
 from ldpopt._numerics import rescale
 from ldpopt._progress import ProgressBar
 from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int, is_real
-from ldpopt.divergences import CODE_POWER_DOWN, CODE_POWER_UP, FDivergence, get_divergence
+from ldpopt.divergences import CODE_POWER_DOWN, CODE_POWER_UP, FDivergence, get_divergence, is_chernoff
 from ldpopt.errors import LdpoptWarning
-from ldpopt.spr import _policy
+from ldpopt.spr import _policy, chernoff
 from ldpopt.spr.reduction import _Prefix, _reduce
 from ldpopt.spr.reference import _dp_readable
 from ldpopt.spr.solve import _compiled, _partition_value, _solve_power_far
@@ -198,7 +198,14 @@ def sweep(
     T, E = len(reds), grid.shape[0]
     ls = np.array([r.k if l_user is None else min(l_user, r.k) for r in reds], dtype=np.int64)
 
-    if div.is_builtin and _small(reds, E):
+    if is_chernoff(div):
+        bar = _progress_bar(T * E, progress, f"sweep {T} x {E} (chernoff)")
+        try:
+            raw, nb, bounds = chernoff.sweep_cells(reds, ls, grid, bool(return_partitions), bar.advance)
+        finally:
+            bar.close()
+        method = "branch_and_bound"
+    elif div.is_builtin and _small(reds, E):
         raw, nb, bounds = _sweep_small(reds, ls, grid, div, bool(return_partitions))
         method = "fast"
     elif div.is_builtin:

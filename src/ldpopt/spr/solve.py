@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import types
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -40,12 +40,13 @@ from ldpopt.divergences import (
     CODE_POWER_UP,
     FDivergence,
     get_divergence,
+    is_chernoff,
     logsumexp,
     power_log_terms,
     renyi_value,
 )
 from ldpopt.mechanism import Mechanism, spr_mechanism
-from ldpopt.spr import _policy
+from ldpopt.spr import _policy, chernoff
 from ldpopt.spr.reduction import LRReduction, _Prefix, _reduce
 from ldpopt.spr.reference import _dp_readable
 
@@ -94,6 +95,13 @@ class OptimalMechanismResult:
         ``status == 0``.
     message : str
         ``"optimal"``, or why the solver failed.
+    lam : float
+        Chernoff only (``divergence="chernoff"``): the lambda at which the returned mechanism's
+        Chernoff information is attained; nan for the f-divergences.
+    upper_bound : float
+        Chernoff only: a certified upper bound on the Chernoff information of every eps-LDP
+        mechanism within the budget, ``upper_bound - value <= 1e-9 max(1, value)``
+        (``docs/chernoff.md``); nan for the f-divergences, whose optimum is exact.
     """
 
     value: float
@@ -109,6 +117,8 @@ class OptimalMechanismResult:
     status: int = 0
     message: str = "optimal"
     labels: tuple | None = field(default=None, repr=False)
+    lam: float = math.nan
+    upper_bound: float = math.nan
 
     @property
     def success(self) -> bool:
@@ -160,7 +170,8 @@ def optimal_mechanism(
         likelihood-ratio quantizer into at most ``max_outputs`` cells).
     divergence : str or FDivergence
         ``"kl"``, ``"reverse_kl"``, ``"tv"``, ``"chi2"``, ``"hellinger"``, ``"js"``,
-        ``"egamma:G"``, ``"renyi:A"`` or an :class:`~ldpopt.FDivergence`.
+        ``"egamma:G"``, ``"renyi:A"``, ``"chernoff"`` (the Chernoff information, maximised by a
+        certified search over lambda: ``docs/chernoff.md``) or an :class:`~ldpopt.FDivergence`.
     max_outputs : int, optional
         Output budget l; ``None`` means no budget (l = k).
     normalize : bool
@@ -181,6 +192,10 @@ def optimal_mechanism(
         raise ValueError(f"method must be 'auto', 'dp' or 'fast', got method={method!r}")
     red = _reduce(u, v)
     l = red.k if l_user is None else min(l_user, red.k)
+    if is_chernoff(div):
+        sol = chernoff.solve_reduced(red.p, red.q, eps, l, fast=method != "dp")
+        res = _build_result(red, sol.value, sol.cuts, eps, div, l_user, u, v, labels, "branch_and_bound")
+        return replace(res, lam=sol.lam, upper_bound=sol.upper_bound)
     raw, cuts, used = _solve_reduced(red.p, red.q, eps, div, l, method)
     return _build_result(red, raw, cuts, eps, div, l_user, u, v, labels, used)
 

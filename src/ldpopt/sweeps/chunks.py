@@ -28,7 +28,14 @@ import numpy as np
 from ldpopt._extras import require
 from ldpopt._numerics import rescale, rescale_array
 from ldpopt._validation import check_distribution_pair
-from ldpopt.divergences import CODE_POWER_DOWN, CODE_POWER_UP, get_divergence, renyi_value
+from ldpopt.divergences import (
+    CODE_POWER_DOWN,
+    CODE_POWER_UP,
+    chernoff_curve,
+    get_divergence,
+    is_chernoff,
+    renyi_value,
+)
 from ldpopt.spr.grid import sweep
 from ldpopt.spr.kov import kov_lp
 from ldpopt.sweeps.config import InstanceSpec, SweepConfig, dirichlet_pair
@@ -116,6 +123,10 @@ def _outputs_value(div, x: np.ndarray, y: np.ndarray, d: np.ndarray, eps: np.nda
     c, _ = rescale_array(eps)
     denom = 1.0 + (x.shape[1] - 1) * c
     lf = np.array([rescale(float(e)).log_floor for e in eps])  # log c where c underflowed, else -inf
+    if is_chernoff(div):  # the curve of the s-ary RR's outputs, maximised over lambda
+        return np.array(
+            [chernoff_curve(x[e], y[e], d[e], denom[e], lf[e]).value for e in range(eps.shape[0])]
+        )
     if div.code in (CODE_POWER_UP, CODE_POWER_DOWN):
         return np.array(
             [renyi_value(div.code, div.param, x[e], y[e], d[e], denom[e], lf[e]) for e in range(eps.shape[0])]

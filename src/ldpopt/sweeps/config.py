@@ -415,7 +415,7 @@ class SweepConfig:
     eps : tuple of float
         The privacy grid, in the order given (ranges expanded, stop included).
     divergences : tuple of str
-        Utility divergences (names accepted by :func:`ldpopt.get_divergence`).
+        Utility divergences (names accepted by :func:`ldpopt.get_divergence`, ``"chernoff"`` included).
     budgets : tuple of int
         Output budgets; 0 means no budget.
     baselines : tuple of str
