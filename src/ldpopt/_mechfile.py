@@ -167,7 +167,13 @@ def write_mechanism_file(
     """Write ``mech`` atomically as a versioned mechanism file (:func:`mechanism_file_text`);
     returns the path."""
     text = mechanism_file_text(
-        mech, p0=p0, p1=p1, divergence=divergence, value=value, include_distributions=include_distributions
+        mech,
+        p0=p0,
+        p1=p1,
+        divergence=divergence,
+        value=value,
+        include_distributions=include_distributions,
+        max_outputs=max_outputs,
     )
     return atomic_write_text(Path(path), text)
 
@@ -180,12 +186,13 @@ def mechanism_file_text(
     divergence: str | None = None,
     value: float | None = None,
     include_distributions: bool = True,
+    max_outputs: int | None = None,
 ) -> str:
     """The text of the versioned mechanism file of ``mech`` (what :func:`write_mechanism_file` writes).
 
     ``p0``/``p1`` are the hypotheses already aligned with the mechanism's inputs (their digests
     are always written, the values unless ``include_distributions=False``); a non-finite
-    ``value`` is written as null.
+    ``value`` is written as null; ``max_outputs`` (the design's output budget) only when set.
     """
     store = include_distributions
     payload = {
