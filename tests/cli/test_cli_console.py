@@ -56,3 +56,51 @@ def test_console_is_left_unset_whatever_stdout_was(monkeypatch):
     finally:
         console.file = None  # type: ignore[assignment]  # unset: rich follows sys.stdout
     assert mine.getvalue() == "mine\n" and err.getvalue().endswith("during\n")
+
+
+def _help_texts():
+    """Every command's help as ``ldpopt CMD --help`` prints it (the command main() builds)."""
+    import click
+
+    from ldpopt.cli._common import command
+
+    group = command(help_requested=True)
+    root = click.Context(group, info_name="ldpopt")
+    yield "ldpopt", group.get_help(root)
+    for name, cmd in group.commands.items():
+        yield name, cmd.get_help(click.Context(cmd, parent=root, info_name=name))
+
+
+def test_help_is_plain_for_every_command():
+    seen = 0
+    for name, text in _help_texts():
+        seen += 1
+        usage = text.splitlines()[0]
+        assert "{" not in usage and "<" not in usage, (name, usage)
+        # no typer type labels anywhere ("<path>", "<int range>", "<bool>", "<list[str]>")
+        labels = [w for w in ("<path>", "<int", "<float", "<bool>", "<str>", "<list", "<text>") if w in text]
+        assert not labels, (name, labels)
+    assert seen >= 15
+
+
+def test_help_of_decide_and_sweep_in_a_subprocess(tmp_path):
+    import os
+    import subprocess
+
+    import ldpopt
+
+    src = str(Path(ldpopt.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    expect = {
+        "decide": ("Usage: ldpopt decide [OPTIONS] [PROBLEM.json]", "  PROBLEM.json  Problem file"),
+        "sweep": ("Usage: ldpopt sweep [OPTIONS] CONFIG", "--workers N"),
+        "sweep-report": ("Usage: ldpopt sweep-report [OPTIONS] DIRECTORY", "--resamples N"),
+    }
+    for cmd, (usage, shown) in expect.items():
+        r = subprocess.run(
+            [sys.executable, "-m", "ldpopt", cmd, "--help"],
+            capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env,
+        )  # fmt: skip
+        assert r.returncode == 0 and r.stdout.startswith(usage), r.stdout + r.stderr
+        assert shown in r.stdout, r.stdout
+        assert "<path>" not in r.stdout and "<int range>" not in r.stdout and "{" not in r.stdout

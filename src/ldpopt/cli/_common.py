@@ -312,14 +312,33 @@ def report_to_stderr_if_json_on_stdout(json_out: Path | None) -> Iterator[None]:
         yield
 
 
-#: help-text metavars by typer's type label (typer 0.29 prints "<float>", "<bool>", ...)
-_METAVARS = {"<float>": "X", "<int>": "N", "<str>": "TEXT", "<path>": "FILE"}
+#: help-text metavars by typer's type label (typer 0.29 prints "<float>", "<bool>", "<int range>", ...)
+_METAVARS = {
+    "<float>": "X",
+    "<float range>": "X",
+    "<int>": "N",
+    "<int range>": "N",
+    "<str>": "TEXT",
+    "<list[str]>": "TEXT",
+    "<path>": "FILE",
+}
+
+
+def _plain_argument(param: Any) -> None:
+    """An argument shown as click shows it: ``NAME`` (``[NAME]`` when optional) in the usage line,
+    no type label (typer 0.29 prints ``{NAME}`` and ``NAME <path>``)."""
+    if param.metavar is None and param.name:
+        param.metavar = param.name.upper()
+    shown = param.metavar if param.required else f"[{param.metavar}]"
+    shown += "..." if param.nargs != 1 else ""
+    param.get_usage_pieces = lambda ctx: [shown]
+    param.display_type_rich = lambda ctx: None
 
 
 def command(help_requested: bool = True) -> Any:
     """The click command of :data:`app`; when help is requested, with plain help texts: flags
-    without a placeholder, values as ``X``/``N``/``TEXT``/``FILE`` (a walk over every command,
-    skipped otherwise to keep start-up short)."""
+    without a placeholder, values as ``X``/``N``/``TEXT``/``FILE``, arguments by name (a walk over
+    every command, skipped otherwise to keep start-up short)."""
     group = typer.main.get_command(app)
     if not help_requested:
         return group
@@ -327,8 +346,8 @@ def command(help_requested: bool = True) -> Any:
     def walk(cmd: Any, ctx: Any) -> None:
         for param in cmd.params:
             kind = getattr(param, "param_type_name", "")
-            if kind == "argument" and param.metavar is None and param.name:
-                param.metavar = param.name.upper()
+            if kind == "argument":
+                _plain_argument(param)
             if kind != "option" or param.metavar is not None:
                 continue
             if param.is_flag or param.is_bool_flag:
