@@ -100,6 +100,7 @@ def _payload(res: Any) -> dict:
 @app.command("compare")
 def compare_cmd(
     mechanism: Path = typer.Argument(..., help="Mechanism file (JSON, as written by 'ldpopt export')."),
+    *,
     p0: str | None = typer.Option(
         None, "--p0", help="P0 (default: --from FILE, else stored in the mechanism file)."
     ),

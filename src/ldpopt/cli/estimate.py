@@ -77,6 +77,7 @@ def _print(mix: Any, freq: Any) -> None:
 def estimate_cmd(
     mechanism: Path = typer.Argument(..., help="Mechanism file (JSON)."),
     reports: Path = typer.Argument(..., help="CSV or Parquet file of reports (column 'report' or --column)."),
+    *,
     p0: str | None = typer.Option(
         None, "--p0", help="P0 (default: --from FILE, else stored in the mechanism file)."
     ),
