@@ -16,7 +16,7 @@ import json
 import math
 from typing import Any
 
-__all__ = ["loads_strict"]
+__all__ = ["in_memory_file", "loads_strict"]
 
 
 class _Refused(Exception):
@@ -63,3 +63,26 @@ def loads_strict(text: str, what: Any) -> Any:
     except RecursionError:
         reason = "nested too deeply"
     raise ValueError(f"{what}: not valid JSON ({reason})")
+
+
+def in_memory_file(source: Any, filename: Any) -> tuple[str, bytes] | None:
+    """``(name, content)`` of an input file given in memory (``bytes`` or a binary file object,
+    named by ``filename`` or the object's ``name``); None when ``source`` is not (a path).
+
+    The readers of input files take either a path or such content (the studio reads uploads
+    without writing them to disk); ``name`` is the file's base name, for the format and messages.
+    """
+    if not (isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "read")):
+        if filename is not None:
+            raise TypeError(f"filename names in-memory content only, got filename={filename!r} with a path")
+        return None
+    name = filename if filename is not None else getattr(source, "name", None)
+    if not isinstance(name, str) or not name:
+        raise TypeError(
+            f"filename must name the content's file (its suffix gives the format), got filename={name!r}"
+        )
+    short = name.replace("\\", "/").rpartition("/")[2]
+    data = source.read() if hasattr(source, "read") else bytes(source)
+    if not isinstance(data, bytes):
+        raise TypeError(f"{short}: the file object must be opened in binary mode, got {type(data).__name__}")
+    return short, data

@@ -149,3 +149,26 @@ def test_paper_example_b2_certificate_verifies(tmp_path):
     (tmp_path / "b2.json").write_text(json.dumps(cert))
     v = run("verify-certificate", "b2.json", cwd=tmp_path)
     assert v.returncode == 0, v.stdout + v.stderr
+
+
+def test_compare_reads_the_pair_from_a_file(tmp_path):
+    path, _ = mechanism_file(tmp_path)
+    # counts, rows in another order than the mechanism's labels; a column that is not used
+    counts0, counts1 = [1, 6, 2, 8, 3], [6, 2, 5, 1, 6]
+    rows = [f"{lab},{a},{b},x" for lab, a, b in zip(LABELS, counts0, counts1, strict=True)][::-1]
+    (tmp_path / "pair.csv").write_text("sym,n0,n1,note\n" + "\n".join(rows) + "\n")
+    args = ["--from", "pair.csv", "--p0-col", "n0", "--p1-col", "n1", "--label-col", "sym"]
+    r = run("compare", path, *args, "--normalize", "--divergence", "tv", "--json", "-", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    cert = strict(r.stdout)
+    # counts / total (20 each), in the mechanism's label order
+    assert cert["p0"] == [c / 20 for c in counts0] and cert["p1"] == [c / 20 for c in counts1]
+    assert recheck(cert) <= 1e-12
+    # counts need --normalize; inline and --from together are refused; one line, exit 2
+    for bad, says in (
+        (args, "--from pair.csv: column 'n0' must sum to 1"),
+        ([*args, "--p0", "a=1"], "either inline (--p0/--p1) or from a file (--from), not both"),
+        (["--from", "pair.csv", "--label-col", "sym"], "missing column(s) p0, p1"),
+    ):
+        e = run("compare", path, *bad, cwd=tmp_path)
+        assert e.returncode == 2 and says in e.stderr and e.stderr.strip().count("\n") == 0, e.stderr

@@ -123,3 +123,27 @@ def test_design_shuffle_designs_at_the_largest_local_eps(tmp_path):
     assert both.exit_code == 2 and "exactly one" in both.stderr
     bad = run("design", "--p0", spec(P0), "--p1", spec(P1), "--shuffle", "n=10,eps=1", cwd=tmp_path)
     assert bad.exit_code == 2 and "delta" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_estimate_from_file_equals_inline_and_keeps_stdout_json(files):
+    folder, mech, reports = files
+    q0 = [0.30, 0.20, 0.15, 0.15, 0.10, 0.10]  # not the stored P0: a warning, on stderr
+    lines = [f"{lab},{a},{b}" for lab, a, b in zip(LABELS, q0, P1, strict=True)]
+    (folder / "q.csv").write_text("label,p0,p1\n" + "\n".join(lines) + "\n")
+    r = ldpopt_cmd("estimate", "M.json", "reports.csv", "--from", "q.csv", "--label-col", "label",
+                   "--json", "-", cwd=folder)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "digest mismatch" in r.stderr
+    data = json.loads(r.stdout)
+    mix = mixture_proportion(
+        mech, dict(zip(LABELS, q0, strict=True)), dict(zip(LABELS, P1, strict=True)), reports
+    )
+    assert data["mixture_proportion"]["value"] == pytest.approx(mix.value, abs=1e-12)
+    inline = run("estimate", "M.json", "reports.csv", "--p0", spec(q0), "--p1", spec(P1), "--json", "i.json",
+                 cwd=folder)  # fmt: skip
+    assert inline.exit_code == 0, inline.output
+    assert json.loads((folder / "i.json").read_text()) == data
+    bad = run("estimate", "nowhere.json", "reports.csv", cwd=folder)
+    assert (
+        bad.exit_code == 2 and "nowhere.json: no such file" in bad.stderr and "--mechanism" not in bad.stderr
+    )

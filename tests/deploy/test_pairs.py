@@ -156,3 +156,79 @@ def test_hostile_json_is_a_clean_error_or_a_pair(tmp_path_factory, doc):
         read_pair(path, normalize=True)
     except (ValueError, TypeError) as exc:
         assert "j.json" in str(exc)
+
+
+def _files(tmp_path):
+    """The same labelled counts as CSV, Parquet and JSON files."""
+    csv_path = _csv(tmp_path, "label,p0,p1\na,3,0\nb,0,5\nc,7,5\n")
+    pq = tmp_path / "pair.parquet"
+    pd.DataFrame({"label": list(COUNTS), "p0": [3, 0, 7], "p1": [0, 5, 5]}).to_parquet(pq)
+    js = tmp_path / "pair.json"
+    js.write_text(
+        json.dumps({"p0": {k: v[0] for k, v in COUNTS.items()}, "p1": {k: v[1] for k, v in COUNTS.items()}})
+    )
+    return [csv_path, pq, js]
+
+
+def test_in_memory_content_reads_as_the_file(tmp_path):
+    import io
+
+    for path in _files(tmp_path):
+        ref = read_pair(path, label="label", normalize=True, optional_label=True)
+        assert ref.labels == ("a", "b", "c") and ref.p0.tolist() == _expected(0)
+        data = path.read_bytes()
+        for source in (data, bytearray(data), memoryview(data), io.BytesIO(data)):
+            got = read_pair(source, label="label", normalize=True, optional_label=True, filename=path.name)
+            assert got.labels == ref.labels
+            assert got.p0.tolist() == ref.p0.tolist() and got.p1.tolist() == ref.p1.tolist()
+        with path.open("rb") as fh:  # a file object names itself
+            got = read_pair(fh, label="label", normalize=True, optional_label=True)
+        assert got.p1.tolist() == ref.p1.tolist()
+    # the same messages, naming the file
+    bad = b"label,p0,p1\na,1,2\nb,x,3\n"
+    with pytest.raises(ValueError, match=r"^up.csv: column 'p0', data row 2: 'x' is not a number$"):
+        read_pair(bad, label="label", filename="dir/up.csv")
+
+
+def test_optional_label_and_in_memory_argument_errors(tmp_path):
+    import io
+
+    unlabelled = b"p0,p1\n0.5,0.25\n0.5,0.75\n"
+    assert read_pair(unlabelled, label="label", optional_label=True, filename="u.csv").labels is None
+    with pytest.raises(ValueError, match=r"u.csv: missing column\(s\) label"):
+        read_pair(unlabelled, label="label", filename="u.csv")
+    rows = json.dumps([{"p0": 0.5, "p1": 0.25}, {"p0": 0.5, "p1": 0.75}]).encode()
+    assert read_pair(rows, label="label", optional_label=True, filename="r.json").labels is None
+    with pytest.raises(TypeError, match="filename must name"):
+        read_pair(unlabelled)  # bytes without a name: no format
+    with pytest.raises(TypeError, match="binary mode"):
+        read_pair(io.StringIO("p0,p1\n1,1\n"), filename="t.csv")
+    with pytest.raises(TypeError, match="filename names in-memory content only"):
+        read_pair(_csv(tmp_path, "p0,p1\n1,1\n"), filename="other.csv")
+    with pytest.raises(ValueError, match=r"x.txt: unknown format '.txt'"):
+        read_pair(unlabelled, filename="x.txt")
+    with pytest.raises(TypeError, match="optional_label"):
+        read_pair(unlabelled, filename="u.csv", optional_label="yes")
+
+
+def test_decision_problem_from_bytes_is_the_file(tmp_path):
+    import io
+
+    doc = {"likelihood": [[0.5, 0.1], [0.5, 0.9]], "loss": [[0, 1], [1, 0]], "labels": ["u", "v"]}
+    path = tmp_path / "toy.json"
+    path.write_text(json.dumps(doc))
+    ref = ldpopt.DecisionProblem.from_json(path)
+    for source in (path.read_bytes(), io.BytesIO(path.read_bytes())):
+        got = ldpopt.DecisionProblem.from_json(source, filename="toy.json")
+        assert got.name == ref.name == "toy" and got.labels == ref.labels
+        assert np.array_equal(got.likelihood, ref.likelihood) and np.array_equal(got.loss, ref.loss)
+    bad = json.dumps({**doc, "likelihood": [[0.5, 0.1], [0.6, 0.9]]}).encode()
+    (tmp_path / "bad.json").write_bytes(bad)
+    with pytest.raises(ValueError) as on_disk:
+        ldpopt.DecisionProblem.from_json(tmp_path / "bad.json")
+    with pytest.raises(ValueError) as in_memory:
+        ldpopt.DecisionProblem.from_json(bad, filename="bad.json")
+    assert str(in_memory.value) == str(on_disk.value).replace(str(tmp_path / "bad.json"), "bad.json")
+    assert "bad.json:" in str(in_memory.value)
+    with pytest.raises(ValueError, match="b.json cannot be read"):
+        ldpopt.DecisionProblem.from_json(b"\xff\xfe", filename="b.json")

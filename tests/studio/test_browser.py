@@ -198,8 +198,8 @@ def test_bad_file_shows_the_error(page):
     bad = files / "bad.csv"
     bad.write_text("label,p0,p1\na,1,2\nb,lots,3\n")
     _upload(driver, "upload-file", bad)
-    with pytest.raises(TypeError) as info:
-        check_labelled_pair([1.0, "lots"], [2.0, 3.0])
+    with pytest.raises(ValueError) as info:  # the library's reader, its message
+        ldpopt.read_pair(bad, label="label", normalize=True, optional_label=True)
     error = driver.find_element(By.ID, "data-error")
     _wait(driver, lambda d: error.text != "", "no error shown")
     assert str(info.value) in error.text

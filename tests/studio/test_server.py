@@ -131,40 +131,45 @@ def test_deployment_and_mechanism_file(server, tmp_path):
 @pytest.mark.parametrize(
     ("name", "body", "expected"),
     [
-        (
-            "x.csv",
-            b"label,p0,p1\na,1,2\nb,abc,3\n",
-            "p0 must be a sequence of real numbers, got the entry 'abc'",
-        ),
+        ("x.csv", b"label,p0,p1\na,1,2\nb,abc,3\n", "column 'p0', data row 2: 'abc' is not a number"),
         ("x.csv", b"label,p0\na,1\n", "missing column(s) p1"),
-        ("x.csv", b"label,p0,p1\na,1,2\na,3,4\n", "repeats a label"),
-        ("x.csv", b"label,p0,p1\na,-1,2\nb,3,4\n", "p0 must be non-negative"),
-        ("x.csv", b"label,p0,p1\na,0,2\nb,0,4\n", "p0 must have positive total mass"),
-        ("x.csv", b"p0,p1\n1,2\n3\n", "p1 must contain only finite numbers"),
-        ("x.csv", b"\x00\xff\xfe garbage \x00", "x.csv"),
-        ("x.json", b'{"p0": [1, 2], "p1": [1, 2, 3]}', "p0 and p1 must have the same length"),
+        ("x.csv", b"label,p0,p1\na,1,2\na,3,4\n", "label 'a' appears twice in column 'label'"),
+        ("x.csv", b"label,p0,p1\na,-1,2\nb,3,4\n", "column 'p0' must be non-negative"),
+        ("x.csv", b"label,p0,p1\na,0,2\nb,0,4\n", "column 'p0' must have positive total mass"),
+        ("x.csv", b"p0,p1\n1,2\n3\n", "row 3 has 1 fields, the header has 2"),
+        ("x.csv", b"p0,p1\n1,2\ninf,3\n", "column 'p0' must contain only finite numbers"),
+        ("x.csv", b"\x00\xff\xfe garbage \x00", "x.csv: not a readable CSV file"),
+        ("x.json", b'{"p0": [1, 2], "p1": [1, 2, 3]}', "must have the same length, got 2 and 3"),
         ("x.json", b'{"p0": [1, NaN], "p1": [1, 2]}', "not valid JSON"),
         ("x.json", b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
-        ("x.json", b'{"p0": [1], "p1": [1], "p2": 3}', "unknown key 'p2'"),
-        ("x.json", b"\xff\xfe", "not a UTF-8 text file"),
-        ("x.parquet", b"PAR1 not really", "cannot read parquet"),
-        ("x.xlsx", b"whatever", "unknown file type .xlsx"),
-        ("x.csv", b"", "the file is empty"),
+        ("x.json", b'{"p0": [1], "q1": [1]}', "missing key 'p1'"),
+        ("x.json", b"\xff\xfe", "x.json: not valid JSON"),
+        ("x.parquet", b"PAR1 not really", "x.parquet: not a readable Parquet file"),
+        ("x.xlsx", b"whatever", "x.xlsx: unknown format '.xlsx'"),
+        ("x.csv", b"", "x.csv is empty"),
     ],
 )
-def test_malformed_uploads_say_what_is_wrong(server, name, body, expected):
+def test_malformed_uploads_say_what_is_wrong(server, tmp_path, name, body, expected):
     status, data = server.request(f"/api/upload?name={name}", body)
     assert status == 400
-    assert expected in json.loads(data)["error"]
+    error = json.loads(data)["error"]
+    assert expected in error
+    # the page shows the library's message: the one read_pair gives for the same file on disk
+    path = tmp_path / name
+    path.write_bytes(body)
+    with pytest.raises(ValueError) as exc:
+        ldpopt.read_pair(path, label="label", normalize=True, optional_label=True)
+    assert error == str(exc.value)
 
 
 def test_parquet_and_json_uploads(server):
     import pandas as pd
 
     buf = io.BytesIO()
-    pd.DataFrame({"symbol": ["x", "y", "z"], "p0": [2, 3, 5], "p1": [5, 3, 2]}).to_parquet(buf)
+    pd.DataFrame({"label": ["x", "y", "z"], "p0": [2, 3, 5], "p1": [5, 3, 2]}).to_parquet(buf)
     status, data = server.request("/api/upload?name=pair.parquet", buf.getvalue())
     assert status == 200 and json.loads(data)["p0"] == [0.2, 0.3, 0.5]
+    assert json.loads(data)["labels"] == ["x", "y", "z"]
     status, data = server.request("/api/upload?name=pair.json", b'{"p0": [1, 3], "p1": {"0": 1}}')
     assert status == 400  # a list against a labelled object: the validator's length message
     status, data = server.request(

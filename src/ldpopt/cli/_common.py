@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import IO, Any, NoReturn, cast
 
 import numpy as np
 import typer
@@ -38,9 +38,36 @@ app = typer.Typer(
 )
 
 
+#: rich's own ``Console.file`` property (its getter and setter)
+_RICH_FILE = cast(property, vars(Console)["file"])
+
+
 class _Console(Console):
     """A rich console that prints tables as CSV (a ``# title`` line, a header row, the rows, in
-    full) when its output is not a terminal, so piped output is never truncated nor boxed."""
+    full) when its output is not a terminal, so piped output is never truncated nor boxed.
+
+    :meth:`redirect` sends its output to another stream for a while without touching the file it
+    was given (usually none: it follows ``sys.stdout``, which test runners replace)."""
+
+    #: the stream of a :meth:`redirect` in progress, else None
+    redirected_to: IO[str] | None = None
+
+    @property
+    def file(self) -> IO[str]:
+        return self.redirected_to if self.redirected_to is not None else super().file
+
+    @file.setter
+    def file(self, new_file: IO[str]) -> None:
+        _RICH_FILE.__set__(self, new_file)
+
+    @contextmanager
+    def redirect(self, stream: IO[str]) -> Iterator[None]:
+        """Write to ``stream`` inside the block; afterwards to the console's own file again."""
+        previous, self.redirected_to = self.redirected_to, stream
+        try:
+            yield
+        finally:
+            self.redirected_to = previous
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         if len(objects) == 1 and isinstance(objects[0], Table) and not self.is_terminal:
@@ -281,23 +308,37 @@ def report_to_stderr_if_json_on_stdout(json_out: Path | None) -> Iterator[None]:
     if json_out is None or not is_stdout(json_out):
         yield
         return
-    old = console.file
-    console.file = sys.stderr
-    try:
+    with console.redirect(sys.stderr):
         yield
-    finally:
-        # None: follow sys.stdout again (a test runner replaces it for every invocation)
-        console.file = None if old is sys.stdout else old  # type: ignore[assignment]
 
 
-#: help-text metavars by typer's type label (typer 0.29 prints "<float>", "<bool>", ...)
-_METAVARS = {"<float>": "X", "<int>": "N", "<str>": "TEXT", "<path>": "FILE"}
+#: help-text metavars by typer's type label (typer 0.29 prints "<float>", "<bool>", "<int range>", ...)
+_METAVARS = {
+    "<float>": "X",
+    "<float range>": "X",
+    "<int>": "N",
+    "<int range>": "N",
+    "<str>": "TEXT",
+    "<list[str]>": "TEXT",
+    "<path>": "FILE",
+}
+
+
+def _plain_argument(param: Any) -> None:
+    """An argument shown as click shows it: ``NAME`` (``[NAME]`` when optional) in the usage line,
+    no type label (typer 0.29 prints ``{NAME}`` and ``NAME <path>``)."""
+    if param.metavar is None and param.name:
+        param.metavar = param.name.upper()
+    shown = param.metavar if param.required else f"[{param.metavar}]"
+    shown += "..." if param.nargs != 1 else ""
+    param.get_usage_pieces = lambda ctx: [shown]
+    param.display_type_rich = lambda ctx: None
 
 
 def command(help_requested: bool = True) -> Any:
     """The click command of :data:`app`; when help is requested, with plain help texts: flags
-    without a placeholder, values as ``X``/``N``/``TEXT``/``FILE`` (a walk over every command,
-    skipped otherwise to keep start-up short)."""
+    without a placeholder, values as ``X``/``N``/``TEXT``/``FILE``, arguments by name (a walk over
+    every command, skipped otherwise to keep start-up short)."""
     group = typer.main.get_command(app)
     if not help_requested:
         return group
@@ -305,8 +346,8 @@ def command(help_requested: bool = True) -> Any:
     def walk(cmd: Any, ctx: Any) -> None:
         for param in cmd.params:
             kind = getattr(param, "param_type_name", "")
-            if kind == "argument" and param.metavar is None and param.name:
-                param.metavar = param.name.upper()
+            if kind == "argument":
+                _plain_argument(param)
             if kind != "option" or param.metavar is not None:
                 continue
             if param.is_flag or param.is_bool_flag:

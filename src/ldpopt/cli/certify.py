@@ -17,14 +17,21 @@ from rich.table import Table
 
 from ldpopt._json import loads_strict
 from ldpopt.cli._common import (
+    FromOpt,
+    JsonOpt,
+    LabelColOpt,
+    NormalizeOpt,
+    P0ColOpt,
+    P1ColOpt,
     app,
     console,
     fail,
     fmt,
-    parse_distribution,
+    load_pair,
     report_to_stderr_if_json_on_stdout,
     write_json,
 )
+from ldpopt.cli.deploy import _hypotheses
 
 #: the divergences ``compare`` reports unless ``--divergence`` is given
 DEFAULT_COMPARE = ("kl", "reverse_kl", "tv", "chi2", "hellinger", "js")
@@ -39,31 +46,6 @@ def _load_mechanism_file(path: Path):
         return load_mechanism(path)
     except MechanismFileError as exc:
         fail(str(exc))
-
-
-def _aligned(text: str, name: str, labels: tuple | None) -> Any:
-    """``--p0``/``--p1`` parsed; label=prob pairs matched to the mechanism's labels as text."""
-    dist = parse_distribution(text, name)
-    if not isinstance(dist, dict):
-        return dist
-    if labels is None:
-        fail(f"--{name} has labels but the mechanism has none; give plain probabilities")
-    by_text = {str(lab): lab for lab in labels}
-    unknown = [key for key in dist if key not in by_text]
-    if unknown:
-        fail(f"--{name} has unknown label {unknown[0]!r}; the mechanism's labels are {', '.join(by_text)}")
-    return {by_text[key]: val for key, val in dist.items()}
-
-
-def _pair(mf: Any, p0: str | None, p1: str | None) -> tuple[Any, Any]:
-    if (p0 is None) != (p1 is None):
-        fail("give both --p0 and --p1, or neither (to use the ones stored in the mechanism file)")
-    if p0 is None or p1 is None:
-        if mf.p0 is None:
-            fail("the mechanism file does not store p0/p1: give --p0 and --p1")
-        return mf.p0, mf.p1
-    labels = mf.mechanism.labels
-    return _aligned(p0, "p0", labels), _aligned(p1, "p1", labels)
 
 
 def _names(dec: Any, part: tuple) -> str:
@@ -118,21 +100,29 @@ def _payload(res: Any) -> dict:
 @app.command("compare")
 def compare_cmd(
     mechanism: Path = typer.Argument(..., help="Mechanism file (JSON, as written by 'ldpopt export')."),
-    p0: str | None = typer.Option(None, "--p0", help="P0 (default: stored in the mechanism file)."),
-    p1: str | None = typer.Option(None, "--p1", help="P1 (default: stored in the mechanism file)."),
+    *,
+    p0: str | None = typer.Option(
+        None, "--p0", help="P0 (default: --from FILE, else stored in the mechanism file)."
+    ),
+    p1: str | None = typer.Option(
+        None, "--p1", help="P1 (default: --from FILE, else stored in the mechanism file)."
+    ),
     eps: float | None = typer.Option(None, "--eps", help="Privacy level (default: the mechanism's)."),
     divergence: list[str] | None = typer.Option(
         None, "--divergence", help="Divergence to report (repeatable; default: the built-in ones)."
     ),
-    json_out: Path | None = typer.Option(
-        None, "--json", help="Write the certificate as JSON to FILE ('-': stdout)."
-    ),
+    source: Path | None = FromOpt,
+    p0_col: str = P0ColOpt,
+    p1_col: str = P1ColOpt,
+    label_col: str | None = LabelColOpt,
+    normalize: bool = NormalizeOpt,
+    json_out: Path | None = JsonOpt,
 ) -> None:
     """Is the mechanism dominated? Its SPR decomposition and what it loses per divergence."""
     from ldpopt.spr.certificates import dominance
 
     mf = _load_mechanism_file(mechanism)
-    a, b = _pair(mf, p0, p1)
+    a, b = _hypotheses(mf, load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize))
     try:
         res = dominance(mf.mechanism, a, b, eps, tuple(divergence) if divergence else DEFAULT_COMPARE)
     except (ValueError, TypeError) as exc:

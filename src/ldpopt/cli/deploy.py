@@ -24,6 +24,7 @@ from ldpopt.cli._common import (
     P1ColOpt,
     app,
     console,
+    err_console,
     fail,
     fmt,
     load_pair,
@@ -404,8 +405,8 @@ def _hypotheses(mf: Any, pair: tuple[Any, Any] | None):
         matches = mf.matches(a, b)
     except (ValueError, TypeError) as exc:
         fail(str(exc))
-    if mf.p0_sha256 is not None and not matches:
-        console.print(
+    if mf.p0_sha256 is not None and not matches:  # on stderr: stdout may hold the JSON result alone
+        err_console.print(
             "[yellow]warning:[/] P0/P1 differ from the distributions this mechanism was "
             "designed for (digest mismatch)"
         )

@@ -9,8 +9,23 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ldpopt.cli._common import app, console, fail, fmt, report_to_stderr_if_json_on_stdout, write_json
-from ldpopt.cli.deploy import _hypotheses, _load, _read_column, _symbols_to_indices
+from ldpopt.cli._common import (
+    FromOpt,
+    JsonOpt,
+    LabelColOpt,
+    NormalizeOpt,
+    P0ColOpt,
+    P1ColOpt,
+    app,
+    console,
+    fail,
+    fmt,
+    load_pair,
+    report_to_stderr_if_json_on_stdout,
+    write_json,
+)
+from ldpopt.cli.certify import _load_mechanism_file
+from ldpopt.cli.deploy import _hypotheses, _read_column, _symbols_to_indices
 
 __all__ = ["estimate_cmd"]
 
@@ -61,24 +76,33 @@ def _print(mix: Any, freq: Any) -> None:
 @app.command("estimate")
 def estimate_cmd(
     mechanism: Path = typer.Argument(..., help="Mechanism file (JSON)."),
-    reports: Path = typer.Argument(..., help="CSV of reports (column 'report' or --column)."),
-    p0: str | None = typer.Option(None, "--p0", help="P0 (default: stored in the mechanism file)."),
-    p1: str | None = typer.Option(None, "--p1", help="P1 (default: stored in the mechanism file)."),
+    reports: Path = typer.Argument(..., help="CSV or Parquet file of reports (column 'report' or --column)."),
+    *,
+    p0: str | None = typer.Option(
+        None, "--p0", help="P0 (default: --from FILE, else stored in the mechanism file)."
+    ),
+    p1: str | None = typer.Option(
+        None, "--p1", help="P1 (default: --from FILE, else stored in the mechanism file)."
+    ),
     column: str | None = typer.Option(None, "--column", help="Reports column."),
     confidence: float = typer.Option(
         0.95, "--confidence", help="Coverage of the interval for pi, in (0.5, 1)."
     ),
-    json_out: Path | None = typer.Option(
-        None, "--json", help="Write the estimates as JSON to FILE ('-': stdout)."
-    ),
+    source: Path | None = FromOpt,
+    p0_col: str = P0ColOpt,
+    p1_col: str = P1ColOpt,
+    label_col: str | None = LabelColOpt,
+    normalize: bool = NormalizeOpt,
+    json_out: Path | None = JsonOpt,
 ) -> None:
     """Estimate the share pi of P1-like users (with a confidence interval) and the input mass per block."""
     from ldpopt.deploy.estimate import frequencies, mixture_proportion
 
-    mf = _load(mechanism)
+    mf = _load_mechanism_file(mechanism)
     mech = mf.mechanism
-    have_pair = p0 is not None or p1 is not None or mf.p0 is not None
-    pair = _hypotheses(mf, p0, p1) if have_pair else None
+    given = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
+    # without P0/P1 (given or stored) only the input frequencies are estimated
+    pair = _hypotheses(mf, given) if given is not None or mf.p0 is not None else None
     values, col = _read_column(reports, column, "reports", default="report")
     idx = _symbols_to_indices(values, mech.output_labels, mech.num_outputs, col, reports, "report")
     counts = np.bincount(idx, minlength=mech.num_outputs)

@@ -48,7 +48,7 @@ def _log_lines(enabled: bool) -> Iterator[None]:
 def sweep_command(
     config: Path = typer.Argument(..., help="Sweep configuration (TOML); see docs/sweeps.md."),
     out: Path | None = typer.Option(
-        None, "--out", help="Result directory (default ./ldpopt-out/sweep-<config name>)."
+        None, "--out", metavar="DIR", help="Result directory (default ./ldpopt-out/sweep-<config name>)."
     ),
     scheduler: str = typer.Option(
         "processes", "--scheduler", help="inline | processes | dask-local | tcp://HOST:PORT."
@@ -125,7 +125,9 @@ def _print_summary(manifest: dict, out: Path, wall: float) -> None:
 @app.command("sweep-report")
 def sweep_report_command(
     directory: Path = typer.Argument(..., help="A directory written by 'ldpopt sweep'."),
-    out: Path | None = typer.Option(None, "--out", help="Report directory (default DIR/report)."),
+    out: Path | None = typer.Option(
+        None, "--out", metavar="DIR", help="Report directory (default DIRECTORY/report)."
+    ),
     resamples: int = typer.Option(1000, "--resamples", min=0, help="Bootstrap resamples (0: no bands)."),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the bootstrap resample indices."),
     formats: str = typer.Option(

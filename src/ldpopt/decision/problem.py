@@ -18,7 +18,7 @@ from typing import Any, cast
 import numpy as np
 from scipy import optimize
 
-from ldpopt._json import loads_strict
+from ldpopt._json import in_memory_file, loads_strict
 from ldpopt._validation import as_real_array, check_distribution, is_real
 from ldpopt.decision.objectives import BayesRisk
 from ldpopt.mechanism import as_channel_matrix
@@ -181,30 +181,41 @@ class DecisionProblem:
         object.__setattr__(self, "action_labels", _labels(self.action_labels, L.shape[1], "action_labels"))
 
     @classmethod
-    def from_json(cls, path: Any) -> DecisionProblem:
+    def from_json(cls, path: Any, *, filename: str | None = None) -> DecisionProblem:
         """Read a problem file: a JSON object with the keys of the constructor (``likelihood``,
         ``loss``, optional ``prior``, ``labels``, ``parameter_labels``, ``action_labels``, ``name``;
         ``labels`` may also be the object ``{"inputs", "parameters", "actions"}``).  The name
-        defaults to the file's stem.  Every problem is a ValueError (TypeError for a bad path)
-        naming the file."""
+        defaults to the file's stem.  ``path`` is a path, or the file's content (``bytes`` or a
+        binary file object) with ``filename`` naming it.  Every problem is a ValueError (TypeError
+        for a bad path) naming the file."""
         from pathlib import Path
 
-        if not isinstance(path, (str, Path)) and not hasattr(path, "__fspath__"):
-            raise TypeError(f"path must be a file path, got path={path!r}")
-        path = Path(path)
+        content = in_memory_file(path, filename)
+        if content is None:
+            if not isinstance(path, (str, Path)) and not hasattr(path, "__fspath__"):
+                raise TypeError(f"path must be a file path, bytes or a binary file object, got path={path!r}")
+            path = Path(path)
+            where, stem = str(path), path.stem
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                raise ValueError(f"{path}: no such file") from None
+            except OSError as exc:
+                raise ValueError(f"{path} cannot be read: {exc}") from None
+        else:
+            where, data = content
+            stem = Path(where).stem
         try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ValueError(f"{path}: no such file") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{path} cannot be read: {exc}") from None
-        doc = loads_strict(text, str(path))
-        kwargs = _problem_arguments(doc, str(path))
-        kwargs.setdefault("name", path.stem)
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{where} cannot be read: {exc}") from None
+        doc = loads_strict(text, where)
+        kwargs = _problem_arguments(doc, where)
+        kwargs.setdefault("name", stem)
         try:
             return cls(**kwargs)
         except (ValueError, TypeError) as exc:
-            raise ValueError(f"{path}: {exc}") from None
+            raise ValueError(f"{where}: {exc}") from None
 
     @property
     def num_inputs(self) -> int:

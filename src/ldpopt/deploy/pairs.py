@@ -14,6 +14,10 @@ Formats (chosen by the suffix: ``.csv``, ``.parquet``/``.pq``, ``.json``):
 Multi-instance files (the sweep's ``[instances] file``) add an instance column (a table in long
 format, one row per instance and symbol) or are a JSON list of ``{"id", "p0", "p1"}`` objects.
 
+The file is a path, or its content in memory (``bytes`` or a binary file object) with
+``filename=`` naming it (its suffix gives the format): the studio reads uploads this way, without
+writing them to disk.
+
 CSV and JSON need nothing beyond the standard library; Parquet needs pyarrow (the ``sweeps`` extra).
 Every problem is a ``ValueError`` (or ``TypeError``) whose message starts with the file's name.
 """
@@ -21,6 +25,7 @@ Every problem is a ``ValueError`` (or ``TypeError``) whose message starts with t
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ldpopt._extras import require
-from ldpopt._json import loads_strict
+from ldpopt._json import in_memory_file, loads_strict
 from ldpopt._validation import check_bool, check_labelled_pair, is_real
 
 __all__ = ["LabelledPair", "read_pair", "read_pair_records", "PAIR_FORMATS"]
@@ -69,20 +74,34 @@ class LabelledPair:
 
 
 def read_pair(
-    path: Any, p0: str = "p0", p1: str = "p1", label: str | None = None, *, normalize: bool = False
+    path: Any,
+    p0: str = "p0",
+    p1: str = "p1",
+    label: str | None = None,
+    *,
+    normalize: bool = False,
+    optional_label: bool = False,
+    filename: str | None = None,
 ) -> LabelledPair:
     """Read one distribution pair from a CSV, Parquet or JSON file (format by suffix).
 
     Parameters
     ----------
-    path : path-like
-        The file; see the module documentation for the layouts.
+    path : path-like, bytes or binary file object
+        The file; see the module documentation for the layouts.  Its content in memory (``bytes``
+        or an object with ``read()`` returning bytes) is read as the file ``filename``.
     p0, p1 : str
         Names of the P0 and P1 columns (JSON: keys).
     label : str, optional
         Name of the label column (JSON: key); None reads the pair without labels.
     normalize : bool
         Rescale each column to sum to 1 (for counts). Without it a column must sum to 1.
+    optional_label : bool
+        Read the labels only when the file has the ``label`` column (key); without it a missing
+        label column is an error.
+    filename : str, optional
+        The file's name when ``path`` is its content (required then, unless the file object has a
+        ``name``): its suffix gives the format and messages start with it.
 
     Returns
     -------
@@ -95,24 +114,64 @@ def read_pair(
     if label is not None and not isinstance(label, str):
         raise TypeError(f"label must be a column name (str) or None, got label={label!r}")
     normalize = check_bool(normalize, "normalize")
-    path = _as_path(path)
-    records = read_pair_records(path, p0=p0, p1=p1, label=label)
+    optional_label = check_bool(optional_label, "optional_label")
+    src = _source(path, filename)
+    records = _records(src, p0, p1, label, None, optional_label, True)
     _, a, b, labels = records[0]
     try:
         u, v, _ = check_labelled_pair(a, b, names=(f"column {p0!r}", f"column {p1!r}"), normalize=normalize)
     except (ValueError, TypeError) as exc:
-        raise type(exc)(f"{path.name}: {exc}") from None
+        raise type(exc)(f"{src.name}: {exc}") from None
     return LabelledPair(labels=None if labels is None else tuple(labels), p0=u, p1=v)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """A file's name (for messages), its format and how to get its bytes."""
+
+    name: str
+    fmt: str
+    path: Path | None
+    data: bytes | None
+
+    def read(self) -> bytes:
+        if self.data is not None:
+            return self.data
+        assert self.path is not None  # one of the two is set by _source
+        try:
+            return self.path.read_bytes()
+        except OSError as exc:
+            raise ValueError(f"{self.path} cannot be read: {exc.strerror or exc}") from None
+
+
+def _format(name: str, suffix: str, fmt: str | None) -> str:
+    fmt = fmt or PAIR_FORMATS.get(suffix.lower())
+    if fmt is None:
+        raise ValueError(f"{name}: unknown format {suffix!r}; use one of {', '.join(PAIR_FORMATS)}")
+    return fmt
+
+
+def _source(path: Any, filename: str | None, fmt: str | None = None) -> _Source:
+    """A path, or bytes / a binary file object read as ``filename``."""
+    content = in_memory_file(path, filename)
+    if content is None:
+        file = _as_path(path)
+        src = _Source(file.name, _format(file.name, file.suffix, fmt), file, None)
+        if not file.is_file():
+            raise ValueError(f"{file}: no such file")
+        return src
+    name, data = content
+    return _Source(name, _format(name, Path(name).suffix, fmt), None, data)
 
 
 def _as_path(path: Any) -> Path:
     if isinstance(path, (str, Path)) or hasattr(path, "__fspath__"):
         return Path(path)
-    raise TypeError(f"path must be a file path, got path={path!r}")
+    raise TypeError(f"path must be a file path, bytes or a binary file object, got path={path!r}")
 
 
 def read_pair_records(
-    path: Path,
+    path: Any,
     *,
     p0: str = "p0",
     p1: str = "p1",
@@ -121,70 +180,82 @@ def read_pair_records(
     optional_label: bool = False,
     other_columns: bool = True,
     fmt: str | None = None,
+    filename: str | None = None,
 ) -> list[Record]:
     """The raw pairs of a file, before their check as distributions: ``(instance id, p0, p1,
     labels)`` per instance (one record with id None when ``instance`` is None).
 
-    ``optional_label``: read labels only when the label column exists. ``other_columns=False``
-    refuses columns other than the named ones. Raises ``ValueError`` naming the file.
+    ``path`` and ``filename`` as in :func:`read_pair`.  ``optional_label``: read labels only when
+    the label column exists. ``other_columns=False`` refuses columns other than the named ones.
+    Raises ``ValueError`` naming the file.
     """
-    path = Path(path)
-    fmt = fmt or PAIR_FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        raise ValueError(f"{path.name}: unknown format {path.suffix!r}; use one of {', '.join(PAIR_FORMATS)}")
-    if not path.is_file():
-        raise ValueError(f"{path}: no such file")
-    if fmt == "json":
+    src = _source(path, filename, fmt)
+    return _records(src, p0, p1, label, instance, optional_label, other_columns)
+
+
+def _records(
+    src: _Source,
+    p0: str,
+    p1: str,
+    label: str | None,
+    instance: str | None,
+    optional_label: bool,
+    other_columns: bool,
+) -> list[Record]:
+    name = src.name
+    if src.fmt == "json":
+        doc = _load_json(src)
         if instance is not None:
-            return _json_instances(path, p0, p1, instance)
-        return [_json_pair(path, p0, p1, label)]
-    columns, rows = _read_table(path, fmt)
+            return _json_instances(name, doc, p0, p1, instance)
+        return [_json_pair(name, doc, p0, p1, label, optional_label)]
+    columns, rows = _read_table(src)
     named = [c for c in (instance, label, p0, p1) if c is not None]
     missing = [c for c in named if c not in columns and not (c == label and optional_label)]
     if missing:
         raise ValueError(
-            f"{path.name}: missing column(s) {', '.join(missing)}; its columns are {', '.join(columns)}"
+            f"{name}: missing column(s) {', '.join(missing)}; its columns are {', '.join(columns)}"
         )
     if not other_columns:
         extra = [c for c in columns if c not in named]
         if extra:
-            raise ValueError(f"{path.name}: unknown column(s) {', '.join(map(str, extra))}")
+            raise ValueError(f"{name}: unknown column(s) {', '.join(map(str, extra))}")
     if label is not None and label not in columns:
         label = None
     if not rows:
-        raise ValueError(f"{path.name} has a header but no data rows")
-    return _group(path, columns, rows, p0, p1, label, instance)
+        raise ValueError(f"{name} has a header but no data rows")
+    return _group(name, columns, rows, p0, p1, label, instance)
 
 
-def _read_table(path: Path, fmt: str) -> tuple[list[str], list[list[Any]]]:
+def _read_table(src: _Source) -> tuple[list[str], list[list[Any]]]:
     """Column names and rows of a CSV (header row first) or Parquet file."""
-    if fmt == "parquet":
+    name = src.name
+    if src.fmt == "parquet":
         pq = require("pyarrow.parquet", "reading Parquet files", "sweeps")
         try:
-            table = pq.read_table(path)
+            table = pq.read_table(io.BytesIO(src.read()))
         except Exception as exc:  # pyarrow raises many types for unreadable files
-            raise ValueError(f"{path.name}: not a readable Parquet file ({type(exc).__name__})") from None
+            raise ValueError(f"{name}: not a readable Parquet file ({type(exc).__name__})") from None
         cols = [str(c) for c in table.column_names]
         data = [table.column(i).to_pylist() for i in range(len(cols))]
         return cols, [list(r) for r in zip(*data, strict=True)]
     try:
-        with path.open(newline="", encoding="utf-8-sig") as fh:
-            table_rows = [r for r in csv.reader(fh) if any(cell.strip() for cell in r)]
+        text = src.read().decode("utf-8-sig")
+        table_rows = [r for r in csv.reader(io.StringIO(text, newline="")) if any(cell.strip() for cell in r)]
     except (UnicodeDecodeError, csv.Error) as exc:
-        raise ValueError(f"{path.name}: not a readable CSV file ({exc})") from None
+        raise ValueError(f"{name}: not a readable CSV file ({exc})") from None
     if not table_rows:
-        raise ValueError(f"{path.name} is empty (the first row must name the columns)")
+        raise ValueError(f"{name} is empty (the first row must name the columns)")
     cols = [c.strip() for c in table_rows[0]]
     if len(set(cols)) != len(cols):
         dup = next(c for c in cols if cols.count(c) > 1)
-        raise ValueError(f"{path.name}: column {dup!r} appears twice in the header")
+        raise ValueError(f"{name}: column {dup!r} appears twice in the header")
     for n, r in enumerate(table_rows[1:], start=2):
         if len(r) != len(cols):
-            raise ValueError(f"{path.name}: row {n} has {len(r)} fields, the header has {len(cols)}")
+            raise ValueError(f"{name}: row {n} has {len(r)} fields, the header has {len(cols)}")
     return cols, table_rows[1:]
 
 
-def _number(value: Any, path: Path, column: str, row: int) -> float:
+def _number(value: Any, name: str, column: str, row: int) -> float:
     """A cell as a float: a number, or a text that parses as one."""
     if is_real(value):
         return float(value)
@@ -195,11 +266,11 @@ def _number(value: Any, path: Path, column: str, row: int) -> float:
         except ValueError:
             pass
     shown = "an empty cell" if value is None or value == "" else repr(value)
-    raise ValueError(f"{path.name}: column {column!r}, data row {row}: {shown} is not a number")
+    raise ValueError(f"{name}: column {column!r}, data row {row}: {shown} is not a number")
 
 
 def _group(
-    path: Path,
+    name: str,
     columns: list[str],
     rows: list[list[Any]],
     p0: str,
@@ -215,8 +286,8 @@ def _group(
     for n, r in enumerate(rows, start=1):
         key = None if ii is None else str(r[ii]).strip()
         a, b, labs = groups.setdefault(key, ([], [], []))
-        a.append(_number(r[i0], path, p0, n))
-        b.append(_number(r[i1], path, p1, n))
+        a.append(_number(r[i0], name, p0, n))
+        b.append(_number(r[i1], name, p1, n))
         if il is not None:
             labs.append("" if r[il] is None else str(r[il]).strip())
     out: list[Record] = []
@@ -226,18 +297,18 @@ def _group(
             for lab in labs:
                 if lab in seen:
                     where = "" if key is None else f"instance {key!r} repeats a symbol: "
-                    raise ValueError(f"{path.name}: {where}label {lab!r} appears twice in column {label!r}")
+                    raise ValueError(f"{name}: {where}label {lab!r} appears twice in column {label!r}")
                 seen.add(lab)
         out.append((key, a, b, labs if il is not None else None))
     return out
 
 
-def _load_json(path: Path) -> Any:
+def _load_json(src: _Source) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = src.read().decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path.name}: not valid JSON ({exc})") from None
-    return loads_strict(text, path.name)
+        raise ValueError(f"{src.name}: not valid JSON ({exc})") from None
+    return loads_strict(text, src.name)
 
 
 def _vector(value: Any, where: str) -> tuple[list[float], list[str] | None]:
@@ -254,9 +325,9 @@ def _vector(value: Any, where: str) -> tuple[list[float], list[str] | None]:
     return [float(v) for v in values], labels
 
 
-def _json_pair(path: Path, p0: str, p1: str, label: str | None) -> Record:
-    doc = _load_json(path)
-    name = path.name
+def _json_pair(name: str, doc: Any, p0: str, p1: str, label: str | None, optional_label: bool) -> Record:
+    if optional_label and label is not None and not _has_key(doc, label):
+        label = None
     if isinstance(doc, list):  # row objects, the JSON form of the table
         if not doc or not all(isinstance(r, Mapping) for r in doc):
             raise ValueError(
@@ -269,7 +340,7 @@ def _json_pair(path: Path, p0: str, p1: str, label: str | None) -> Record:
                 raise ValueError(f"{name}: row {n} has no key {missing[0]!r}")
         columns = keys
         rows = [[r[k] for k in keys] for r in doc]
-        return _group(path, columns, rows, p0, p1, label, None)[0]
+        return _group(name, columns, rows, p0, p1, label, None)[0]
     if not isinstance(doc, Mapping):
         raise ValueError(f"{name}: expected an object with keys {p0!r} and {p1!r}, or a list of rows")
     for key in (p0, p1):
@@ -301,10 +372,15 @@ def _aligned(name: str, a: list[float], la: list[str] | None, b: list[float], lb
     return (None, a, b, labels)
 
 
-def _json_instances(path: Path, p0: str, p1: str, ident: str) -> list[Record]:
+def _has_key(doc: Any, key: str) -> bool:
+    """Whether a JSON pair document has ``key`` (in its first row, for a list of rows)."""
+    if isinstance(doc, list):
+        return bool(doc) and isinstance(doc[0], Mapping) and key in doc[0]
+    return isinstance(doc, Mapping) and key in doc
+
+
+def _json_instances(name: str, doc: Any, p0: str, p1: str, ident: str) -> list[Record]:
     """A JSON list of ``{id, p0, p1}`` objects, or such a list under ``"instances"``."""
-    doc = _load_json(path)
-    name = path.name
     if isinstance(doc, Mapping):
         extra = [k for k in doc if k != "instances"]
         if extra:

@@ -44,8 +44,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ldpopt._json import loads_strict
+from ldpopt.deploy.pairs import read_pair
 from ldpopt.studio import core
-from ldpopt.studio.uploads import read_upload
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_UPLOAD_BYTES", "MAX_REQUEST_BYTES", "create_app", "serve"]
 
@@ -155,16 +155,19 @@ def _upload_name(request: Request) -> str:
     return name
 
 
+def _read_upload(name: str, data: bytes) -> dict:
+    """An uploaded pair file (CSV, Parquet or JSON; columns ``p0``, ``p1`` and optionally
+    ``label``; counts or probabilities), read in memory by :func:`ldpopt.read_pair`."""
+    pair = read_pair(data, label="label", normalize=True, optional_label=True, filename=name)
+    return core.pair_payload(*pair.as_dicts())
+
+
 @_guard
 async def _upload(request: Request) -> Response:
     name = _upload_name(request)
     data = await _body(request, MAX_UPLOAD_BYTES)
 
-    def parse() -> dict:
-        p0, p1 = read_upload(name, data)
-        return core.pair_payload(p0, p1)
-
-    return _json(await run_in_threadpool(parse))
+    return _json(await run_in_threadpool(_read_upload, name, data))
 
 
 @_guard
@@ -188,7 +191,7 @@ def create_app(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> Starlette:
     files = {name: _package_file(name) for name in ("index.html", *_STATIC)}
     files["plotly.min.js"] = _plotly_js()
     types = {**_STATIC, "plotly.min.js": "text/javascript; charset=utf-8"}
-    demo = core.pair_payload(*read_upload("demo.csv", files["demo.csv"]))
+    demo = _read_upload("demo.csv", files["demo.csv"])
 
     async def page(request: Request) -> Response:
         return Response(files["index.html"], media_type="text/html; charset=utf-8", headers=_HEADERS)

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 import ldpopt
-from ldpopt._json import loads_strict
 from ldpopt._mechfile import mechanism_file_text
 from ldpopt._validation import (
     check_eps,
@@ -59,9 +58,6 @@ FAMILIES: dict[str, tuple[Any, str, float]] = {
     "egamma": (egamma, "gamma", 2.0),
     "renyi": (renyi, "alpha", 2.0),
 }
-#: the keys of a ``decide`` problem file and the DecisionProblem arguments they fill
-PROBLEM_KEYS = ("likelihood", "loss", "prior", "labels", "name")
-PROBLEM_LABEL_KEYS = {"inputs": "labels", "parameters": "parameter_labels", "actions": "action_labels"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,32 +322,15 @@ def mechanism_file(req: Mapping) -> str:
 # decision problems
 # ---------------------------------------------------------------------------------------------
 def read_problem(data: bytes, name: str) -> DecisionProblem:
-    """A ``decide`` problem file (``docs/decision.md``) from its bytes, validated by
-    :class:`~ldpopt.DecisionProblem`."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"{name}: not a UTF-8 text file") from None
-    doc = loads_strict(text, name)
-    if not isinstance(doc, dict):
-        raise ValueError(f"{name}: the top level must be an object with 'likelihood' and 'loss'")
-    unknown = sorted(set(doc) - set(PROBLEM_KEYS))
-    if unknown:
-        raise ValueError(f"{name}: unknown key {unknown[0]!r}; allowed keys: {', '.join(PROBLEM_KEYS)}")
-    missing = [k for k in ("likelihood", "loss") if k not in doc]
-    if missing:
-        raise ValueError(f"{name}: missing key {missing[0]!r}")
-    labels = doc.get("labels") or {}
-    if not isinstance(labels, dict) or set(labels) - set(PROBLEM_LABEL_KEYS):
-        raise ValueError(f"{name}: 'labels' must be an object with optional keys inputs, parameters, actions")
-    m = len(doc["likelihood"]) if isinstance(doc["likelihood"], list) else 0
-    if m > MAX_PROBLEM_INPUTS:
-        raise ValueError(f"{name}: {m} inputs; the studio solves problems with at most {MAX_PROBLEM_INPUTS}")
-    kwargs = {PROBLEM_LABEL_KEYS[k]: v for k, v in labels.items()}
-    title = doc.get("name", name)
-    if not isinstance(title, str):
-        raise TypeError(f"{name}: 'name' must be a string, got {title!r}")
-    return DecisionProblem(doc["likelihood"], doc["loss"], doc.get("prior"), name=title, **kwargs)
+    """A ``decide`` problem file (``docs/decision.md``) from its bytes, read by
+    :meth:`ldpopt.DecisionProblem.from_json` (the library's reader and its messages), refused past
+    :data:`MAX_PROBLEM_INPUTS` inputs."""
+    prob = DecisionProblem.from_json(data, filename=name)
+    if prob.num_inputs > MAX_PROBLEM_INPUTS:
+        raise ValueError(
+            f"{name}: {prob.num_inputs} inputs; the studio solves problems with at most {MAX_PROBLEM_INPUTS}"
+        )
+    return prob
 
 
 def _channel(prob: DecisionProblem, res: Any) -> dict:
