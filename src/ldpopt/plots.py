@@ -341,6 +341,7 @@ def plot_robust(experiment):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     _finish(fig, "certified worst-case utility over total-variation neighbourhoods", experiment.quick)
+    return fig
 
 
 #: line styles of the Chernoff experiment (``ldpopt reproduce chernoff``)
