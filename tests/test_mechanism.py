@@ -276,3 +276,22 @@ assert not [m for m in sys.modules if m.startswith("ldpopt.deploy")], "ldpopt.de
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize(
+    "build",
+    [lambda mech: mech.to_opendp(), lambda mech: ldpopt.to_opendp(mech)],
+    ids=["method", "function"],
+)
+def test_to_opendp_without_opendp_names_the_extra(monkeypatch, build):
+    import sys
+
+    from ldpopt.errors import MissingExtraError
+
+    for name in ("opendp", "opendp.prelude"):  # as if not installed (other tests may have imported it)
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(MissingExtraError) as info:
+        build(ldpopt.randomized_response(2, 1.0))
+    err = info.value
+    assert (err.extra, err.missing) == ("opendp", "opendp")
+    assert 'pip install "ldpopt[opendp]"' in str(err)

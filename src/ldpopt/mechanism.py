@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpopt import _sampler
+from ldpopt import _opendp, _sampler
 from ldpopt._mechfile import read_mechanism_file, write_mechanism_file
 from ldpopt._numerics import rescale
 from ldpopt._validation import (
@@ -190,7 +190,7 @@ class Mechanism:
         m0, m1 = self.output_distributions(p0, p1)
         return div(m0, m1)
 
-    # --- deployment (the work is in ldpopt._sampler and ldpopt._mechfile) ----------------
+    # --- deployment (the work is in ldpopt._sampler, ldpopt._mechfile and ldpopt._opendp) ----
     def privatize(self, x: Any, rng: Any = None) -> np.ndarray:
         """Privatize input symbols exactly; see :func:`ldpopt.deploy.sampling.privatize`.
 
@@ -198,6 +198,22 @@ class Mechanism:
         is for reproducible experiments only, never for production.
         """
         return _sampler.privatize(self, x, rng=rng)
+
+    def to_opendp(self, *, rng: Any = None) -> Any:
+        """This mechanism as an OpenDP ``Measurement`` (needs the ``opendp`` extra).
+
+        Input domain: the input labels (``str`` or ``int``; indices without labels), metric
+        ``discrete_distance``; output measure ``max_divergence`` with the privacy map
+        ``d_in -> d_in * eps`` (eps as certified for the channel really sampled, rounded up when
+        ``d_in > 1``); the function is one exact draw of :meth:`privatize`.  Enables OpenDP's
+        ``"contrib"`` and ``"honest-but-curious"`` features process-wide (details in
+        ``docs/interop.md``).  Without OpenDP installed, raises
+        :class:`~ldpopt.errors.MissingExtraError` naming the extra.
+
+        ``rng=None`` uses the operating system's CSPRNG; a seeded ``numpy.random.Generator``
+        is for reproducible experiments only, never for production.
+        """
+        return _opendp.measurement(self, rng=rng)
 
     def to_json(
         self,

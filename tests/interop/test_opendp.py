@@ -9,7 +9,6 @@ alpha = 1e-6, a false alarm once in a million runs.
 from __future__ import annotations
 
 import math
-import sys
 
 import mpmath
 import numpy as np
@@ -18,11 +17,17 @@ import pytest
 from scipy import stats
 
 import ldpopt
-from ldpopt.errors import MissingExtraError
 from ldpopt.interop import from_opendp_rr, rr_parameters, to_opendp
 
 ALPHA = 1e-6
 DRAWS = 3000
+
+#: the two ways to build the measurement: the Mechanism method and the interop function
+ENTRY_POINTS = {
+    "method": lambda mech, **kw: mech.to_opendp(**kw),
+    "function": to_opendp,
+}
+entry_points = pytest.mark.parametrize("build", ENTRY_POINTS.values(), ids=ENTRY_POINTS.keys())
 
 
 def _chisquare_ok(observed_counts: np.ndarray, probs: np.ndarray) -> bool:
@@ -30,11 +35,12 @@ def _chisquare_ok(observed_counts: np.ndarray, probs: np.ndarray) -> bool:
     return stats.chisquare(observed_counts, expected).pvalue > ALPHA
 
 
-def test_measurement_map_check_and_outputs():
+@entry_points
+def test_measurement_map_check_and_outputs(build):
     p0 = {"low": 0.6, "mid": 0.3, "high": 0.1}
     p1 = {"low": 0.2, "mid": 0.3, "high": 0.5}
     mech = ldpopt.optimal_mechanism(p0, p1, 1.0).mechanism
-    meas = to_opendp(mech, rng=np.random.default_rng(7))
+    meas = build(mech, rng=np.random.default_rng(7))
     assert meas.map(1) == mech.eps == 1.0
     assert meas.map(0) == 0.0
     assert meas.map(3) >= 3 * mech.eps
@@ -47,11 +53,23 @@ def test_measurement_map_check_and_outputs():
     assert _chisquare_ok(counts, row)
 
 
-def test_measurement_refuses_unknown_inputs():
-    meas = to_opendp(ldpopt.randomized_response(3, 1.0, labels=["a", "b", "c"]))
+@entry_points
+def test_measurement_refuses_unknown_inputs_and_bad_rng(build):
+    mech = ldpopt.randomized_response(3, 1.0, labels=["a", "b", "c"])
+    meas = build(mech)
     assert meas("a") in ("a", "b", "c")
     with pytest.raises(Exception, match="unknown|not"):
         meas("z")
+    with pytest.raises(TypeError, match="rng"):
+        build(mech, rng=7)  # refused when the measurement is built, not at its first call
+
+
+def test_function_is_the_method_and_takes_a_design_result():
+    assert ldpopt.to_opendp is to_opendp
+    res = ldpopt.optimal_mechanism([0.7, 0.2, 0.1], [0.1, 0.3, 0.6], 0.5)
+    meas = to_opendp(res)
+    assert meas.map(1) == res.mechanism.eps == 0.5
+    assert meas(2) in range(res.mechanism.num_outputs)
 
 
 def test_from_opendp_rr_matches_opendp():
@@ -68,13 +86,6 @@ def test_from_opendp_rr_matches_opendp():
         from_opendp_rr(cats, 0.2)  # below 1/k: not a randomized response
     with pytest.raises(ValueError, match="categories"):
         from_opendp_rr(["x", "x"], 0.9)
-
-
-def test_missing_opendp_names_the_extra(monkeypatch):
-    monkeypatch.setitem(sys.modules, "opendp", None)
-    monkeypatch.setitem(sys.modules, "opendp.prelude", None)
-    with pytest.raises(MissingExtraError, match="opendp"):
-        to_opendp(ldpopt.randomized_response(2, 1.0))
 
 
 # ---------------------------------------------------------------------------------------------

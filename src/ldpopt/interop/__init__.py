@@ -6,8 +6,9 @@
   and OpenDP's randomized response as a :class:`~ldpopt.Mechanism` (:func:`from_opendp_rr`);
   needs the ``opendp`` extra.
 
-``to_opendp`` is a function, not a method of :class:`~ldpopt.Mechanism`: the mechanism class sits
-below every integration in the package's layers, and a method would make the core depend on them.
+``to_opendp(mech)`` is the function form of :meth:`Mechanism.to_opendp <ldpopt.Mechanism.to_opendp>`
+(it also takes a design result); the adapter lives in the bottom-layer module ``ldpopt._opendp``,
+so the method does not make the mechanism class depend on this package.
 """
 
 from ldpopt.interop.opendp import from_opendp_rr, to_opendp
