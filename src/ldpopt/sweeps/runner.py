@@ -32,18 +32,27 @@ from ldpopt._extras import require
 from ldpopt._progress import ProgressBar
 from ldpopt._validation import check_positive_int, is_integer, is_real
 from ldpopt.errors import LdpoptWarning, SchedulerError
+from ldpopt.sweeps._lifeline import sigterm_as_interrupt
 from ldpopt.sweeps.chunks import (
     FAULT_ENV,
     ChunkTask,
+    estimated_work,
     faults_from_env,
     make_tasks,
     parse_partition,
     partition_string,
     plan_chunks,
+    warmup_task,
 )
 from ldpopt.sweeps.config import SweepConfig, SweepConfigError, load_config
 from ldpopt.sweeps.report import summarize_sweep, write_report
-from ldpopt.sweeps.schedulers import CONNECT_TIMEOUT_S, Scheduler, make_scheduler, parse_scheduler
+from ldpopt.sweeps.schedulers import (
+    CONNECT_TIMEOUT_S,
+    Scheduler,
+    check_spawnable,
+    make_scheduler,
+    parse_scheduler,
+)
 from ldpopt.sweeps.store import COLUMNS, FEATURE, StoreError, SweepStore, load_results, read_manifest
 
 __all__ = [
@@ -68,6 +77,13 @@ log = logging.getLogger("ldpopt.sweep")
 
 #: run_sweep returns the dataset directory instead of a DataFrame above this many rows
 MAX_ROWS_IN_MEMORY = 20_000_000
+#: seconds to start one worker process and load the compiled kernels in it (measured 1.2-2 s on 2
+#: cores); with the default worker count, a sweep whose estimated work is below this times the
+#: number of workers is computed in the driver with the solver's own threads instead (as fast, and
+#: no start-up)
+WORKER_START_S = 1.5
+#: the manifest's scheduler name of such a run
+SMALL_SWEEP_SCHEDULER = "in-process (small sweep)"
 
 
 def _now() -> str:
@@ -224,13 +240,54 @@ def run_sweep(
     ipc = plan_chunks(cfg)
     probe = make_tasks(cfg, ipc)
     store = _open_store(cfg, ipc, probe, out, resume)
-    t_start = time.perf_counter()
-    executor = make_scheduler(kind, address, n_workers, float(connect_timeout))
-    try:
-        store.prepare()
-    except BaseException:
-        executor.close()
-        raise
+    with sigterm_as_interrupt():  # SIGTERM stops the run the way Ctrl-C does
+        t_start = time.perf_counter()
+        small = _small_sweep(kind, cfg, n_workers, explicit=bool(workers or cfg.workers))
+        executor = make_scheduler(
+            "inline" if small else kind, address, n_workers, float(connect_timeout), warmup_task(cfg)
+        )
+        if small:
+            executor.name = SMALL_SWEEP_SCHEDULER
+        try:
+            store.prepare()
+        except BaseException:
+            executor.close()
+            raise
+        limit = max_rows_in_memory
+        return _drive(cfg, ipc, probe, store, executor, quiet=quiet, out=out, max_rows=limit, t_start=t_start)
+
+
+def _small_sweep(kind: str, cfg: SweepConfig, n_workers: int, explicit: bool) -> bool:
+    """Whether a default-sized process pool is replaced by this process (the sweep's estimated work
+    is smaller than starting the workers)."""
+    if kind != "processes" or explicit or n_workers < 2:
+        return False
+    check_spawnable(kind)  # a script that could not run a pool fails the same way at every size
+    work = estimated_work(cfg)
+    if work >= WORKER_START_S * n_workers:
+        return False
+    log.info(
+        "sweep: about %.2g s of work, less than starting %d worker processes: computed in this "
+        "process with the solver's threads",
+        work,
+        n_workers,
+    )
+    return True
+
+
+def _drive(
+    cfg: SweepConfig,
+    ipc: int,
+    probe: list[ChunkTask],
+    store: SweepStore,
+    executor: Scheduler,
+    *,
+    quiet: bool,
+    out,
+    max_rows: int,
+    t_start: float,
+):
+    """Compute the missing chunks with ``executor`` and write them; the rows (or the dataset path)."""
     run_info: dict[str, Any] = {
         "started": _now(),
         "scheduler": executor.name,
@@ -264,12 +321,20 @@ def run_sweep(
         )
         with bar:
             solve_s, build_s = _compute(executor, tasks, store, probe, bar, run_info)
-    except BaseException:
+    except BaseException as exc:
         run_info.update(finished=_now(), interrupted=True)
         try:
-            store.finish(run_info)
+            executor.close(abort=True)
         finally:
-            executor.close()
+            store.finish(run_info)
+        if isinstance(exc, KeyboardInterrupt):
+            log.info(
+                "sweep interrupted: %d of %d chunks are finished in %s; run it again with the "
+                "same configuration and directory to compute the rest",
+                len(store.done),
+                len(probe),
+                out,
+            )
         raise
     executor.close()
     wall = time.perf_counter() - t_start
@@ -290,6 +355,6 @@ def run_sweep(
         wall,
     )
     _warn_failures(store, len(probe), out)
-    if store.rows_done > max_rows_in_memory:
+    if store.rows_done > max_rows:
         return Path(out) / "chunks"
     return load_results(out)
