@@ -308,7 +308,8 @@ def plot_summary(
             fig.suptitle(title)
         for fmt in formats:
             path = out_dir / f"{what}_vs_eps.{fmt}"
-            fig.savefig(path, dpi=150)
+            # the title also goes into the file's metadata (PNG text chunk, SVG/PDF title)
+            fig.savefig(path, dpi=150, metadata={"Title": title} if title else None)
             written.append(path)
     return written
 

@@ -236,6 +236,8 @@ def run_sweep(
     cfg = load_config(config)
     kind, address = parse_scheduler(scheduler)
     workers = _check_arguments(workers, connect_timeout, max_rows_in_memory)
+    if kind in ("processes", "dask-local"):  # a script that cannot run a pool fails before any work
+        check_spawnable(kind)
     n_workers = workers or cfg.workers or os.cpu_count() or 1
     ipc = plan_chunks(cfg)
     probe = make_tasks(cfg, ipc)
@@ -262,7 +264,6 @@ def _small_sweep(kind: str, cfg: SweepConfig, n_workers: int, explicit: bool) ->
     is smaller than starting the workers)."""
     if kind != "processes" or explicit or n_workers < 2:
         return False
-    check_spawnable(kind)  # a script that could not run a pool fails the same way at every size
     work = estimated_work(cfg)
     if work >= WORKER_START_S * n_workers:
         return False
