@@ -467,6 +467,21 @@ def test_sigkill_midway_then_resume_gives_the_uninterrupted_dataset(tmp_path):
     assert not list(out.rglob("*.tmp"))
 
 
+def test_sigkill_of_the_driver_leaves_no_dask_local_worker(tmp_path):
+    pytest.importorskip("distributed")
+    cfg = tmp_path / "kill.toml"
+    cfg.write_text(KILL_CONFIG)
+    proc = start_cli_sweep(cfg, tmp_path / "out", "--quiet", "--scheduler", "dask-local")
+    try:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert wait_until_gone(proc.pid, 10.0) == []
+    finally:
+        if live_processes_of_group(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+
+
 def test_sigterm_stops_like_ctrl_c_keeps_chunks_and_leaves_no_process(tmp_path):
     cfg = tmp_path / "kill.toml"
     cfg.write_text(KILL_CONFIG)

@@ -240,6 +240,8 @@ class ChunkOutcome:
     solve_seconds: float = 0.0
     build_seconds: float = 0.0
     attempts: int = 1
+    #: the process that computed it
+    pid: int = 0
 
 
 def failed_outcome(chunk_id: int, exc: BaseException) -> ChunkOutcome:
@@ -288,7 +290,9 @@ def run_chunk(task: ChunkTask) -> ChunkOutcome:
             limit_threads()
         _apply_faults(task)
         table, solve_s, build_s = compute_chunk(task)
-        return ChunkOutcome(task.chunk_id, table=table, solve_seconds=solve_s, build_seconds=build_s)
+        return ChunkOutcome(
+            task.chunk_id, table=table, solve_seconds=solve_s, build_seconds=build_s, pid=os.getpid()
+        )
     except Exception as exc:
         return failed_outcome(task.chunk_id, exc)
 

@@ -135,6 +135,7 @@ def _compute(
     """Write each finished chunk and record each failed one as they come; returns the seconds
     spent solving and building tables."""
     solve_s = build_s = 0.0
+    by_process: dict[int, int] = {}
     for outcome in scheduler.run(tasks, store):
         cid = outcome.chunk_id
         if outcome.error is None:
@@ -142,6 +143,9 @@ def _compute(
             solve_s += outcome.solve_seconds
             build_s += outcome.build_seconds
             run_info["chunks_computed"] += 1
+            by_process[outcome.pid] = by_process.get(outcome.pid, 0) + 1
+            # how the chunks spread over the worker processes (busiest first)
+            run_info["chunks_per_worker"] = sorted(by_process.values(), reverse=True)
             cells = probe[cid].num_cells
             bar.advance(cells)
             log.info(

@@ -165,12 +165,13 @@ class _Inline:
     name = "inline"
     in_worker = False
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, warm: ChunkTask | None = None):
         self.workers = 1
+        self._warm = warm
 
     def run(self, tasks: list[ChunkTask], store: SweepStore) -> Iterator[ChunkOutcome]:
-        if tasks:
-            _warm_up(single_thread=False)
+        if tasks:  # load what the sweep needs (not more) before the timed chunks
+            _warm_up(self._warm, single_thread=False)
         for task in tasks:
             yield run_chunk(task)
 
@@ -465,7 +466,7 @@ def make_scheduler(
     local workers use the compiled kernels, and in every worker to load them.
     """
     if kind == "inline":
-        return _Inline(workers)
+        return _Inline(workers, warm)
     if kind in ("processes", "dask-local"):
         check_spawnable(kind)
     if kind == "processes":
