@@ -201,6 +201,8 @@ def run_sweep(
         The store directory (created; Parquet chunk files + ``manifest.json``).
     scheduler : str
         ``"inline"``, ``"processes"`` (default), ``"dask-local"`` or ``"tcp://HOST:PORT"``.
+        ``"processes"`` with the default worker count computes a sweep whose estimated work is
+        below ``WORKER_START_S`` per worker in this process instead (the solver's threads).
     resume : bool
         ``True`` (default): finished chunks in ``out`` are kept and only the missing ones computed;
         ``out`` must then hold nothing or the same sweep.  ``False``: start over, deleting the
@@ -230,6 +232,13 @@ def run_sweep(
     MissingExtraError
         Before any work, when pandas is missing and the rows may be returned as a DataFrame
         (``max_rows_in_memory > 0``), or an instance file needs it (``pip install "ldpopt[sweeps]"``).
+    SchedulerError
+        Also before any work, when ``processes``/``dask-local`` is called from the top level of a
+        script outside an ``if __name__ == "__main__":`` block (the workers re-import the script).
+    KeyboardInterrupt
+        On Ctrl-C, or SIGTERM (in the main thread, unless the program handles SIGTERM itself):
+        the workers are stopped, finished chunks are kept and the manifest's status is
+        ``interrupted``; running again over ``out`` resumes.
 
     Warns
     -----
