@@ -437,21 +437,26 @@ def start_cli_sweep(cfg, out, *extra: str, fault: str = "sleep:0.4") -> subproce
     return proc
 
 
+def kill_driver_only(proc: subprocess.Popen) -> None:
+    """SIGKILL the driver alone, mid-run; its workers must notice and exit by themselves within
+    seconds (nothing left behind at ~100 MB each)."""
+    try:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert wait_until_gone(proc.pid, 10.0) == []
+    finally:
+        if live_processes_of_group(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+
+
 @pytest.mark.numerics
 def test_sigkill_midway_then_resume_gives_the_uninterrupted_dataset(tmp_path):
     cfg = tmp_path / "kill.toml"
     cfg.write_text(KILL_CONFIG)
     out = tmp_path / "killed"
     proc = start_cli_sweep(cfg, out, "--quiet")
-    try:
-        os.kill(proc.pid, signal.SIGKILL)  # the driver alone, mid-run
-        proc.wait()
-        # its pool workers notice and exit by themselves (nothing left at ~100 MB each)
-        assert wait_until_gone(proc.pid, 10.0) == []
-    finally:
-        if live_processes_of_group(proc.pid):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+    kill_driver_only(proc)
     assert proc.returncode == -signal.SIGKILL
     done_before = len(chunk_files(out))
     assert 2 <= done_before < 8
@@ -472,14 +477,7 @@ def test_sigkill_of_the_driver_leaves_no_dask_local_worker(tmp_path):
     cfg = tmp_path / "kill.toml"
     cfg.write_text(KILL_CONFIG)
     proc = start_cli_sweep(cfg, tmp_path / "out", "--quiet", "--scheduler", "dask-local")
-    try:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        assert wait_until_gone(proc.pid, 10.0) == []
-    finally:
-        if live_processes_of_group(proc.pid):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+    kill_driver_only(proc)
 
 
 def test_sigterm_stops_like_ctrl_c_keeps_chunks_and_leaves_no_process(tmp_path):
