@@ -192,10 +192,11 @@ def sweep_report_command(
                 f"({info.chunks_done} of {info.chunks_total} chunks, status {info.status}) are "
                 "finished; the summary covers those",
                 highlight=False,
+                soft_wrap=True,
             )
         console.print(_summary_table(summary, resamples, info.title()))
         for p in paths:
-            console.print(f"wrote {escape(str(p))}", highlight=False)
+            console.print(f"wrote {escape(str(p))}", highlight=False, soft_wrap=True)
         if json_out is not None:
             write_json(json_out, _report_payload(directory, info, summary, resamples, seed, paths))
 
