@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -218,6 +218,7 @@ class StoreInfo:
     #: smallest and largest alphabet size among the finished rows (0, 0 without rows)
     k_min: int
     k_max: int
+    _: KW_ONLY  # at most 8 positional fields; the rest by keyword
     #: instances with finished rows, and in the whole sweep
     instances_done: int
     instances_total: int
