@@ -15,6 +15,7 @@ the process pool reruns the chunks it lost one at a time (a chunk that kills its
 from __future__ import annotations
 
 import ast
+import contextlib
 import logging
 import multiprocessing as mp
 import os
@@ -133,16 +134,64 @@ def _warm_up(task: ChunkTask | None = None, single_thread: bool = True) -> None:
         pass
 
 
-def _worker_init(parent_pid: int, ready, task: ChunkTask | None) -> None:
+class _WouldCompile(Exception):
+    """A worker was about to compile a kernel the driver is still compiling."""
+
+
+@contextlib.contextmanager
+def _no_compiling_before(ready) -> Iterator[None]:
+    """Within the block, a numba compile (a miss of the on-disk cache: loading from the cache is
+    no compile) raises :class:`_WouldCompile` as long as ``ready`` is not set."""
+    try:
+        from numba.core import event
+    except ImportError:  # no numba: nothing is compiled
+        yield
+        return
+
+    class _Refuse(event.Listener):
+        def on_start(self, ev) -> None:
+            if not ready.is_set():
+                raise _WouldCompile
+
+        def on_end(self, ev) -> None:
+            pass
+
+    with event.install_listener("numba:compile", _Refuse()):
+        yield
+
+
+def _worker_warm_up(task: ChunkTask | None, ready, compiler) -> None:
+    """Load the sweep's kernels from the on-disk cache, all workers at once.  A kernel missing from
+    the cache is compiled by one worker only (the first to take ``compiler``), which then sets
+    ``ready``; the others wait for it and load the kernel from the cache."""
+    limit_threads()
+    try:
+        with _no_compiling_before(ready):
+            compute_chunk(task if task is not None else _tiny_task())
+        return  # everything came from the cache
+    except _WouldCompile:
+        pass
+    except Exception:  # pragma: no cover - a real chunk meets it again and records it
+        return
+    if compiler.acquire(block=False):
+        try:
+            _warm_up(task)  # compiles what is missing, into the cache, once for the pool
+        finally:
+            ready.set()
+    else:
+        ready.wait(READY_TIMEOUT_S)
+        _warm_up(task)
+
+
+def _worker_init(parent_pid: int, ready, compiler, task: ChunkTask | None) -> None:
     """Pool worker set-up: exit with the driver, leave Ctrl-C to the driver, one solver thread,
-    then (once the driver has filled the kernel cache) load the sweep's kernels."""
+    then load the sweep's kernels (see :func:`_worker_warm_up`: compiled once per machine)."""
     follow_parent(parent_pid)
     ignore_interrupts()
     # One solver thread per worker process: the parallelism comes from the chunks.
     for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
-    ready.wait(READY_TIMEOUT_S)
-    _warm_up(task)
+    _worker_warm_up(task, ready, compiler)
 
 
 def _dask_worker_init(parent_pid: int | None, task: ChunkTask | None) -> None:
@@ -190,18 +239,19 @@ class _Processes:
         self._warm = warm
         self._pool: ProcessPoolExecutor | None = None
         self._ctx = mp.get_context("spawn")
-        self._ready = self._ctx.Event()  # set once the driver has filled the kernel cache
 
     def _new_pool(self) -> ProcessPoolExecutor:
         from concurrent.futures import ProcessPoolExecutor
 
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
+        # per pool: a worker that died holding the compiler lock must not block the next pool
+        ready, compiler = self._ctx.Event(), self._ctx.Lock()
         self._pool = ProcessPoolExecutor(
             max_workers=self.workers,
             mp_context=self._ctx,
             initializer=_worker_init,
-            initargs=(os.getpid(), self._ready, self._warm),
+            initargs=(os.getpid(), ready, compiler, self._warm),
         )
         return self._pool
 
@@ -247,12 +297,6 @@ class _Processes:
         deaths: dict[int, int] = {}
         inflight: dict[Future, ChunkTask] = {}
         pool = self._new_pool()
-        if pending:
-            # the workers start (imports) while the driver compiles or loads the sweep's kernels
-            # into the on-disk cache; they load them from there once it is done (never compile)
-            self._submit(pool, pending, self.workers, inflight)
-            _warm_up(self._warm, single_thread=False)
-        self._ready.set()
         while pending or suspects or inflight:
             source, limit = (suspects, 1) if suspects else (pending, self.workers)
             self._submit(pool, source, limit, inflight)
