@@ -228,8 +228,8 @@ def main() -> None:
         "table = partition strings + Arrow table (workers);"
     )
     print(
-        "store = atomic Parquet chunk files + manifest (driver); store % = store / solve (target < 10%); "
-        "overhead = (table + store) / solve"
+        "store = atomic Parquet chunk files + manifest (driver, a background thread: it overlaps the "
+        "next chunk); store % = store / solve; overhead = (table + store) / solve"
     )
 
 
