@@ -9,19 +9,35 @@ compares with the reference measured in the same run: one direct ``ldpopt.sweep`
 whole grid in this process (all cores, no store, no baselines), and the largest relative
 difference of the optimal values (0: the same code path).
 
+``--cli`` measures what a user of ``ldpopt sweep`` feels instead: the command in a fresh process
+on the same grid, warm (numba cache filled) and cold (an empty ``NUMBA_CACHE_DIR``, a fresh
+temporary directory), with the default scheduler (a sweep this small runs in the driver) and
+with a pool of 2 worker processes.  The reference, in the same run, is the sweep's solving work on
+one core: every chunk computed one after the other in this process with one solver thread (the
+"solving time" of the goal wall <= 1.5x solving).  Cold runs set ``NUMBA_DEBUG_CACHE=1`` and
+count the kernels saved to the cache twice (a worker compiling what the driver already
+compiled): 0 expected.
+
 Run:  python benchmarks/bench_sweep.py            (Figure-1b grid)
       python benchmarks/bench_sweep.py --quick    (T = 20, for a smoke test)
       python benchmarks/bench_sweep.py --trials 400   (a longer sweep: worker start-up amortised)
+      python benchmarks/bench_sweep.py --cli      (the command: warm / cold, in-process / pool)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import shutil
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import warnings
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -56,15 +72,114 @@ def reference(cfg: dict):
     return time.perf_counter() - t0, res.values, parsed
 
 
+def one_core_solve(cfg: dict) -> float:
+    """Seconds to compute every chunk of the sweep one after the other in this process, one solver
+    thread, kernels loaded beforehand (the sweep's solving work on one core)."""
+    from ldpopt.sweeps import chunks
+    from ldpopt.sweeps.config import parse_config
+
+    parsed = parse_config(cfg)
+    tasks = chunks.make_tasks(parsed, chunks.plan_chunks(parsed))
+    chunks.limit_threads()
+    chunks.compute_chunk(chunks.warmup_task(parsed))
+    t0 = time.perf_counter()
+    for task in tasks:
+        chunks.compute_chunk(task)
+    return time.perf_counter() - t0
+
+
+def toml(cfg: dict) -> str:
+    inst, grid = cfg["instances"], cfg["grid"]
+    eps = grid["eps"]
+    return (
+        f'[instances]\ngenerator = "dirichlet"\nk = {inst["k"]}\ntrials = {inst["trials"]}\n'
+        f"alpha = {inst['alpha']}\nseed = {inst['seed']}\n[grid]\n"
+        f"eps = {{start = {eps['start']}, stop = {eps['stop']}, step = {eps['step']}}}\n"
+        f"divergences = {json.dumps(grid['divergences'])}\nmax_outputs = {grid['max_outputs']}\n"
+        f"baselines = {json.dumps(grid['baselines'])}\n"
+    )
+
+
+def cli_run(config_path: Path, cache_dir: Path, extra: list[str], debug_cache: bool) -> dict:
+    """``ldpopt sweep`` in a fresh process: wall seconds, the manifest's run record, recompiles."""
+    out = Path(tempfile.mkdtemp(prefix="bench-sweep-cli-"))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir))
+    if debug_cache:
+        env["NUMBA_DEBUG_CACHE"] = "1"
+    cmd = [sys.executable, "-m", "ldpopt", "sweep", str(config_path), "--out", str(out), "--quiet", *extra]
+    try:
+        t0 = time.perf_counter()
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
+        wall = time.perf_counter() - t0
+        if res.returncode != 0:
+            raise SystemExit(f"ldpopt sweep failed: {res.stderr[-2000:]}")
+        run = json.loads((out / "manifest.json").read_text())["runs"][-1]
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    saved = Counter(re.findall(r"data saved to '([^']+)'", res.stdout + res.stderr))
+    twice = sum(c - 1 for c in saved.values())
+    return {"wall": wall, "run": run, "saved": sum(saved.values()), "twice": twice}
+
+
+def cli_main(trials: int, repeats: int) -> None:
+    """The ``ldpopt sweep`` command, warm and cold, in-process (default) and with 2 workers."""
+    cfg = config(trials)
+    from ldpopt.sweeps.config import parse_config
+
+    cells = parse_config(cfg).num_cells
+    work = Path(tempfile.mkdtemp(prefix="bench-sweep-cli-"))
+    path = work / "fig1b.toml"
+    path.write_text(toml(cfg))
+    solve = statistics.median(one_core_solve(cfg) for _ in range(repeats))
+    print(f"ldpopt sweep, k = 100, T = {trials}: {cells} cells; {os.cpu_count()} cores")
+    print(f"reference: the sweep's solving work on one core (chunks in sequence): {solve:.3f} s")
+    header = (
+        f"{'run':<34} {'scheduler':<26} {'busy':>6} {'wall s':>7} {'run s':>6} {'wall/solve':>10} "
+        f"{'cold/warm':>9} {'saved':>5} {'twice':>5}"
+    )
+    print(header)
+    print("-" * len(header))
+    try:
+        for label, extra in (("default", []), ("--workers 2", ["--workers", "2"])):
+            cold_dir = Path(tempfile.mkdtemp(prefix="bench-numba-cold-"))
+            cold = cli_run(path, cold_dir, extra, debug_cache=True)  # also fills cold_dir
+            warm = [cli_run(path, cold_dir, extra, debug_cache=False) for _ in range(repeats)]
+            w = statistics.median(r["wall"] for r in warm)
+            w_run = statistics.median(r["run"]["wall_seconds"] for r in warm)
+            busy = "/".join(map(str, warm[0]["run"].get("chunks_per_worker", [])))
+            sched = warm[0]["run"]["scheduler"]
+            print(
+                f"{'warm, ' + label:<34} {sched:<26} {busy:>6} {w:>7.2f} {w_run:>6.2f} {w / solve:>10.2f} "
+                f"{'':>9} {'':>5} {'':>5}"
+            )
+            c_run = cold["run"]["wall_seconds"]
+            print(
+                f"{'cold (empty cache), ' + label:<34} {sched:<26} {'':>6} {cold['wall']:>7.2f} "
+                f"{c_run:>6.2f} {cold['wall'] / solve:>10.2f} {cold['wall'] / w:>9.2f} "
+                f"{cold['saved']:>5} {cold['twice']:>5}"
+            )
+            shutil.rmtree(cold_dir, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("wall = the command's process, start to exit; run = the manifest's wall_seconds (after imports);")
+    print("busy = chunks computed by each worker process; saved = kernels written to the empty cache,")
+    print("twice = of them, saved again by another process (a worker recompiling): 0 expected")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="T = 20 instead of 100")
     ap.add_argument("--trials", type=int, default=None, help="T (default 100, the Figure-1b grid)")
     ap.add_argument("--skip-dask", action="store_true", help="only the local process pool")
+    ap.add_argument("--cli", action="store_true", help="the ldpopt sweep command, warm and cold")
+    ap.add_argument("--repeats", type=int, default=3, help="warm runs per row (median), with --cli")
     args = ap.parse_args()
     from ldpopt.sweeps import chunks, runner
 
     trials = args.trials or (20 if args.quick else 100)
+    if args.cli:
+        cli_main(trials, args.repeats)
+        return
     cfg = config(trials)
     cores = os.cpu_count()
     t_ref, ref_values, parsed = reference(cfg)
@@ -113,8 +228,8 @@ def main() -> None:
         "table = partition strings + Arrow table (workers);"
     )
     print(
-        "store = atomic Parquet chunk files + manifest (driver); store % = store / solve (target < 10%); "
-        "overhead = (table + store) / solve"
+        "store = atomic Parquet chunk files + manifest (driver, a background thread: it overlaps the "
+        "next chunk); store % = store / solve; overhead = (table + store) / solve"
     )
 
 

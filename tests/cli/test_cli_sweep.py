@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -172,6 +178,123 @@ def test_report_default_dir_and_errors(cli, finished, tmp_path):
     assert res.exit_code == 2 and "is not a sweep directory" in res.stderr
     res = cli.invoke(app, ["sweep-report", str(finished), "--format", "gif"])
     assert res.exit_code == 2 and "--format must list png, svg or pdf" in res.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# In subprocesses: the real command, a script without the main guard
+# ---------------------------------------------------------------------------------------------
+def ldpopt_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ldpopt", *args], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
+
+
+def strict_json(text: str):
+    """JSON as the standard defines it (no NaN / Infinity)."""
+
+    def refuse(name):
+        raise AssertionError(f"non-standard JSON constant {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.fixture(scope="module")
+def partial(tmp_path_factory):
+    """A sweep directory whose chunk 1 failed: 2 of 3 chunks finished."""
+    d = tmp_path_factory.mktemp("partial")
+    (d / "small.toml").write_text(CONFIG)
+    os.environ[runner.FAULT_ENV] = "raise:1"
+    try:
+        with pytest.warns(runner.LdpoptWarning, match="1 of 3 chunks failed"):
+            runner.run_sweep(d / "small.toml", d / "out", scheduler="inline", quiet=True)
+    finally:
+        del os.environ[runner.FAULT_ENV]
+    return d / "out"
+
+
+def test_report_of_a_partial_store_says_so_and_writes_strict_json(partial, tmp_path):
+    rep = tmp_path / "rep"
+    res = ldpopt_cli("sweep-report", str(partial), "--out", str(rep), "--resamples", "50", "--json", "-")
+    assert res.returncode == 0, res.stderr
+    data = strict_json(res.stdout)  # stdout holds the JSON document alone
+    manifest = runner.read_manifest(partial)
+    # 5 instances in chunks of 2: chunk 1 (instances 2, 3) failed
+    cells = manifest["cells"]
+    assert cells == {"done": 3 * 6 * 2 * 2, "total": 5 * 6 * 2 * 2}
+    assert data["format"] == "ldpopt-sweep-report/1" and data["partial"] is True
+    assert data["cells"] == cells and data["chunks"] == {"done": 2, "total": 3}
+    assert data["status"] == "failed"
+    assert data["instances"] == {"family": "Dirichlet(1)", "k_min": 6, "k_max": 6, "done": 3, "total": 5}
+    assert data["bootstrap"] == {"resamples": 50, "seed": 0, "level": 0.95}
+    # the summary rows are summary.csv's, one per (divergence, budget, mechanism, eps)
+    assert len(data["summary"]) == 2 * 6 * 4
+    assert set(data["summary"][0]) == set(runner.summarize_sweep(partial, resamples=0).columns)
+    assert all(r["n"] == 3 for r in data["summary"])
+    assert sorted(data["files"]) == sorted(str(p) for p in rep.iterdir())
+    # the partial store is announced (on stderr: stdout is the JSON)
+    assert f"partial store: {cells['done']:,} of {cells['total']:,} cells (2 of 3 chunks" in res.stderr
+    # k, n and the instance family in the figures' title (drawn, and in the PNG's metadata)
+    title = f"Dirichlet(1), k = 6, n = 3 instances (partial: {cells['done']:,} of {cells['total']:,} cells)"
+    assert title.encode() in (rep / "utility_vs_eps.png").read_bytes()
+    assert title.encode() in (rep / "outputs_vs_eps.png").read_bytes()
+
+
+def test_report_to_a_json_file_and_complete_store(finished, tmp_path):
+    out_json = tmp_path / "report.json"
+    res = ldpopt_cli(
+        "sweep-report", str(finished), "--out", str(tmp_path / "r"), "--resamples", "0", "--format", "png",
+        "--json", str(out_json),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    flat = " ".join(res.stdout.split())  # long paths may be wrapped on a pipe
+    assert "partial store" not in flat and f"wrote {out_json}".replace(" ", "") in flat.replace(" ", "")
+    assert "Dirichlet(1), k = 6, n = 5 instances" in flat
+    data = strict_json(out_json.read_text())
+    assert data["partial"] is False and data["status"] == "complete"
+    # resamples = 0: no bands, written as null (never NaN)
+    assert all(r["lo"] is None and r["hi"] is None for r in data["summary"])
+
+
+def test_report_out_an_existing_file_is_a_one_line_error(finished, tmp_path):
+    target = tmp_path / "taken"
+    target.write_text("keep me")
+    for out in (target, target / "sub"):
+        res = ldpopt_cli("sweep-report", str(finished), "--out", str(out), "--resamples", "0")
+        assert res.returncode == 2, res.stderr
+        lines = [x for x in res.stderr.splitlines() if x.strip()]
+        assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
+        assert lines[0].startswith("error:") and "exists and is not a directory" in lines[0]
+    assert target.read_text() == "keep me"
+
+
+UNGUARDED = """
+import ldpopt
+ldpopt.run_sweep({config!r}, {out!r}, scheduler="processes", quiet=True)
+"""
+
+
+def test_unguarded_script_fails_at_once_saying_what_to_add(tmp_path):
+    cfg = {
+        "instances": {"generator": "dirichlet", "k": 4, "trials": 4, "seed": 0},
+        "grid": {"eps": [1.0], "divergences": ["kl"]},
+    }
+    script = tmp_path / "study.py"
+    script.write_text(textwrap.dedent(UNGUARDED.format(config=cfg, out=str(tmp_path / "out"))))
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 1
+    assert "BrokenProcessPool" not in res.stderr and "bootstrapping phase" not in res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("ldpopt.errors.SchedulerError: ") and f"{script}, line 3" in last, last
+    assert "Put the call under 'if __name__ == \"__main__\":'" in last
+    assert not (tmp_path / "out").exists()  # nothing started
+    # the guarded script runs (with a pool of 2 workers)
+    script.write_text(
+        "import ldpopt\nif __name__ == '__main__':\n"
+        f"    df = ldpopt.run_sweep({cfg!r}, {str(tmp_path / 'out')!r}, workers=2, quiet=True)\n"
+        "    print(len(df))\n"
+    )
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0 and res.stdout.split() == ["4"], res.stderr
 
 
 # ---------------------------------------------------------------------------------------------

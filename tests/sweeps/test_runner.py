@@ -254,6 +254,28 @@ def test_chunk_plan_depends_on_the_config_only():
     assert chunks.plan_chunks(parse_config({**GRID})) == 2  # [run] instances_per_chunk
 
 
+def test_chunk_plan_gives_every_worker_work_and_small_sweeps_stay_in_process(tmp_path):
+    fig1b = parse_config(
+        {
+            "instances": {"generator": "dirichlet", "k": 100, "trials": 100, "seed": 0},
+            "grid": {"eps": {"start": 0.1, "stop": 10.1, "step": 0.1}, "divergences": ["kl"]},
+        }
+    )
+    ipc = chunks.plan_chunks(fig1b)
+    n = math.ceil(100 / ipc)
+    # 10,100 cells: enough chunks for 2 per worker on up to 4 workers, none below the minimum
+    assert n >= 8 and chunks._instance_cost(fig1b, 100) * ipc >= chunks.MIN_CHUNK_S
+    # the estimated work is the sum of the per-instance costs
+    assert chunks.estimated_work(fig1b) == pytest.approx(100 * chunks._instance_cost(fig1b, 100), rel=1e-12)
+    # a sweep smaller than starting the default pool runs in the driver (recorded in the manifest);
+    # an explicit worker count is obeyed (test_processes_identical_and_dead_worker_retried)
+    tiny = {**GRID, "run": {}}
+    assert chunks.estimated_work(parse_config(tiny)) < runner.WORKER_START_S * 2
+    runner.run_sweep(tiny, tmp_path, quiet=True)
+    run = runner.read_manifest(tmp_path)["runs"][-1]
+    assert (run["scheduler"], run["workers"]) == (runner.SMALL_SWEEP_SCHEDULER, 1)
+
+
 @pytest.mark.parametrize("trials", [1, 7, 100, 101, 999, 5000])
 def test_chunk_plan_has_even_chunks_and_honours_the_cost_model(trials):
     cfg = parse_config(
@@ -370,38 +392,71 @@ instances_per_chunk = 1
 """
 
 
+def live_processes_of_group(pgid: int) -> list[int]:
+    """Pids of the processes of process group ``pgid`` that are still running (zombies, dead but
+    not yet reaped by their new parent, do not count), read from /proc."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                stat = fh.read()
+        except OSError:  # exited meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
+        state, pgrp = fields[0], int(fields[2])
+        if pgrp == pgid and state not in ("Z", "X"):
+            pids.append(int(entry))
+    return pids
+
+
+def wait_until_gone(pgid: int, seconds: float) -> list[int]:
+    """Poll until no process of the group runs, at most ``seconds``; the survivors."""
+    deadline = time.monotonic() + seconds
+    while (alive := live_processes_of_group(pgid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return alive
+
+
+def start_cli_sweep(cfg, out, *extra: str, fault: str = "sleep:0.4") -> subprocess.Popen:
+    """``ldpopt sweep`` in its own session (process group = its pid), 2 pool workers, slowed
+    chunks; returns once it has written 2 chunk files."""
+    env = dict(os.environ, **{runner.FAULT_ENV: fault})
+    cmd = [sys.executable, "-m", "ldpopt", "sweep", str(cfg), "--out", str(out), "--workers", "2", *extra]
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    deadline = time.monotonic() + 240  # generous: a cold numba cache compiles first
+    while len(chunk_files(out)) < 2:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise AssertionError(f"no 2 chunks within 240 s: {proc.communicate()}")
+        time.sleep(0.02)
+    assert len(live_processes_of_group(proc.pid)) >= 3  # the driver and its two workers
+    return proc
+
+
+def kill_driver_only(proc: subprocess.Popen) -> None:
+    """SIGKILL the driver alone, mid-run; its workers must notice and exit by themselves within
+    seconds (nothing left behind at ~100 MB each)."""
+    try:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert wait_until_gone(proc.pid, 10.0) == []
+    finally:
+        if live_processes_of_group(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+
+
 @pytest.mark.numerics
 def test_sigkill_midway_then_resume_gives_the_uninterrupted_dataset(tmp_path):
     cfg = tmp_path / "kill.toml"
     cfg.write_text(KILL_CONFIG)
     out = tmp_path / "killed"
-    env = dict(os.environ, **{runner.FAULT_ENV: "sleep:0.4"})
-    cmd = [
-        sys.executable,
-        "-c",
-        "from ldpopt.cli import main; main()",
-        "sweep",
-        str(cfg),
-        "--out",
-        str(out),
-        "--scheduler",
-        "processes",
-        "--workers",
-        "2",
-        "--quiet",
-    ]
-    proc = subprocess.Popen(
-        cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
-    )
-    try:
-        deadline = time.monotonic() + 240  # generous: a cold numba cache compiles first
-        while len(chunk_files(out)) < 2:
-            assert proc.poll() is None, proc.stderr.read().decode()
-            assert time.monotonic() < deadline, "no chunk finished within 240 s"
-            time.sleep(0.02)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the driver and its pool workers, mid-run
-        proc.wait()
+    proc = start_cli_sweep(cfg, out, "--quiet")
+    kill_driver_only(proc)
     assert proc.returncode == -signal.SIGKILL
     done_before = len(chunk_files(out))
     assert 2 <= done_before < 8
@@ -415,6 +470,50 @@ def test_sigkill_midway_then_resume_gives_the_uninterrupted_dataset(tmp_path):
     assert len(resumed) == 8 * 6 * 2 * 3
     assert_identical(resumed, fresh)
     assert not list(out.rglob("*.tmp"))
+
+
+def test_sigkill_of_the_driver_leaves_no_dask_local_worker(tmp_path):
+    pytest.importorskip("distributed")
+    cfg = tmp_path / "kill.toml"
+    cfg.write_text(KILL_CONFIG)
+    proc = start_cli_sweep(cfg, tmp_path / "out", "--quiet", "--scheduler", "dask-local")
+    kill_driver_only(proc)
+
+
+def test_sigterm_stops_like_ctrl_c_keeps_chunks_and_leaves_no_process(tmp_path):
+    cfg = tmp_path / "kill.toml"
+    cfg.write_text(KILL_CONFIG)
+    out = tmp_path / "termed"
+    proc = start_cli_sweep(cfg, out, "--quiet", fault="sleep:0.6")
+    try:
+        os.kill(proc.pid, signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+        assert wait_until_gone(proc.pid, 10.0) == []
+    finally:
+        if live_processes_of_group(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    done = len(chunk_files(out))
+    assert 2 <= done < 8
+    line = [x for x in stderr.splitlines() if x.startswith("interrupted:")]
+    assert line == [
+        f"interrupted: {done} of 8 chunks are finished in {out}; run the same command again to "
+        "resume (finished chunks are kept)"
+    ], stderr
+    manifest = runner.read_manifest(out)
+    assert manifest["status"] == "interrupted" and manifest["runs"][-1]["interrupted"] is True
+    assert manifest["chunks"]["done"] == done
+    # the same command resumes: only the missing chunks are computed
+    res = subprocess.run(
+        [sys.executable, "-m", "ldpopt", "sweep", str(cfg), "--out", str(out), "--scheduler", "inline"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    assert f"8/8 done ({8 - done} this run, 0 failed)" in res.stdout
+    assert runner.read_manifest(out)["status"] == "complete"
 
 
 def test_failing_chunk_is_reported_and_the_others_continue(tmp_path, monkeypatch, reference):

@@ -14,7 +14,14 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from ldpopt.cli._common import app, console, fail
+from ldpopt.cli._common import (
+    app,
+    console,
+    err_console,
+    fail,
+    report_to_stderr_if_json_on_stdout,
+    write_json,
+)
 from ldpopt.errors import MissingExtraError
 
 #: default parent of a sweep's output directory (``./ldpopt-out/sweep-<config stem>``)
@@ -87,6 +94,8 @@ def sweep_command(
     except (ValueError, TypeError, MissingExtraError) as exc:  # all before any work
         # config, scheduler and store errors, or a missing extra
         fail(str(exc))
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: finished chunks are kept
+        _interrupted(out)
     wall = time.perf_counter() - t0
     from ldpopt.sweeps.store import read_manifest
 
@@ -94,6 +103,28 @@ def sweep_command(
     _print_summary(manifest, out, wall)
     if manifest["chunk_errors"]:
         raise typer.Exit(1)
+
+
+#: exit status of an interrupted sweep (Ctrl-C or SIGTERM)
+EXIT_INTERRUPTED = 130
+
+
+def _interrupted(out: Path) -> None:
+    """One line on stderr: what is kept and how to resume; exit 130."""
+    from ldpopt.sweeps.store import StoreError, read_manifest
+
+    try:
+        m = read_manifest(out)
+        kept = f"{m['chunks']['done']} of {m['chunks']['total']} chunks are finished in {out}"
+    except (StoreError, KeyError, TypeError):
+        kept = f"nothing was written to {out} yet"
+    err_console.print(
+        f"interrupted: {kept}; run the same command again to resume (finished chunks are kept)",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def _print_summary(manifest: dict, out: Path, wall: float) -> None:
@@ -109,7 +140,8 @@ def _print_summary(manifest: dict, out: Path, wall: float) -> None:
     )
     t.add_row("cells", f"{manifest['cells']['done']:,}/{manifest['cells']['total']:,}")
     t.add_row("rows", f"{manifest['rows']['done']:,}")
-    t.add_row("scheduler", f"{run.get('scheduler', '-')} ({run.get('workers', '-')} workers)")
+    n = run.get("workers", "-")
+    t.add_row("scheduler", f"{run.get('scheduler', '-')} ({n} worker{'' if n == 1 else 's'})")
     solve = run.get("solve_seconds") or 0.0
     t.add_row("time", f"{wall:.3g} s wall, {solve:.3g} s solving")
     console.print(t)
@@ -120,6 +152,10 @@ def _print_summary(manifest: dict, out: Path, wall: float) -> None:
         )
     if manifest["chunk_errors"]:
         console.print("rerun the same command to retry the failed chunks")
+
+
+#: the ``format`` field of ``sweep-report --json`` (schema in docs/sweeps.md)
+REPORT_JSON_FORMAT = "ldpopt-sweep-report/1"
 
 
 @app.command("sweep-report")
@@ -133,31 +169,74 @@ def sweep_report_command(
     formats: str = typer.Option(
         "png,svg", "--format", help="Comma-separated figure formats (png, svg, pdf)."
     ),
+    json_out: Path | None = typer.Option(
+        None, "--json", help="Also write the summary as JSON to FILE ('-': standard output alone)."
+    ),
 ) -> None:
     """Summarise a sweep: mean utility per eps and mechanism with bootstrap bands, and plots."""
     fmts = tuple(f.strip().lower() for f in formats.split(",") if f.strip())
     bad = [f for f in fmts if f not in ("png", "svg", "pdf")]
     if not fmts or bad:
         fail(f"--format must list png, svg or pdf, got {formats!r}")
-    try:
-        from ldpopt.sweeps.report import write_report
+    with report_to_stderr_if_json_on_stdout(json_out):
+        try:
+            from ldpopt.sweeps.report import store_info, write_report
 
-        summary, paths = write_report(directory, out, resamples=resamples, seed=seed, formats=fmts)
-    except (ValueError, MissingExtraError) as exc:  # not a sweep directory, no rows yet; a missing extra
-        fail(str(exc))
-    console.print(_summary_table(summary, resamples))
-    for p in paths:
-        console.print(f"wrote {p}")
+            summary, paths = write_report(directory, out, resamples=resamples, seed=seed, formats=fmts)
+            info = store_info(directory)
+        except (ValueError, MissingExtraError) as exc:  # not a sweep directory, no rows yet; a missing extra
+            fail(str(exc))
+        except OSError as exc:  # e.g. a report directory that cannot be written
+            fail(f"cannot write the report to {out or directory / 'report'}: {exc.strerror or exc}")
+        if info.partial:
+            console.print(
+                f"[bold yellow]partial store:[/] {info.cells_done:,} of {info.cells_total:,} cells "
+                f"({info.chunks_done} of {info.chunks_total} chunks, status {info.status}) are "
+                "finished; the summary covers those",
+                highlight=False,
+                soft_wrap=True,
+            )
+        console.print(_summary_table(summary, resamples, info.title()))
+        for p in paths:
+            console.print(f"wrote {escape(str(p))}", highlight=False, soft_wrap=True)
+        if json_out is not None:
+            write_json(json_out, _report_payload(directory, info, summary, resamples, seed, paths))
 
 
-def _summary_table(summary, resamples: int):
+def _report_payload(directory: Path, info, summary, resamples: int, seed: int, paths) -> dict:
+    """The ``sweep-report --json`` document (schema in docs/sweeps.md; non-finite numbers -> null)."""
+    rows = [
+        {col: (v.item() if hasattr(v, "item") else v) for col, v in zip(summary.columns, rec, strict=True)}
+        for rec in summary.itertuples(index=False, name=None)
+    ]
+    return {
+        "format": REPORT_JSON_FORMAT,
+        "directory": str(directory),
+        "status": info.status,
+        "partial": info.partial,
+        "cells": {"done": info.cells_done, "total": info.cells_total},
+        "chunks": {"done": info.chunks_done, "total": info.chunks_total},
+        "instances": {
+            "family": info.family,
+            "k_min": info.k_min,
+            "k_max": info.k_max,
+            "done": info.instances_done,
+            "total": info.instances_total,
+        },
+        "bootstrap": {"resamples": resamples, "seed": seed, "level": 0.95},
+        "summary": rows,
+        "files": [str(p) for p in paths],
+    }
+
+
+def _summary_table(summary, resamples: int, title: str):
     """Mean normalised utility at the first, middle and last eps, with bands and the optimum's outputs."""
     from rich.table import Table
 
     eps_all = sorted(summary["eps"].unique())
     picks = sorted({eps_all[0], eps_all[len(eps_all) // 2], eps_all[-1]})
     band_note = f"{resamples} bootstrap resamples, 95% band" if resamples else "no bands"
-    t = Table(title=f"mean normalised utility [{band_note}] (mean outputs of the optimum)")
+    t = Table(title=escape(f"{title}: mean normalised utility ({band_note}; mean outputs of the optimum)"))
     for col in ("divergence", "budget", "mechanism", *(f"eps = {e:g}" for e in picks)):
         t.add_column(col, justify="left" if col in ("divergence", "mechanism") else "right")
     for (div, budget, mech), g in summary.groupby(["divergence", "budget", "mechanism"], sort=False):

@@ -47,7 +47,9 @@ __all__ = [
     "ChunkTask",
     "ChunkOutcome",
     "plan_chunks",
+    "estimated_work",
     "make_tasks",
+    "warmup_task",
     "run_chunk",
     "compute_chunk",
     "limit_threads",
@@ -63,18 +65,32 @@ __all__ = [
 #: environment variable with test-only fault injection ("raise:ID", "die_once:ID:MARKER", "sleep:S")
 FAULT_ENV = "LDPOPT_SWEEP_FAULT"
 
-# Chunk sizing (a fixed cost model, so the chunk layout depends on the configuration only).
-#: target estimated work per chunk, seconds
-TARGET_CHUNK_S = 2.0
-#: chunks are not made smaller than this estimated work to spread a small sweep
-MIN_CHUNK_S = 0.5
-#: a sweep is spread over at least this many chunks when that keeps chunks >= MIN_CHUNK_S
-MIN_CHUNKS = 8
-#: estimated seconds of one optimal solve on one core: a + b k^2 (ldpopt.sweep with partitions,
-#: one thread, 101 eps, measured at k = 10..300: 6e-6 s at k <= 30, 3.0e-5 at 100, 2.6e-4 at 300)
-_COST_A = 1e-5
-_COST_B = 3e-9
-#: an output budget below k costs about this factor more (the O(l k^2) program after Dinkelbach)
+# Chunk sizing: a cost model measured once (single thread, 2-core x86-64, numba 0.68; the
+# numbers are in docs/sweeps.md, "Chunks"), so the chunk layout depends on the configuration only.
+#: upper bound of the estimated work of one chunk, seconds (progress and retries stay fine-grained)
+TARGET_CHUNK_S = 1.0
+#: lower bound of the estimated work of one chunk, seconds: the driver's store write of a chunk
+#: (Parquet + fsync + rename, 3-15 ms) stays under ~10% of it
+MIN_CHUNK_S = 0.1
+#: a sweep is cut into at least this many chunks while they keep >= MIN_CHUNK_S each, so every
+#: worker of a pool (up to 8 per machine, 2 chunks each) gets work from the start and the last
+#: chunks finish together
+MIN_CHUNKS = 16
+#: fixed seconds per instance and divergence: drawing/validating the pair, the likelihood-ratio
+#: reduction and prefix sums, the rows of the table (measured 2.7e-4 to 3.9e-4 s at k <= 30 with
+#: one eps, where the solve itself is negligible)
+_INSTANCE_S = 3e-4
+#: seconds of the first (cold) solve of an instance: a + b k^p (measured 3e-4 s at k = 100,
+#: 1.6e-3 s at 300, 8e-3 to 1.2e-2 s at 1000)
+_COLD_A, _COLD_B, _COLD_P = 1e-5, 2.5e-7, 1.55
+#: seconds of each further eps of the same instance, warm-started from its neighbour: a + b k^p
+#: (measured on a 101-value grid: 1.1e-5 s at k = 10, 1.9e-5 at 30, 5.5e-5 at 100, 2.4e-4 at
+#: 300, 1.4e-3 at 1000)
+_WARM_A, _WARM_B, _WARM_P = 8e-6, 5.9e-8, 1.45
+#: large eps costs more (more outputs, weaker pruning): factor 1 + _EPS_SLOPE max(eps - 2, 0)
+#: (eps = 10 measured 1.4-2x eps = 2 at k = 1000)
+_EPS_SLOPE = 0.1
+#: an output budget below k costs about this factor more (the budgeted program)
 _BUDGET_FACTOR = 1.5
 #: estimated seconds per cell of the vectorised binary / RR baselines: a + b k
 _BASE_A = 5e-6
@@ -235,6 +251,8 @@ class ChunkOutcome:
     solve_seconds: float = 0.0
     build_seconds: float = 0.0
     attempts: int = 1
+    #: the process that computed it
+    pid: int = 0
 
 
 def failed_outcome(chunk_id: int, exc: BaseException) -> ChunkOutcome:
@@ -283,7 +301,9 @@ def run_chunk(task: ChunkTask) -> ChunkOutcome:
             limit_threads()
         _apply_faults(task)
         table, solve_s, build_s = compute_chunk(task)
-        return ChunkOutcome(task.chunk_id, table=table, solve_seconds=solve_s, build_seconds=build_s)
+        return ChunkOutcome(
+            task.chunk_id, table=table, solve_seconds=solve_s, build_seconds=build_s, pid=os.getpid()
+        )
     except Exception as exc:
         return failed_outcome(task.chunk_id, exc)
 
@@ -426,12 +446,27 @@ def compute_chunk(task: ChunkTask) -> tuple[Any, float, float]:
 # Chunk plan
 # ---------------------------------------------------------------------------------------------
 def _instance_cost(cfg: SweepConfig, k: int) -> float:
-    """Estimated seconds of one instance over the whole grid on one core (fixed cost model)."""
-    solve = sum((_COST_A + _COST_B * k * k) * (_BUDGET_FACTOR if 0 < b < k else 1.0) for b in cfg.budgets)
+    """Estimated seconds of one instance of alphabet size ``k`` over the whole grid on one core
+    (the measured cost model above: per instance, per cold and warm-started solve, by k, eps and
+    budget, plus the baselines)."""
+    eps = np.asarray(cfg.eps, dtype=float)
+    eps_factor = 1.0 + _EPS_SLOPE * np.maximum(eps - 2.0, 0.0)
+    cold = _COLD_A + _COLD_B * k**_COLD_P
+    warm = _WARM_A + _WARM_B * k**_WARM_P
+    # the first eps of each instance is solved cold, the others warm-started
+    grid = float(cold * eps_factor[0] + warm * eps_factor[1:].sum())
+    solve = sum(grid * (_BUDGET_FACTOR if 0 < b < k else 1.0) for b in cfg.budgets)
     base = sum(
-        _LP_A + _LP_B * 2.0 ** min(k, 30) if m == "kov_lp" else _BASE_A + _BASE_B * k for m in cfg.baselines
+        len(eps) * (_LP_A + _LP_B * 2.0 ** min(k, 30) if m == "kov_lp" else _BASE_A + _BASE_B * k)
+        for m in cfg.baselines
     )
-    return len(cfg.eps) * len(cfg.divergences) * (solve + base)
+    return len(cfg.divergences) * (_INSTANCE_S + solve + base)
+
+
+def estimated_work(cfg: SweepConfig) -> float:
+    """Estimated seconds of the whole sweep on one core (the cost model of :func:`plan_chunks`)."""
+    ks, counts = np.unique(cfg.instances.ks, return_counts=True)
+    return float(sum(c * _instance_cost(cfg, int(k)) for k, c in zip(ks, counts, strict=True)))
 
 
 def plan_chunks(cfg: SweepConfig) -> int:
@@ -479,3 +514,25 @@ def make_tasks(cfg: SweepConfig, ipc: int, faults: tuple = (), in_worker: bool =
             )
         )
     return tasks
+
+
+def warmup_task(cfg: SweepConfig) -> ChunkTask:
+    """A small task that runs every compiled code path the sweep's chunks run: its instances of the
+    smallest and the largest alphabet, at every eps, divergence and budget (the baselines too,
+    except the KOV LP, which compiles nothing).  Run once in the driver before the workers start,
+    it fills the on-disk numba cache that the workers then load (they never compile)."""
+    inst = cfg.instances
+    picks = sorted({int(np.argmin(inst.ks)), int(np.argmax(inst.ks))})
+    pairs = tuple(p for i in picks for p in inst.get(i, i + 1))
+    return ChunkTask(
+        chunk_id=-1,
+        start=0,
+        stop=len(picks),
+        ids=tuple(inst.ids[i] for i in picks),
+        spec=inst.spec,
+        pairs=pairs,
+        eps=cfg.eps,
+        divergences=cfg.divergences,
+        budgets=cfg.budgets,
+        baselines=tuple(b for b in cfg.baselines if b != "kov_lp"),
+    )

@@ -15,15 +15,24 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ldpopt._extras import require
 from ldpopt._validation import check_positive_int, is_real
-from ldpopt.sweeps.store import FEATURE, load_results
+from ldpopt.sweeps.store import FEATURE, load_results, read_manifest
 
-__all__ = ["summarize", "summarize_sweep", "plot_summary", "write_report", "SUMMARY_COLUMNS"]
+__all__ = [
+    "summarize",
+    "summarize_sweep",
+    "plot_summary",
+    "write_report",
+    "store_info",
+    "StoreInfo",
+    "SUMMARY_COLUMNS",
+]
 
 SUMMARY_COLUMNS = (
     "divergence",
@@ -200,10 +209,83 @@ def _draw_panel(ax, sub, div: str, what: str) -> None:
     ax.legend(fontsize=8)
 
 
-def plot_summary(summary, out_dir: str | Path, formats=("png", "svg")) -> list[Path]:
+@dataclass(frozen=True)
+class StoreInfo:
+    """What a sweep directory holds: the instance family, alphabet sizes, progress."""
+
+    #: the instances, e.g. ``"Dirichlet(1)"`` or ``"pairs from fraud.csv"``
+    family: str
+    #: smallest and largest alphabet size among the finished rows (0, 0 without rows)
+    k_min: int
+    k_max: int
+    _: KW_ONLY  # at most 8 positional fields; the rest by keyword
+    #: instances with finished rows, and in the whole sweep
+    instances_done: int
+    instances_total: int
+    cells_done: int
+    cells_total: int
+    chunks_done: int
+    chunks_total: int
+    #: the manifest's status (``complete``, ``running``, ``interrupted``, ``failed``, ``incomplete``)
+    status: str
+
+    @property
+    def partial(self) -> bool:
+        """Fewer finished cells than the sweep has."""
+        return self.cells_done < self.cells_total
+
+    @property
+    def k_text(self) -> str:
+        return f"{self.k_min}" if self.k_min == self.k_max else f"{self.k_min}-{self.k_max}"
+
+    def title(self) -> str:
+        """``"Dirichlet(1), k = 100, n = 100 instances"`` (+ the partial progress)."""
+        text = f"{self.family}, k = {self.k_text}, n = {self.instances_done} instances"
+        if self.partial:
+            text += f" (partial: {self.cells_done:,} of {self.cells_total:,} cells)"
+        return text
+
+
+def _family(spec: dict) -> str:
+    if spec.get("generator") == "dirichlet":
+        alpha = [float(a) for a in spec.get("alpha", [])]
+        if alpha and all(a == alpha[0] for a in alpha):
+            return f"Dirichlet({alpha[0]:g})"
+        shown = ", ".join(f"{a:g}" for a in alpha[:4]) + (", ..." if len(alpha) > 4 else "")
+        return f"Dirichlet([{shown}])"
+    if spec.get("file"):
+        return f"pairs from {Path(str(spec['file'])).name}"
+    return "instances"
+
+
+def store_info(directory: str | os.PathLike, df=None) -> StoreInfo:
+    """The :class:`StoreInfo` of a sweep directory (``df``: its rows, when already loaded)."""
+    manifest = read_manifest(directory)
+    if df is None:
+        df = load_results(directory, columns=["instance_index", "k"])
+    resolved = manifest.get("resolved", {})
+    ks = df["k"].to_numpy() if len(df) else np.zeros(1, dtype=np.int64)
+    return StoreInfo(
+        family=_family(resolved.get("instances", {})),
+        k_min=int(ks.min()),
+        k_max=int(ks.max()),
+        instances_done=int(df["instance_index"].nunique()),
+        instances_total=int(resolved.get("num_instances", 0)),
+        cells_done=int(manifest["cells"]["done"]),
+        cells_total=int(manifest["cells"]["total"]),
+        chunks_done=int(manifest["chunks"]["done"]),
+        chunks_total=int(manifest["chunks"]["total"]),
+        status=str(manifest.get("status", "")),
+    )
+
+
+def plot_summary(
+    summary, out_dir: str | Path, formats=("png", "svg"), *, title: str | None = None
+) -> list[Path]:
     """Plot utility-vs-eps curves and the optimal number of outputs vs eps (one panel per divergence).
 
     Writes ``utility_vs_eps.<fmt>`` and ``outputs_vs_eps.<fmt>`` into ``out_dir``; returns the paths.
+    ``title``: the figures' title (e.g. :meth:`StoreInfo.title`: instance family, k, n).
     """
     require("matplotlib", "plotting a sweep report", "plots")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -223,11 +305,24 @@ def plot_summary(summary, out_dir: str | Path, formats=("png", "svg")) -> list[P
             _draw_panel(ax, summary[summary["divergence"] == div], div, what)
         for ax in axes[len(divs) :]:
             ax.set_visible(False)
+        if title:
+            fig.suptitle(title)
         for fmt in formats:
             path = out_dir / f"{what}_vs_eps.{fmt}"
-            fig.savefig(path, dpi=150)
+            # the title also goes into the file's metadata (PNG text chunk, SVG/PDF title)
+            fig.savefig(path, dpi=150, metadata={"Title": title} if title else None)
             written.append(path)
     return written
+
+
+def _check_out_dir(out_dir: Path) -> None:
+    """A report directory that can be created (before any work)."""
+    for parent in (out_dir, *out_dir.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                what = "the report directory" if parent == out_dir else f"a parent of {str(out_dir)!r}"
+                raise ValueError(f"{str(parent)!r} ({what}) exists and is not a directory")
+            return
 
 
 def write_report(
@@ -239,16 +334,26 @@ def write_report(
 ) -> tuple:
     """Summarise a sweep directory: ``summary.csv`` and the plots in ``out_dir`` (default ``DIR/report``).
 
-    Returns (summary DataFrame, list of written paths).
+    The figures' title names the instance family, the alphabet size k and the number of instances
+    n, and says when the store is partial (:func:`store_info`).  Returns (summary DataFrame, list
+    of written paths).
+
+    Raises
+    ------
+    ValueError
+        ``directory`` is not a sweep or holds no finished rows; ``out_dir`` (or a parent) exists
+        and is not a directory.
     """
     if formats:  # the figures need matplotlib: say so before any work
         require("matplotlib", "plotting a sweep report", "plots")
+    out_dir = Path(directory) / "report" if out_dir is None else Path(out_dir)
+    _check_out_dir(out_dir)
     df = load_results(directory)
     if df.empty:
         raise ValueError(f"sweep directory {str(directory)!r} holds no finished rows yet")
-    out_dir = Path(directory) / "report" if out_dir is None else Path(out_dir)
+    info = store_info(directory, df)
     summary = summarize(df, resamples=resamples, seed=seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     csv = out_dir / "summary.csv"
     summary.to_csv(csv, index=False)
-    return summary, [csv, *plot_summary(summary, out_dir, formats)]
+    return summary, [csv, *plot_summary(summary, out_dir, formats, title=info.title())]

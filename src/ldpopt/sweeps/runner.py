@@ -26,24 +26,33 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ldpopt._extras import require
 from ldpopt._progress import ProgressBar
 from ldpopt._validation import check_positive_int, is_integer, is_real
 from ldpopt.errors import LdpoptWarning, SchedulerError
+from ldpopt.sweeps._lifeline import sigterm_as_interrupt
 from ldpopt.sweeps.chunks import (
     FAULT_ENV,
     ChunkTask,
+    estimated_work,
     faults_from_env,
     make_tasks,
     parse_partition,
     partition_string,
     plan_chunks,
+    warmup_task,
 )
 from ldpopt.sweeps.config import SweepConfig, SweepConfigError, load_config
 from ldpopt.sweeps.report import summarize_sweep, write_report
-from ldpopt.sweeps.schedulers import CONNECT_TIMEOUT_S, Scheduler, make_scheduler, parse_scheduler
+from ldpopt.sweeps.schedulers import (
+    CONNECT_TIMEOUT_S,
+    Scheduler,
+    check_spawnable,
+    make_scheduler,
+    parse_scheduler,
+)
 from ldpopt.sweeps.store import COLUMNS, FEATURE, StoreError, SweepStore, load_results, read_manifest
 
 __all__ = [
@@ -64,10 +73,20 @@ __all__ = [
     "MAX_ROWS_IN_MEMORY",
 ]
 
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
 log = logging.getLogger("ldpopt.sweep")
 
 #: run_sweep returns the dataset directory instead of a DataFrame above this many rows
 MAX_ROWS_IN_MEMORY = 20_000_000
+#: seconds to start one worker process and load the compiled kernels in it (measured 1.2-2 s on 2
+#: cores); with the default worker count, a sweep whose estimated work is below this times the
+#: number of workers is computed in the driver with the solver's own threads instead (as fast, and
+#: no start-up)
+WORKER_START_S = 1.5
+#: the manifest's scheduler name of such a run
+SMALL_SWEEP_SCHEDULER = "in-process (small sweep)"
 
 
 def _now() -> str:
@@ -108,6 +127,35 @@ def _open_store(cfg: SweepConfig, ipc: int, probe: list[ChunkTask], out, resume:
     )
 
 
+class _Writer:
+    """Writes finished chunks into the store in a background thread, one at a time: writing chunk
+    n (Parquet, fsync, rename: a few ms, ~10% of a small chunk) overlaps computing chunk n + 1.
+    The store's state is read only after :meth:`settle`."""
+
+    def __init__(self, store: SweepStore):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.store = store
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ldpopt-store")
+        self._pending: Future | None = None
+
+    def settle(self) -> None:
+        """Wait for the write in flight (its error is raised here)."""
+        fut, self._pending = self._pending, None
+        if fut is not None:
+            fut.result()
+
+    def write(self, cid: int, table: Any) -> None:
+        self.settle()
+        self._pending = self._pool.submit(self.store.write_chunk, cid, table)
+
+    def close(self) -> None:
+        try:
+            self.settle()
+        finally:
+            self._pool.shutdown(wait=True)
+
+
 def _compute(
     scheduler: Scheduler,
     tasks: list[ChunkTask],
@@ -119,32 +167,41 @@ def _compute(
     """Write each finished chunk and record each failed one as they come; returns the seconds
     spent solving and building tables."""
     solve_s = build_s = 0.0
-    for outcome in scheduler.run(tasks, store):
-        cid = outcome.chunk_id
-        if outcome.error is None:
-            store.write_chunk(cid, outcome.table)
-            solve_s += outcome.solve_seconds
-            build_s += outcome.build_seconds
-            run_info["chunks_computed"] += 1
-            cells = probe[cid].num_cells
-            bar.advance(cells)
-            log.info(
-                "chunk %d done: %d cells in %.3g s (%d/%d chunks)",
-                cid,
-                cells,
-                outcome.solve_seconds,
-                len(store.done),
-                len(probe),
-            )
-            if len(store.done) < len(probe):  # (the final manifest follows the last chunk)
-                store.write_manifest(running=True, run=run_info, force=False)
-        else:
-            run_info["chunks_failed"] += 1
-            store.record_error(cid, outcome.error, outcome.traceback, outcome.attempts)
-            store.write_manifest(running=True, run=run_info)
-            bar.print(f"chunk {cid}: {outcome.error}", prefix="chunk failed:")
-            log.warning("chunk %d: %s", cid, outcome.error)
-            log.info("chunk %d failed", cid)
+    by_process: dict[int, int] = {}
+    writer = _Writer(store)
+    try:
+        for outcome in scheduler.run(tasks, store):
+            cid = outcome.chunk_id
+            writer.settle()  # the store's state is complete up to the previous chunk
+            if outcome.error is None:
+                if store.done:  # progress so far (the final manifest follows the last chunk)
+                    store.write_manifest(running=True, run=run_info, force=False)
+                writer.write(cid, outcome.table)
+                solve_s += outcome.solve_seconds
+                build_s += outcome.build_seconds
+                run_info["chunks_computed"] += 1
+                by_process[outcome.pid] = by_process.get(outcome.pid, 0) + 1
+                # how the chunks spread over the worker processes (busiest first)
+                run_info["chunks_per_worker"] = sorted(by_process.values(), reverse=True)
+                cells = probe[cid].num_cells
+                bar.advance(cells)
+                log.info(
+                    "chunk %d done: %d cells in %.3g s (%d/%d chunks)",
+                    cid,
+                    cells,
+                    outcome.solve_seconds,
+                    len(store.done) + 1,
+                    len(probe),
+                )
+            else:
+                run_info["chunks_failed"] += 1
+                store.record_error(cid, outcome.error, outcome.traceback, outcome.attempts)
+                store.write_manifest(running=True, run=run_info)
+                bar.print(f"chunk {cid}: {outcome.error}", prefix="chunk failed:")
+                log.warning("chunk %d: %s", cid, outcome.error)
+                log.info("chunk %d failed", cid)
+    finally:
+        writer.close()  # an interrupted run keeps the chunk being written
     return solve_s, build_s
 
 
@@ -181,6 +238,8 @@ def run_sweep(
         The store directory (created; Parquet chunk files + ``manifest.json``).
     scheduler : str
         ``"inline"``, ``"processes"`` (default), ``"dask-local"`` or ``"tcp://HOST:PORT"``.
+        ``"processes"`` with the default worker count computes a sweep whose estimated work is
+        below ``WORKER_START_S`` per worker in this process instead (the solver's threads).
     resume : bool
         ``True`` (default): finished chunks in ``out`` are kept and only the missing ones computed;
         ``out`` must then hold nothing or the same sweep.  ``False``: start over, deleting the
@@ -210,6 +269,13 @@ def run_sweep(
     MissingExtraError
         Before any work, when pandas is missing and the rows may be returned as a DataFrame
         (``max_rows_in_memory > 0``), or an instance file needs it (``pip install "ldpopt[sweeps]"``).
+    SchedulerError
+        Also before any work, when ``processes``/``dask-local`` is called from the top level of a
+        script outside an ``if __name__ == "__main__":`` block (the workers re-import the script).
+    KeyboardInterrupt
+        On Ctrl-C, or SIGTERM (in the main thread, unless the program handles SIGTERM itself):
+        the workers are stopped, finished chunks are kept and the manifest's status is
+        ``interrupted``; running again over ``out`` resumes.
 
     Warns
     -----
@@ -220,17 +286,59 @@ def run_sweep(
     cfg = load_config(config)
     kind, address = parse_scheduler(scheduler)
     workers = _check_arguments(workers, connect_timeout, max_rows_in_memory)
+    if kind in ("processes", "dask-local"):  # a script that cannot run a pool fails before any work
+        check_spawnable(kind)
     n_workers = workers or cfg.workers or os.cpu_count() or 1
     ipc = plan_chunks(cfg)
     probe = make_tasks(cfg, ipc)
     store = _open_store(cfg, ipc, probe, out, resume)
-    t_start = time.perf_counter()
-    executor = make_scheduler(kind, address, n_workers, float(connect_timeout))
-    try:
-        store.prepare()
-    except BaseException:
-        executor.close()
-        raise
+    with sigterm_as_interrupt():  # SIGTERM stops the run the way Ctrl-C does
+        t_start = time.perf_counter()
+        small = _small_sweep(kind, cfg, n_workers, explicit=bool(workers or cfg.workers))
+        executor = make_scheduler(
+            "inline" if small else kind, address, n_workers, float(connect_timeout), warmup_task(cfg)
+        )
+        if small:
+            executor.name = SMALL_SWEEP_SCHEDULER
+        try:
+            store.prepare()
+        except BaseException:
+            executor.close()
+            raise
+        limit = max_rows_in_memory
+        return _drive(cfg, ipc, probe, store, executor, quiet=quiet, out=out, max_rows=limit, t_start=t_start)
+
+
+def _small_sweep(kind: str, cfg: SweepConfig, n_workers: int, explicit: bool) -> bool:
+    """Whether a default-sized process pool is replaced by this process (the sweep's estimated work
+    is smaller than starting the workers)."""
+    if kind != "processes" or explicit or n_workers < 2:
+        return False
+    work = estimated_work(cfg)
+    if work >= WORKER_START_S * n_workers:
+        return False
+    log.info(
+        "sweep: about %.2g s of work, less than starting %d worker processes: computed in this "
+        "process with the solver's threads",
+        work,
+        n_workers,
+    )
+    return True
+
+
+def _drive(
+    cfg: SweepConfig,
+    ipc: int,
+    probe: list[ChunkTask],
+    store: SweepStore,
+    executor: Scheduler,
+    *,
+    quiet: bool,
+    out,
+    max_rows: int,
+    t_start: float,
+):
+    """Compute the missing chunks with ``executor`` and write them; the rows (or the dataset path)."""
     run_info: dict[str, Any] = {
         "started": _now(),
         "scheduler": executor.name,
@@ -264,12 +372,20 @@ def run_sweep(
         )
         with bar:
             solve_s, build_s = _compute(executor, tasks, store, probe, bar, run_info)
-    except BaseException:
+    except BaseException as exc:
         run_info.update(finished=_now(), interrupted=True)
         try:
-            store.finish(run_info)
+            executor.close(abort=True)
         finally:
-            executor.close()
+            store.finish(run_info)
+        if isinstance(exc, KeyboardInterrupt):
+            log.info(
+                "sweep interrupted: %d of %d chunks are finished in %s; run it again with the "
+                "same configuration and directory to compute the rest",
+                len(store.done),
+                len(probe),
+                out,
+            )
         raise
     executor.close()
     wall = time.perf_counter() - t_start
@@ -290,6 +406,6 @@ def run_sweep(
         wall,
     )
     _warn_failures(store, len(probe), out)
-    if store.rows_done > max_rows_in_memory:
+    if store.rows_done > max_rows:
         return Path(out) / "chunks"
     return load_results(out)

@@ -14,6 +14,8 @@ the process pool reruns the chunks it lost one at a time (a chunk that kills its
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import logging
 import multiprocessing as mp
 import os
@@ -21,9 +23,11 @@ import sys
 import uuid
 from collections import deque
 from collections.abc import Iterator
+from types import FrameType
 from typing import TYPE_CHECKING, Protocol
 
 from ldpopt.errors import SchedulerError
+from ldpopt.sweeps._lifeline import follow_parent, ignore_interrupts
 from ldpopt.sweeps.chunks import (
     ChunkOutcome,
     ChunkTask,
@@ -38,7 +42,14 @@ from ldpopt.sweeps.store import SweepStore
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
 
-__all__ = ["Scheduler", "parse_scheduler", "make_scheduler", "MAX_WORKER_DEATHS", "CONNECT_TIMEOUT_S"]
+__all__ = [
+    "Scheduler",
+    "parse_scheduler",
+    "make_scheduler",
+    "check_spawnable",
+    "MAX_WORKER_DEATHS",
+    "CONNECT_TIMEOUT_S",
+]
 
 log = logging.getLogger("ldpopt.sweep")
 
@@ -46,6 +57,10 @@ log = logging.getLogger("ldpopt.sweep")
 MAX_WORKER_DEATHS = 3
 #: seconds to wait for a tcp:// Dask scheduler before reporting it unreachable
 CONNECT_TIMEOUT_S = 10.0
+#: seconds a worker waits for the driver to fill the compiled-kernel cache before it warms up anyway
+READY_TIMEOUT_S = 600.0
+#: seconds an interrupted run gives its workers to exit after SIGTERM before SIGKILL
+STOP_GRACE_S = 2.0
 
 
 class Scheduler(Protocol):
@@ -62,8 +77,8 @@ class Scheduler(Protocol):
         """Compute the tasks, yielding each outcome as it finishes (any order)."""
         ...
 
-    def close(self) -> None:
-        """Release the workers (idempotent)."""
+    def close(self, abort: bool = False) -> None:
+        """Release the workers (idempotent); ``abort``: stop them at once (an interrupted run)."""
         ...
 
 
@@ -87,38 +102,103 @@ def parse_scheduler(scheduler: str) -> tuple[str, str | None]:
 # ---------------------------------------------------------------------------------------------
 # Worker set-up
 # ---------------------------------------------------------------------------------------------
-def _warm_up(single_thread: bool = True) -> None:
-    """Run a tiny chunk so imports and compiled kernels are loaded before the timed work.
+def _tiny_task() -> ChunkTask:
+    spec = InstanceSpec(kind="dirichlet", k=3, trials=1, alpha=(1.0, 1.0, 1.0), seed=0)
+    return ChunkTask(
+        chunk_id=-1,
+        start=0,
+        stop=1,
+        ids=("w",),
+        spec=spec,
+        pairs=None,
+        eps=(1.0,),
+        divergences=("kl",),
+        budgets=(0, 2),
+        baselines=("binary", "rr"),
+    )
 
-    Failures are ignored here: a real chunk meets them again and records them.
+
+def _warm_up(task: ChunkTask | None = None, single_thread: bool = True) -> None:
+    """Run a small chunk (``task``: the sweep's :func:`~ldpopt.sweeps.chunks.warmup_task`) so that
+    imports and compiled kernels are loaded before the timed work.
+
+    In the driver this compiles what the sweep needs into the on-disk numba cache (or loads it);
+    in a worker, started afterwards, it loads the same kernels from that cache.  Failures are
+    ignored here: a real chunk meets them again and records them.
     """
     try:
-        spec = InstanceSpec(kind="dirichlet", k=3, trials=1, alpha=(1.0, 1.0, 1.0), seed=0)
         if single_thread:
             limit_threads()
-        compute_chunk(
-            ChunkTask(
-                chunk_id=-1,
-                start=0,
-                stop=1,
-                ids=("w",),
-                spec=spec,
-                pairs=None,
-                eps=(1.0,),
-                divergences=("kl",),
-                budgets=(0, 2),
-                baselines=("binary", "rr"),
-            )
-        )
+        compute_chunk(task if task is not None else _tiny_task())
     except Exception:  # pragma: no cover - depends on the worker's environment
         pass
 
 
-def _worker_init() -> None:
+class _WouldCompile(Exception):
+    """A worker was about to compile a kernel the driver is still compiling."""
+
+
+@contextlib.contextmanager
+def _no_compiling_before(ready) -> Iterator[None]:
+    """Within the block, a numba compile (a miss of the on-disk cache: loading from the cache is
+    no compile) raises :class:`_WouldCompile` as long as ``ready`` is not set."""
+    try:
+        from numba.core import event
+    except ImportError:  # no numba: nothing is compiled
+        yield
+        return
+
+    class _Refuse(event.Listener):
+        def on_start(self, ev) -> None:
+            if not ready.is_set():
+                raise _WouldCompile
+
+        def on_end(self, ev) -> None:
+            pass
+
+    with event.install_listener("numba:compile", _Refuse()):
+        yield
+
+
+def _worker_warm_up(task: ChunkTask | None, ready, compiler) -> None:
+    """Load the sweep's kernels from the on-disk cache, all workers at once.  A kernel missing from
+    the cache is compiled by one worker only (the first to take ``compiler``), which then sets
+    ``ready``; the others wait for it and load the kernel from the cache."""
+    limit_threads()
+    try:
+        with _no_compiling_before(ready):
+            compute_chunk(task if task is not None else _tiny_task())
+        return  # everything came from the cache
+    except _WouldCompile:
+        pass
+    except Exception:  # pragma: no cover - a real chunk meets it again and records it
+        return
+    if compiler.acquire(block=False):
+        try:
+            _warm_up(task)  # compiles what is missing, into the cache, once for the pool
+        finally:
+            ready.set()
+    else:
+        ready.wait(READY_TIMEOUT_S)
+        _warm_up(task)
+
+
+def _worker_init(parent_pid: int, ready, compiler, task: ChunkTask | None) -> None:
+    """Pool worker set-up: exit with the driver, leave Ctrl-C to the driver, one solver thread,
+    then load the sweep's kernels (see :func:`_worker_warm_up`: compiled once per machine)."""
+    follow_parent(parent_pid)
+    ignore_interrupts()
     # One solver thread per worker process: the parallelism comes from the chunks.
     for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
-    _warm_up()
+    _worker_warm_up(task, ready, compiler)
+
+
+def _dask_worker_init(parent_pid: int | None, task: ChunkTask | None) -> None:
+    """Dask worker set-up (``client.run``): a ``dask-local`` worker exits with the driver."""
+    if parent_pid is not None and os.getppid() == parent_pid:
+        follow_parent(parent_pid)
+    _warm_up(task)
 
 
 def _ldpopt_version() -> str:
@@ -134,16 +214,17 @@ class _Inline:
     name = "inline"
     in_worker = False
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, warm: ChunkTask | None = None):
         self.workers = 1
+        self._warm = warm
 
     def run(self, tasks: list[ChunkTask], store: SweepStore) -> Iterator[ChunkOutcome]:
-        if tasks:
-            _warm_up(single_thread=False)
+        if tasks:  # load what the sweep needs (not more) before the timed chunks
+            _warm_up(self._warm, single_thread=False)
         for task in tasks:
             yield run_chunk(task)
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
         pass
 
 
@@ -153,17 +234,24 @@ class _Processes:
     name = "processes"
     in_worker = True
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, warm: ChunkTask | None = None):
         self.workers = workers
+        self._warm = warm
         self._pool: ProcessPoolExecutor | None = None
+        self._ctx = mp.get_context("spawn")
 
     def _new_pool(self) -> ProcessPoolExecutor:
         from concurrent.futures import ProcessPoolExecutor
 
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
+        # per pool: a worker that died holding the compiler lock must not block the next pool
+        ready, compiler = self._ctx.Event(), self._ctx.Lock()
         self._pool = ProcessPoolExecutor(
-            max_workers=self.workers, mp_context=mp.get_context("spawn"), initializer=_worker_init
+            max_workers=self.workers,
+            mp_context=self._ctx,
+            initializer=_worker_init,
+            initargs=(os.getpid(), ready, compiler, self._warm),
         )
         return self._pool
 
@@ -235,10 +323,25 @@ class _Processes:
                 pool = self._new_pool()
                 yield from self._lost(lost, deaths, store, suspects)
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+    def close(self, abort: bool = False) -> None:
+        """Release the workers; ``abort``: stop them now (an interrupted run), without waiting for
+        the chunks they are computing."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if not abort:
+            pool.shutdown(wait=True, cancel_futures=True)
+            return
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join(STOP_GRACE_S)
+            if p.is_alive():
+                p.kill()
+                p.join(STOP_GRACE_S)
 
 
 class _Dask:
@@ -250,7 +353,9 @@ class _Dask:
 
     in_worker = True
 
-    def __init__(self, kind: str, address: str | None, workers: int, connect_timeout: float):
+    def __init__(
+        self, kind: str, address: str | None, workers: int, connect_timeout: float, warm: ChunkTask | None
+    ):
         try:
             from distributed import Client, LocalCluster
         except ImportError:
@@ -259,7 +364,12 @@ class _Dask:
             ) from None
         self.cluster = None
         self.name = address or kind
+        parent = None
         if kind == "dask-local":
+            # compile (or load) the sweep's kernels here first: the workers, started next on this
+            # machine, load them from the same on-disk cache
+            _warm_up(warm, single_thread=False)
+            parent = os.getpid()  # the cluster's worker processes are children of this process
             try:
                 self.cluster = LocalCluster(
                     n_workers=workers,
@@ -284,7 +394,7 @@ class _Dask:
                     f"({type(exc).__name__}: {exc})"
                 ) from None
             self._check_workers()
-        self.client.run(_warm_up)
+        self.client.run(_dask_worker_init, parent, warm)
 
     def _check_workers(self) -> None:
         import ldpopt
@@ -326,7 +436,7 @@ class _Dask:
             fut.release()
             yield out
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
         try:
             self.client.close()
         finally:
@@ -335,22 +445,74 @@ class _Dask:
                 self.cluster = None
 
 
-def _check_spawnable(kind: str) -> None:
-    """Spawned workers re-import the main script; fail early when it is not a file (``python - <``)."""
+def _is_main_test(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either order)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [x for x in sides if isinstance(x, ast.Name) and x.id == "__name__"]
+    consts = [x for x in sides if isinstance(x, ast.Constant) and x.value == "__main__"]
+    return len(names) == 1 and len(consts) == 1
+
+
+def _unguarded_call_line(main_file: str) -> int | None:
+    """The line of the main script's top-level code that (indirectly) called us, when it is not
+    inside an ``if __name__ == "__main__":`` block; ``None`` otherwise (or when unknown)."""
+    main = sys.modules.get("__main__")
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals is getattr(main, "__dict__", None) and frame.f_code.co_name == "<module>":
+            break
+        frame = frame.f_back
+    if frame is None:
+        return None
+    line = frame.f_lineno
+    try:
+        with open(main_file, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), main_file)
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_main_test(node.test) and node.body:
+            if node.body[0].lineno <= line <= (node.body[-1].end_lineno or line):
+                return None
+    return line
+
+
+def check_spawnable(kind: str) -> None:
+    """Spawned workers re-import the main script: fail early when it is not a file (``python - <``)
+    or when it starts the sweep outside an ``if __name__ == "__main__":`` block (every worker
+    would start the sweep again, and fail)."""
     main_file = getattr(sys.modules.get("__main__"), "__file__", None)
-    if main_file is not None and not os.path.exists(main_file):
+    if main_file is None:
+        return
+    if not os.path.exists(main_file):
         raise SchedulerError(
             f"scheduler {kind!r} starts worker processes that re-import the main script, but it is not a "
             f"file here ({main_file!r}); run from a script file or use scheduler='inline'"
         )
+    line = _unguarded_call_line(main_file)
+    if line is not None:
+        raise SchedulerError(
+            f"{main_file}, line {line}: the sweep is started outside an 'if __name__ == \"__main__\":' "
+            f"block; scheduler {kind!r} starts worker processes that re-import this script, so each "
+            "would start the sweep again. Put the call under 'if __name__ == \"__main__\":' "
+            "(or use scheduler='inline')"
+        )
 
 
-def make_scheduler(kind: str, address: str | None, workers: int, connect_timeout: float) -> Scheduler:
-    """The scheduler of a parsed :func:`parse_scheduler` result (Dask clusters are started here)."""
+def make_scheduler(
+    kind: str, address: str | None, workers: int, connect_timeout: float, warm: ChunkTask | None = None
+) -> Scheduler:
+    """The scheduler of a parsed :func:`parse_scheduler` result (Dask clusters are started here).
+
+    ``warm``: the sweep's :func:`~ldpopt.sweeps.chunks.warmup_task`, run in the driver before the
+    local workers use the compiled kernels, and in every worker to load them.
+    """
     if kind == "inline":
-        return _Inline(workers)
+        return _Inline(workers, warm)
     if kind in ("processes", "dask-local"):
-        _check_spawnable(kind)
+        check_spawnable(kind)
     if kind == "processes":
-        return _Processes(workers)
-    return _Dask(kind, address, workers, connect_timeout)
+        return _Processes(workers, warm)
+    return _Dask(kind, address, workers, connect_timeout, warm)

@@ -172,6 +172,7 @@ class SweepStore:
         self.cells_per_chunk = cells_per_chunk
         self._last_manifest = 0.0
         self.write_seconds = 0.0
+        self.interrupted = False
         if self.root.exists() and not self.root.is_dir():
             raise StoreError(f"output path {str(self.root)!r} exists and is not a directory")
         try:
@@ -293,10 +294,14 @@ class SweepStore:
         return sum(self.rows_per_chunk[c] for c in self.done)
 
     def status(self, running: bool) -> str:
+        """``complete``, ``running``, ``interrupted`` (stopped by Ctrl-C / SIGTERM), ``failed``
+        (chunks failed) or ``incomplete``."""
         if len(self.done) == self.num_chunks:
             return "complete"
         if running:
             return "running"
+        if self.interrupted:
+            return "interrupted"
         return "failed" if self.errors else "incomplete"
 
     def manifest(self, running: bool, run: dict | None = None) -> dict:
@@ -326,7 +331,9 @@ class SweepStore:
         self.write_seconds += time.perf_counter() - t0
 
     def finish(self, run: dict) -> dict:
-        """Append ``run`` to the run history and write the final manifest."""
+        """Append ``run`` to the run history and write the final manifest (status ``interrupted``
+        when ``run["interrupted"]``)."""
+        self.interrupted = bool(run.get("interrupted"))
         self.runs.append(run)
         self.write_manifest(running=False, force=True)
         return self.manifest(running=False)
