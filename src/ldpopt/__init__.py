@@ -8,11 +8,10 @@
 """
 
 import importlib
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as _version
 from typing import Any
 
 from ldpopt import _compat
+from ldpopt._version import library_version
 from ldpopt.divergences import (
     ChernoffInformation,
     FDivergence,
@@ -101,6 +100,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # read from the metadata on first use (see ldpopt._version)
+        return library_version()
     entry = _LAZY.get(name)
     if entry is None:
         raise AttributeError(f"module 'ldpopt' has no attribute {name!r}")
@@ -114,11 +115,6 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
-
-try:
-    __version__ = _version("ldpopt")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0"
 
 _compat.install()
 

@@ -16,7 +16,6 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -26,6 +25,7 @@ from ldpopt._atomic import atomic_write_text
 from ldpopt._json import loads_strict
 from ldpopt._sampler import realise
 from ldpopt._validation import check_distribution, is_real
+from ldpopt._version import library_version
 from ldpopt.errors import MechanismFileError
 
 __all__ = [
@@ -138,14 +138,6 @@ def _label_list(labels: Any, what: str) -> list | None:
     return out
 
 
-def _library_version() -> str:
-    """The installed ldpopt's version (``ldpopt.__version__``)."""
-    try:
-        return version("ldpopt")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0.0.0"
-
-
 def _finite_or_none(value: Any) -> float | None:
     if value is None:
         return None
@@ -199,7 +191,7 @@ def mechanism_file_text(
     payload = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
-        "library_version": _library_version(),
+        "library_version": library_version(),
         "name": str(mech.name),
         "eps": "inf" if math.isinf(mech.eps) else float(mech.eps),
         "labels": _label_list(mech.labels, "labels"),
