@@ -56,7 +56,7 @@ def test_design_robust_bad_input_exit_2():
     for extra in (
         ["--robust", "foo:1"],
         ["--robust", "tv:2"],
-        ["--robust", "tv:0.1", "--divergence", "tv"],
+        ["--robust", "tv:0.1", "--divergence", "chernoff"],
         ["--from-counts"],
         ["--robust", "tv:0.1", "--from-counts"],
     ):

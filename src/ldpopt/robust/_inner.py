@@ -74,7 +74,7 @@ def check_divergence(div: FDivergence) -> None:
     if div.code not in _SMOOTH and div.code not in PIECEWISE:
         raise ValueError(
             f"robust design needs a built-in divergence ({', '.join(SUPPORTED)}); got "
-            f"divergence={div.name!r} (user generators have no closed-form derivative)"
+            f"divergence={div.name!r} (chernoff and user-supplied generators are not supported)"
         )
 
 

@@ -153,7 +153,8 @@ def _report(div: FDivergence, raw: float) -> float:
 
 
 def _certificate(div, lower_raw, upper_raw):
-    lo, up = _report(div, lower_raw), _report(div, upper_raw)
+    # lower <= upper holds exactly; the two float sums can cross by rounding (~1e-16): keep the order
+    lo, up = _report(div, min(lower_raw, upper_raw)), _report(div, upper_raw)
     gap = max(0.0, up - lo)
     return lo, up, gap, gap <= CERT_RTOL * up
 
