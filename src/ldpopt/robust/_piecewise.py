@@ -49,6 +49,12 @@ PIECEWISE = (CODE_TV, CODE_EGAMMA)
 _KELLEY_RTOL = 1e-10
 #: ... or after this many LMO points (each adds one cut to an LP in sum(m_i) + n + 1 variables)
 _KELLEY_MAXITER = 300
+#: SLSQP on the KL-ball epigraph problem (linear objective scaled to order 1): its final steps
+#: are superlinear; the bounds do not depend on it (re-derived from the point and multipliers)
+_SLSQP_FTOL = 1e-15
+_SLSQP_MAXITER = 400
+#: lower bound of a KL-ball variable on the support of the centre (log needs P > 0)
+_KL_FLOOR = 1e-300
 
 
 def gamma_of(div: FDivergence) -> float:
@@ -99,9 +105,15 @@ def _hinge_multipliers(mats, gamma, pair):
 def solve_piecewise(mats: list[np.ndarray], div: FDivergence, sides, start) -> PiecewiseSolution:
     """min over the sets of max_i D_f(M_i^T P0 || M_i^T P1) for TV / E_gamma, with proven bounds."""
     gamma = gamma_of(div)
-    if sides[0].model == "kl":
-        return _kelley(mats, div, gamma, sides, start)
-    return _lp(mats, div, gamma, sides, start)
+    if sides[0].model != "kl":
+        return _lp(mats, div, gamma, sides, start)
+    first = _epigraph_slsqp(mats, div, gamma, sides, start)
+    if first.upper - first.lower <= _KELLEY_RTOL * first.upper:
+        return first
+    second = _kelley(mats, div, gamma, sides, first.pair)
+    lower = max(first.lower, second.lower)
+    chosen = second if second.upper < first.upper else first
+    return PiecewiseSolution(min(lower, chosen.upper), chosen.upper, chosen.pair, chosen.weights)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -213,6 +225,97 @@ def _from_point(mats, div, gamma, sides, point, duals) -> PiecewiseSolution:
 
 
 # ---------------------------------------------------------------------------------------------
+# KL balls: the epigraph problem by SLSQP (linear objective and cuts, one smooth convex
+# constraint per side), then, if its certificate does not close, Kelley's cutting planes
+# ---------------------------------------------------------------------------------------------
+def _kl_constraint(nb: Neighbourhood, col: int, nvar: int) -> list[dict]:
+    c, r, k = nb.center, nb.radius, nb.center.size
+    pos = np.flatnonzero(c > 0)
+    j1 = np.zeros(nvar)
+    j1[col : col + k] = 1.0
+    cons = [{"type": "eq", "fun": lambda x: np.sum(x[col : col + k]) - 1.0, "jac": lambda x: j1}]
+
+    def fun(x):
+        z = x[col + pos]
+        return r - float(np.sum(c[pos] * np.log(c[pos] / z)))
+
+    def jac(x):
+        out = np.zeros(nvar)
+        out[col + pos] = c[pos] / x[col + pos]
+        return out
+
+    if r > 0.0:
+        cons.append({"type": "ineq", "fun": fun, "jac": jac})
+    return cons
+
+
+def _epigraph_slsqp(mats, div, gamma, sides, start) -> PiecewiseSolution:
+    from scipy.optimize import minimize
+
+    k = sides[0].center.size
+    n = len(mats)
+    sizes = [M.shape[1] for M in mats]
+    mt = sum(sizes)
+    nvar = 2 * k + mt + 1  # P0, P1, t, theta
+    big = np.zeros((mt, nvar))  # t - M^T P0 + gamma M^T P1 >= 0
+    off = 0
+    for M, m in zip(mats, sizes, strict=True):
+        big[off : off + m, :k] = -M.T
+        big[off : off + m, k : 2 * k] = gamma * M.T
+        big[off : off + m, 2 * k + off : 2 * k + off + m] = np.eye(m)
+        off += m
+    top = np.zeros((n, nvar))  # theta - sum_y t_i >= 0
+    off = 0
+    for i, m in enumerate(sizes):
+        top[i, 2 * k + off : 2 * k + off + m] = -1.0
+        top[i, -1] = 1.0
+        off += m
+    eqs = _kl_constraint(sides[0], 0, nvar) + _kl_constraint(sides[1], k, nvar)
+    cons = [e for e in eqs if e["type"] == "eq"]
+    cons += [
+        {"type": "ineq", "fun": lambda x: big @ x, "jac": lambda x: big},
+        {"type": "ineq", "fun": lambda x: top @ x, "jac": lambda x: top},
+    ]
+    cons += [e for e in eqs if e["type"] == "ineq"]
+    bounds = []
+    for nb in sides:
+        if nb.radius == 0.0:
+            bounds += [(float(ci), float(ci)) for ci in nb.center]
+        else:
+            bounds += [(_KL_FLOOR if ci > 0 else 0.0, 1.0) for ci in nb.center]
+    bounds += [(0.0, None)] * (mt + 1)
+    zs = np.concatenate([start[0] @ M - gamma * (start[1] @ M) for M in mats])
+    t0 = np.clip(zs, 0.0, None)
+    theta0 = max(math.fsum(b.tolist()) for b in np.split(t0, np.cumsum(sizes)[:-1]))
+    scale = 1.0 / max(theta0, 1e-12)
+    cost = np.zeros(nvar)
+    cost[-1] = scale
+    x0 = np.concatenate([start[0], start[1], t0, [theta0]])
+    with np.errstate(all="ignore"):
+        res = minimize(
+            lambda x: float(cost @ x),
+            x0,
+            jac=lambda x: cost,
+            method="SLSQP",
+            bounds=bounds,
+            constraints=cons,
+            options={"ftol": _SLSQP_FTOL, "maxiter": _SLSQP_MAXITER},
+        )
+    mult = np.asarray(getattr(res, "multipliers", np.zeros(0)), dtype=float).ravel() / scale
+    n_eq = sum(1 for e in cons if e["type"] == "eq")
+    duals = None
+    if mult.size >= n_eq + mt + n:
+        lam = np.split(mult[n_eq : n_eq + mt], np.cumsum(sizes)[:-1])
+        duals = (lam, mult[n_eq + mt : n_eq + mt + n])
+    best = _from_point(mats, div, gamma, sides, start, None)
+    found = _from_point(mats, div, gamma, sides, (res.x[:k], res.x[k : 2 * k]), duals)
+    chosen = found if found.upper <= best.upper else best
+    return PiecewiseSolution(
+        min(max(best.lower, found.lower), chosen.upper), chosen.upper, chosen.pair, chosen.weights
+    )
+
+
+# ---------------------------------------------------------------------------------------------
 # KL balls: Kelley's cutting planes on the dual
 # ---------------------------------------------------------------------------------------------
 def _kelley(mats, div, gamma, sides, start) -> PiecewiseSolution:
@@ -272,6 +375,15 @@ def _kelley(mats, div, gamma, sides, start) -> PiecewiseSolution:
         else:
             cand = best
         lo = _dual_bound(mats, gamma, sides, lam, mu)
+        # the LMO point of the multipliers is itself a primal candidate (on a strictly convex
+        # set it is THE minimiser once the multipliers are optimal)
+        g = sum(
+            (M @ np.clip(li, 0.0, None) for M, li in zip(mats, lam, strict=True)), np.zeros(mats[0].shape[0])
+        )
+        pt = (sides[0].lmo(g), sides[1].lmo(-gamma * g))
+        at_pt = _from_point(mats, div, gamma, sides, pt, (lam, mu))
+        if at_pt.upper < cand.upper:
+            cand = at_pt
         best = PiecewiseSolution(
             max(best.lower, cand.lower, min(lo, cand.upper)),
             min(best.upper, cand.upper),
@@ -280,9 +392,6 @@ def _kelley(mats, div, gamma, sides, start) -> PiecewiseSolution:
         )
         if best.upper - best.lower <= _KELLEY_RTOL * best.upper:
             break
-        g = sum(
-            (M @ np.clip(li, 0.0, None) for M, li in zip(mats, lam, strict=True)), np.zeros(mats[0].shape[0])
-        )
-        points.append((sides[0].lmo(g), sides[1].lmo(-gamma * g)))
+        points.append(pt)
     lower = min(max(best.lower, 0.0), best.upper)
     return PiecewiseSolution(lower, best.upper, best.pair, best.weights)
