@@ -77,7 +77,19 @@ def test_reproduce_robust_quick(tmp_path):
 
 def test_design_robust_tv_divergence():
     r = _run(
-        "design", "--p0", P0, "--p1", P1, "--eps", "2", "--robust", "tv:0.02,0.05", "--divergence", "tv", "--json", "-"
+        "design",
+        "--p0",
+        P0,
+        "--p1",
+        P1,
+        "--eps",
+        "2",
+        "--robust",
+        "tv:0.02,0.05",
+        "--divergence",
+        "tv",
+        "--json",
+        "-",
     )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)["robust"]

@@ -122,7 +122,8 @@ def solve_piecewise(mats: list[np.ndarray], div: FDivergence, sides, start) -> P
 def _side_rows(nb: Neighbourhood, col: int, ecol: int, nvar: int):
     """Constraints of one side on P (columns col..col+k) and, for TV, e >= |P - c| (ecol..)."""
     k, c, r = nb.center.size, nb.center, nb.radius
-    a_ub, b_ub = [], []
+    a_ub: list[np.ndarray] = []
+    b_ub: list[float] = []
     a_eq = np.zeros((1, nvar))
     a_eq[0, col : col + k] = 1.0
     bounds = [(0.0, 1.0)] * k
@@ -159,7 +160,8 @@ def _lp(mats, div, gamma, sides, start) -> PiecewiseSolution:
     # variables: P0 (k), P1 (k), e0 (ne), e1 (ne), t (mt), theta
     o_t = 2 * k + 2 * ne
     nvar = o_t + mt + 1
-    a_ub, b_ub = [], []
+    a_ub: list[np.ndarray] = []
+    b_ub: list[float] = []
     off = o_t
     for M, m in zip(mats, sizes, strict=True):  # M^T P0 - gamma M^T P1 - t <= 0
         block = np.zeros((m, nvar))
@@ -277,7 +279,7 @@ def _epigraph_slsqp(mats, div, gamma, sides, start) -> PiecewiseSolution:
         {"type": "ineq", "fun": lambda x: top @ x, "jac": lambda x: top},
     ]
     cons += [e for e in eqs if e["type"] == "ineq"]
-    bounds = []
+    bounds: list[tuple[float, float | None]] = []
     for nb in sides:
         if nb.radius == 0.0:
             bounds += [(float(ci), float(ci)) for ci in nb.center]
