@@ -567,3 +567,37 @@ def hinge_worst_case_vertices(M, gamma: float, model: str, c0, c1, r0: float, r1
     gen = cdd.copy_generators(cdd.polyhedron_from_matrix(mat))
     verts = np.array([g[1:] for g in gen.array if g[0] == 1], dtype=float)
     return [(v[:k], v[k : 2 * k]) for v in verts]
+
+
+def in_uncertainty_set(model: str, c, r: float, p, tol: float = 1e-12) -> bool:
+    """``p`` is a distribution of the uncertainty set ``model`` of radius r around c (from the
+    definitions: TV ball, contamination P >= (1 - r) c, KL ball KL(c || p) <= r)."""
+    if abs(p.sum() - 1) > tol or p.min() < -tol:
+        return False
+    if model == "tv":
+        return 0.5 * np.abs(p - c).sum() <= r + tol
+    if model == "contamination":
+        return bool(np.all(p >= (1 - r) * c - tol))
+    pos = c > 0
+    if np.any(p[pos] <= 0):
+        return False
+    return float(np.sum(c[pos] * np.log(c[pos] / p[pos]))) <= r + tol
+
+
+def draw_in_uncertainty_set(rng, model: str, c, r: float):
+    """A random point of the set (by its definition)."""
+    k = c.size
+    if model == "contamination":
+        return (1 - r) * c + r * rng.dirichlet(np.ones(k))
+    d = rng.dirichlet(np.ones(k) * 0.5) - c
+    if model == "tv":
+        t = rng.uniform(0, 1) * r / max(0.5 * np.abs(d).sum(), 1e-300)
+        return c + min(t, 1.0) * d
+    lo, hi = 0.0, 1.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if in_uncertainty_set("kl", c, r, c + mid * d, 0.0):
+            lo = mid
+        else:
+            hi = mid
+    return c + rng.uniform(0, 1) * lo * d

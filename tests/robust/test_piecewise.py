@@ -17,6 +17,8 @@ import pytest
 import ldpopt
 from ldpopt import uncertainty as unc
 from reference import brute_force_optimum, hinge_worst_case_vertices, naive_divergence
+from reference import draw_in_uncertainty_set as draw_in
+from reference import in_uncertainty_set as in_set
 
 #: the library's bounds and the naive textbook sums differ by rounding only: <= 2 k <= 10 terms
 #: of magnitude <= 1, each with <= 4 roundings (product, difference, max, sum): 40 u << 1e-13
@@ -34,19 +36,6 @@ def _gamma(name):
     return float(name.split(":")[1]) if name.startswith("egamma:") else 1.0
 
 
-def _in_set(model, c, r, p, tol=1e-12):
-    if abs(p.sum() - 1) > tol or p.min() < -tol:
-        return False
-    if model == "tv":
-        return 0.5 * np.abs(p - c).sum() <= r + tol
-    if model == "contamination":
-        return bool(np.all(p >= (1 - r) * c - tol))
-    pos = c > 0
-    if np.any(p[pos] <= 0):
-        return False
-    return float(np.sum(c[pos] * np.log(c[pos] / p[pos]))) <= r + tol
-
-
 def _into_set(model, c, r, p):
     """A point of the set next to a float vertex (clip, renormalise, mix with the centre)."""
     p = np.clip(p, 0.0, None)
@@ -59,26 +48,12 @@ def _into_set(model, c, r, p):
     return p if short == 0 else (1 - short) * p + short * c  # still a distribution, >= lo up to ~u
 
 
-def _draw(rng, model, c, r):
-    k = c.size
-    if model == "contamination":
-        return (1 - r) * c + r * rng.dirichlet(np.ones(k))
-    d = rng.dirichlet(np.ones(k) * 0.5) - c
-    if model == "tv":
-        return c + min(rng.uniform() * r / (0.5 * np.abs(d).sum()), 1.0) * d
-    lo, hi = 0.0, 1.0
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if _in_set("kl", c, r, c + mid * d, 0.0) else (lo, mid)
-    return c + rng.uniform() * lo * d
-
-
 def _vertex_worst_case(M, name, model, c0, c1, r0, r1):
     """(W by vertex enumeration at points of the sets, the largest L1 move into the sets)."""
     fn, best, moved = _fn(name), math.inf, 0.0
     for a, b in hinge_worst_case_vertices(M, _gamma(name), model, c0, c1, r0, r1):
         qa, qb = _into_set(model, c0, r0, a), _into_set(model, c1, r1, b)
-        assert _in_set(model, c0, r0, qa) and _in_set(model, c1, r1, qb)
+        assert in_set(model, c0, r0, qa) and in_set(model, c1, r1, qb)
         moved = max(moved, np.abs(qa - a).sum(), np.abs(qb - b).sum())
         best = min(best, fn(qa @ M, qb @ M))
     return best, moved
@@ -121,7 +96,7 @@ def test_worst_case_matches_vertex_enumeration(name, model, k, eps, seed):
         assert w_ind - (1 + _gamma(name)) * moved <= upper + EVAL_ATOL
     # S at the least-favourable pair by brute force over every set partition
     lf0, lf1 = res.least_favourable
-    assert _in_set(model, p0, r0, lf0) and _in_set(model, p1, r1, lf1)
+    assert in_set(model, p0, r0, lf0) and in_set(model, p1, r1, lf1)
     assert abs(brute_force_optimum(lf0, lf1, eps, _fn(name)) - res.upper_bound) <= EVAL_ATOL
 
 
@@ -134,15 +109,15 @@ def test_monte_carlo_never_below_the_guarantee(name, model):
     assert 0.0 <= res.value <= res.upper_bound
     assert res.certified == (res.gap <= 1e-8 * res.upper_bound)
     lf0, lf1 = res.least_favourable
-    assert _in_set(model, p0, 0.03, lf0) and _in_set(model, p1, 0.05, lf1)
+    assert in_set(model, p0, 0.03, lf0) and in_set(model, p1, 0.05, lf1)
     assert abs(brute_force_optimum(lf0, lf1, 2.0, _fn(name)) - res.upper_bound) <= EVAL_ATOL
     M = np.asarray(res.mechanism.matrix)
     rng = np.random.default_rng(5)
     fn = _fn(name)
-    worst = min(fn(_draw(rng, model, p0, 0.03) @ M, _draw(rng, model, p1, 0.05) @ M) for _ in range(300))
+    worst = min(fn(draw_in(rng, model, p0, 0.03) @ M, draw_in(rng, model, p1, 0.05) @ M) for _ in range(300))
     assert worst >= res.value - EVAL_ATOL
     w0, w1 = res.worst_pair  # the pair attaining W's upper bound is in the sets
-    assert _in_set(model, p0, 0.03, w0) and _in_set(model, p1, 0.05, w1)
+    assert in_set(model, p0, 0.03, w0) and in_set(model, p1, 0.05, w1)
     assert fn(w0 @ M, w1 @ M) >= res.value - EVAL_ATOL
 
 
@@ -177,7 +152,7 @@ def test_k2_grid(name, model):
 
     def interval(c):
         xs = np.linspace(0.0, 1.0, 200001)
-        ok = [x for x in xs[::100] if _in_set(model, c, r, np.array([x, 1 - x]), 0.0)]
+        ok = [x for x in xs[::100] if in_set(model, c, r, np.array([x, 1 - x]), 0.0)]
         lo, hi = min(ok) - 0.005, max(ok) + 0.005  # refine the ends by bisection
         a = _edge(model, c, r, lo, min(ok))
         b = _edge(model, c, r, hi, max(ok))
@@ -201,11 +176,11 @@ def test_k2_grid(name, model):
 def _edge(model, c, r, out, inside):
     """The boundary of the k = 2 set between an outside and an inside point, by bisection (inside end)."""
     lo, hi = inside, min(max(out, 0.0), 1.0)
-    if _in_set(model, c, r, np.array([hi, 1 - hi]), 0.0):
+    if in_set(model, c, r, np.array([hi, 1 - hi]), 0.0):
         return hi
     for _ in range(80):
         mid = (lo + hi) / 2
-        if _in_set(model, c, r, np.array([mid, 1 - mid]), 0.0):
+        if in_set(model, c, r, np.array([mid, 1 - mid]), 0.0):
             lo = mid
         else:
             hi = mid
