@@ -16,6 +16,7 @@ import pytest
 
 import ldpopt
 from ldpopt import uncertainty as unc
+from ldpopt.robust._piecewise import _dual_bound, solve_piecewise
 from reference import brute_force_optimum, hinge_worst_case_vertices, naive_divergence
 from reference import draw_in_uncertainty_set as draw_in
 from reference import in_uncertainty_set as in_set
@@ -185,3 +186,24 @@ def _edge(model, c, r, out, inside):
         else:
             hi = mid
     return lo
+
+
+@pytest.mark.parametrize(("name", "model"), [("tv", "tv"), ("egamma:1.5", "contamination")])
+def test_dual_bound_is_valid_for_any_multipliers(name, model):
+    """The certificate's lower bound, unclipped, at random (also infeasible, then projected)
+    multipliers never exceeds W by vertex enumeration; at the LP's own point it is tight."""
+    p0, p1 = _pair(3, 4)
+    u = unc.total_variation(0.05, 0.1) if model == "tv" else unc.contamination(0.05, 0.1)
+    sides = u.sides(p0, p1)
+    M = np.asarray(ldpopt.randomized_response(3, 2.0).matrix)
+    w_ind, moved = _vertex_worst_case(M, name, model, p0, p1, 0.05, 0.1)
+    div = ldpopt.get_divergence(name)
+    rng = np.random.default_rng(2)
+    bounds = [
+        _dual_bound([M], _gamma(name), sides, [rng.uniform(-0.5, 1.5, 3)], rng.uniform(0.0, 2.0, 1))
+        for _ in range(200)
+    ]
+    assert max(bounds) <= w_ind + EVAL_ATOL
+    sol = solve_piecewise([M], div, sides, (p0, p1))
+    assert sol.lower <= w_ind + EVAL_ATOL and sol.upper >= w_ind - (1 + _gamma(name)) * moved - EVAL_ATOL
+    assert sol.upper - sol.lower <= 1e-8 * sol.upper
