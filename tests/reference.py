@@ -509,3 +509,95 @@ def lr_reduction_exact(u, v) -> tuple[tuple, np.ndarray, np.ndarray, tuple]:
     p = np.array([math.fsum(float(u[i]) for i in c) for c in classes])
     q = np.array([math.fsum(float(v[i]) for i in c) for c in classes])
     return classes, p, q, tuple(dropped)
+
+
+# ---------------------------------------------------------------------------------------------
+# Worst case of a channel for TV / E_gamma over polytope uncertainty sets (pycddlib)
+# ---------------------------------------------------------------------------------------------
+def _polytope_side_rows(model: str, c, r: float, col: int, n: int) -> list[list[float]]:
+    """cdd rows [b, a] (b + a.x >= 0) of one side's set on P (columns col..col+k), from its
+    definition: TV by the 2^k sign inequalities sum_x s_x (P_x - c_x) <= 2 r."""
+    k = len(c)
+    rows = []
+    if model == "tv":
+        for signs in itertools.product((-1.0, 1.0), repeat=k):
+            row = [2.0 * r + float(np.dot(signs, c))] + [0.0] * n
+            for x in range(k):
+                row[1 + col + x] = -signs[x]
+            rows.append(row)
+    else:  # contamination: P >= (1 - r) c
+        for x in range(k):
+            row = [-(1.0 - r) * c[x]] + [0.0] * n
+            row[1 + col + x] = 1.0
+            rows.append(row)
+    return rows
+
+
+def hinge_worst_case_vertices(M, gamma: float, model: str, c0, c1, r0: float, r1: float):
+    """min over P0 in U0, P1 in U1 of sum_y (M^T P0 - gamma M^T P1)_y^+ as the minimum over the
+    vertices of the epigraph polyhedron {(P0, P1, t): P_i in U_i, t >= 0, t >= M^T P0 - gamma M^T P1}
+    (a linear objective sum t is minimised at a vertex; there t = z^+).  Returns the vertices'
+    (P0, P1) pairs; the caller evaluates the divergence there."""
+    import cdd
+
+    M = np.asarray(M, float)
+    k, m = M.shape
+    n = 2 * k + m
+    rows, lin = [], []
+    for v in range(2 * k + m):  # P >= 0, t >= 0
+        row = [0.0] * (n + 1)
+        row[1 + v] = 1.0
+        rows.append(row)
+    for y in range(m):  # t_y - (M^T P0)_y + gamma (M^T P1)_y >= 0
+        row = [0.0] * (n + 1)
+        for x in range(k):
+            row[1 + x] = -M[x, y]
+            row[1 + k + x] = gamma * M[x, y]
+        row[1 + 2 * k + y] = 1.0
+        rows.append(row)
+    rows += _polytope_side_rows(model, c0, r0, 0, n)
+    rows += _polytope_side_rows(model, c1, r1, k, n)
+    for col in (0, k):  # sum P = 1
+        row = [1.0] + [0.0] * n
+        for x in range(k):
+            row[1 + col + x] = -1.0
+        lin.append(len(rows))
+        rows.append(row)
+    mat = cdd.matrix_from_array(rows, lin_set=set(lin), rep_type=cdd.RepType.INEQUALITY)
+    gen = cdd.copy_generators(cdd.polyhedron_from_matrix(mat))
+    verts = np.array([g[1:] for g in gen.array if g[0] == 1], dtype=float)
+    return [(v[:k], v[k : 2 * k]) for v in verts]
+
+
+def in_uncertainty_set(model: str, c, r: float, p, tol: float = 1e-12) -> bool:
+    """``p`` is a distribution of the uncertainty set ``model`` of radius r around c (from the
+    definitions: TV ball, contamination P >= (1 - r) c, KL ball KL(c || p) <= r)."""
+    if abs(p.sum() - 1) > tol or p.min() < -tol:
+        return False
+    if model == "tv":
+        return 0.5 * np.abs(p - c).sum() <= r + tol
+    if model == "contamination":
+        return bool(np.all(p >= (1 - r) * c - tol))
+    pos = c > 0
+    if np.any(p[pos] <= 0):
+        return False
+    return float(np.sum(c[pos] * np.log(c[pos] / p[pos]))) <= r + tol
+
+
+def draw_in_uncertainty_set(rng, model: str, c, r: float):
+    """A random point of the set (by its definition)."""
+    k = c.size
+    if model == "contamination":
+        return (1 - r) * c + r * rng.dirichlet(np.ones(k))
+    d = rng.dirichlet(np.ones(k) * 0.5) - c
+    if model == "tv":
+        t = rng.uniform(0, 1) * r / max(0.5 * np.abs(d).sum(), 1e-300)
+        return c + min(t, 1.0) * d
+    lo, hi = 0.0, 1.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if in_uncertainty_set("kl", c, r, c + mid * d, 0.0):
+            lo = mid
+        else:
+            hi = mid
+    return c + rng.uniform(0, 1) * lo * d

@@ -56,7 +56,7 @@ def test_design_robust_bad_input_exit_2():
     for extra in (
         ["--robust", "foo:1"],
         ["--robust", "tv:2"],
-        ["--robust", "tv:0.1", "--divergence", "tv"],
+        ["--robust", "tv:0.1", "--divergence", "chernoff"],
         ["--from-counts"],
         ["--robust", "tv:0.1", "--from-counts"],
     ):
@@ -73,3 +73,28 @@ def test_reproduce_robust_quick(tmp_path):
     assert summary["max_gap"] <= 1e-8 and summary["max_robust_gain"] >= 1.0 - 1e-12
     for suffix in (".png", ".svg", ".csv"):
         assert (tmp_path / f"robust{suffix}").stat().st_size > 0
+
+
+def test_design_robust_tv_divergence():
+    r = _run(
+        "design",
+        "--p0",
+        P0,
+        "--p1",
+        P1,
+        "--eps",
+        "2",
+        "--robust",
+        "tv:0.02,0.05",
+        "--divergence",
+        "tv",
+        "--json",
+        "-",
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)["robust"]
+    assert out["certified"] and out["value"] <= out["upper_bound"]
+    lf0, lf1 = (np.array(x) for x in out["least_favourable"])
+    assert 0.5 * np.abs(lf1 - np.array([0.25, 0.49, 0.13, 0.10, 0.03])).sum() <= 0.05 + 1e-12
+    s = brute_force_optimum(lf0, lf1, 2.0, lambda u, v: naive_divergence(u, v, "tv"))
+    assert abs(s - out["upper_bound"]) <= 1e-13

@@ -3,7 +3,8 @@
 * :mod:`~ldpopt.robust.uncertainty` - the sets (``contamination``, ``total_variation``,
   ``kl_ball``, ``from_counts``), exposed as ``ldpopt.uncertainty``;
 * :mod:`~ldpopt.robust.design` - :func:`robust_mechanism` and :func:`worst_case`;
-* :mod:`~ldpopt.robust._inner` - the inner convex problems and their certificates.
+* :mod:`~ldpopt.robust._inner` - the inner convex problems and their certificates;
+* :mod:`~ldpopt.robust._piecewise` - the same for the piecewise-linear TV and E_gamma.
 """
 
 from ldpopt.robust.design import RobustResult, WorstCaseResult, robust_mechanism, worst_case

@@ -20,8 +20,9 @@ upper bound on W(M), and their difference is the certificate's gap.
 The gradient of the perspective: :math:`\partial_x g = f'(t)`,
 :math:`\partial_y g = f(t)-tf'(t)` with :math:`t=x/y`; both are finite because every used
 output of an eps-LDP channel has probability >= e^{-eps} max_x Q(y|x) > 0 under every input
-distribution.  The generators with the piecewise-linear TV and E_gamma have no gradient at
-t = gamma, and user-supplied generators have no closed-form derivative: both are refused.
+distribution.  The piecewise-linear TV and E_gamma (no gradient at t = gamma) are solved by
+:mod:`ldpopt.robust._piecewise` (an LP / cutting planes with a dual certificate); user-supplied
+generators have no closed-form derivative and are refused.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from ldpopt.divergences import (
     CODE_REVERSE_KL,
     FDivergence,
 )
+from ldpopt.robust._piecewise import PIECEWISE, solve_piecewise
 from ldpopt.robust.uncertainty import Neighbourhood
 
 __all__ = [
@@ -53,7 +55,7 @@ __all__ = [
     "solve_master",
 ]
 
-SUPPORTED = ("kl", "reverse_kl", "chi2", "hellinger", "js", "renyi:ALPHA")
+SUPPORTED = ("kl", "reverse_kl", "chi2", "hellinger", "js", "renyi:ALPHA", "tv", "egamma:GAMMA")
 _SMOOTH = (CODE_KL, CODE_REVERSE_KL, CODE_CHI2, CODE_HELLINGER, CODE_JS, CODE_POWER_UP, CODE_POWER_DOWN)
 #: SLSQP stopping tolerance on the (scaled, order-1) objective: its final steps are
 #: superlinear, so this is reached with the iterate within ~1e-8 of a minimiser; the reported
@@ -69,11 +71,10 @@ _KL_FLOOR = 1e-300
 
 def check_divergence(div: FDivergence) -> None:
     """Raise a ValueError naming the divergence when robust design does not support it."""
-    if div.code not in _SMOOTH:
+    if div.code not in _SMOOTH and div.code not in PIECEWISE:
         raise ValueError(
-            f"robust design needs a smooth built-in divergence ({', '.join(SUPPORTED)}); got "
-            f"divergence={div.name!r} (tv and egamma are piecewise linear and user generators have no "
-            "closed-form derivative)"
+            f"robust design needs a built-in divergence ({', '.join(SUPPORTED)}); got "
+            f"divergence={div.name!r} (chernoff and user-supplied generators are not supported)"
         )
 
 
@@ -264,7 +265,11 @@ def _slsqp(fun, jac, x0, bounds, cons):
 
 
 def solve_inner(M: np.ndarray, div: FDivergence, sides, start) -> Certified:
-    """W(M) with its certificate, SLSQP from the pair ``start``."""
+    """W(M) with its certificate, SLSQP from the pair ``start`` (TV / E_gamma: the LP or cutting
+    planes of :mod:`ldpopt.robust._piecewise`)."""
+    if div.code in PIECEWISE:
+        sol = solve_piecewise([M], div, sides, start)
+        return Certified(sol.lower, sol.upper, sol.pair)
     pa, pb, n = _params(sides)
     first = _certify(M, div, sides, start)
     if n == 0 or first.upper - first.lower <= _DONE_RTOL * first.upper:
@@ -296,6 +301,9 @@ def solve_master(mats: list[np.ndarray], div: FDivergence, sides, start):
     epigraph constraints, normalised (the mixture that is optimal against that point)."""
     if len(mats) == 1:
         return None, np.ones(1)
+    if div.code in PIECEWISE:
+        sol = solve_piecewise(mats, div, sides, start)
+        return sol.pair, sol.weights
     pa, pb, n = _params(sides)
     vals = [objective(M, div, start[0], start[1]) for M in mats]
     scale = 1.0 / max(max(vals), 1e-300)

@@ -5,7 +5,7 @@ r"""Certified max-min mechanisms over uncertainty sets: :func:`robust_mechanism`
 
 * Lower bound (the guarantee, ``value``): W of the returned mechanism, bounded from below by
   the tangent-plane certificate of :mod:`ldpopt.robust._inner` (valid whatever point it is
-  evaluated at).
+  evaluated at; for TV and E_gamma its dual form in :mod:`ldpopt.robust._piecewise`).
 * Upper bound (``upper_bound``): :math:`S(P_0,P_1)=\max_Q D_f(QP_0\|QP_1)` is the SPR optimum
   (the dynamic program); for every feasible pair, :math:`S(P_0,P_1)\ge\max_Q W(Q)`, so S at the
   best pair found (evaluated by the DP, not by a model) bounds every mechanism's guarantee.
@@ -153,7 +153,8 @@ def _report(div: FDivergence, raw: float) -> float:
 
 
 def _certificate(div, lower_raw, upper_raw):
-    lo, up = _report(div, lower_raw), _report(div, upper_raw)
+    # lower <= upper holds exactly; the two float sums can cross by rounding (~1e-16): keep the order
+    lo, up = _report(div, min(lower_raw, upper_raw)), _report(div, upper_raw)
     gap = max(0.0, up - lo)
     return lo, up, gap, gap <= CERT_RTOL * up
 
