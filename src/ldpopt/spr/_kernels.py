@@ -264,7 +264,7 @@ _DH, _DL, _SDH, _SDL = DH, DL, SDH, SDL
 DIFF_CLIP = 8 * 2.0**-52
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _interval(pre, rh, rl, rsh, rsl, rx, a, b):
     # sum over [a, b) from the side with the smaller partial sums, never below its largest
     # endpoint term (reduction._Prefix._interval)
@@ -276,7 +276,7 @@ def _interval(pre, rh, rl, rsh, rsl, rx, a, b):
     return total if total >= floor else floor
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def block_sums(pre, a, b):
     """(dP, dQ) over the reduced symbols a..b-1."""
     dp = _interval(pre, _PH, _PL, _SPH, _SPL, _PX, a, b)
@@ -284,7 +284,7 @@ def block_sums(pre, a, b):
     return dp, dq
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def block_diff(pre, a, b, dp, dq):
     """dP - dQ over the reduced symbols a..b-1, given their sums dp, dq (reduction._Prefix.sums).
 
@@ -504,13 +504,13 @@ def score_bound(code, param, x, y, d, lf):
     return perspective(code, param, x, y, d, lf), True
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _has_bound(code):
     """KL, reverse KL and JS have cheap score bounds (:func:`score_bound`); the rest is exact."""
     return code == CODE_KL or code == CODE_REVERSE_KL or code == CODE_JS
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _wide_diff(dp, dq):
     """dp - dq moved away from 0 by the DIFF_CLIP margin of :func:`block_diff`: the bounds of
     KL, reverse KL and JS grow with |d| near x = y, so one at this d bounds the score at any
@@ -919,7 +919,7 @@ def best_two_blocks(pre, k, sc, bounds):
 # ---------------------------------------------------------------------------------------------
 # Output budget: the O(l k^2) program of Prop. 3.3 (mirror of reference._dp_readable)
 # ---------------------------------------------------------------------------------------------
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _bound_one(code, x, y, d):
     """The cheap upper bound of KL, reverse KL or JS (NaN: none; :func:`bounds_into`'s)."""
     if code == CODE_KL:
