@@ -264,7 +264,7 @@ _DH, _DL, _SDH, _SDL = DH, DL, SDH, SDL
 DIFF_CLIP = 8 * 2.0**-52
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _interval(pre, rh, rl, rsh, rsl, rx, a, b):
     # sum over [a, b) from the side with the smaller partial sums, never below its largest
     # endpoint term (reduction._Prefix._interval)
@@ -1161,12 +1161,24 @@ def solve_ws(pre, k, l, sc, bounds, nwarm, sp, sq, val, state, hint):
 # Small problems: exact score tables (ldpopt.spr._fast's table path, docs/fast.md section 6)
 # ---------------------------------------------------------------------------------------------
 # These three kernels call nothing that is compiled on its own (block_sums is inlined at the
-# IR level), so a fresh process compiles them in about a second: the pruned solvers above
+# IR level: _block_sums_inline), so a fresh process compiles them in about a second: the pruned solvers above
 # link a dozen dispatchers into each other and take 10-15 s to compile.  The scores
 # themselves are evaluated by numpy (divergences._perspective_array), exactly as
 # reference._dp_readable evaluates them.  Keep them free of calls to other @njit functions (and of
 # numpy allocations, which compile helpers too): tests/spr/test_kernels.py checks which kernels a
 # small solve touches, benchmarks/bench_fast.py measures the first call.
+# block_sums and block_diff inlined at the IR level (a numba-level inline re-types the body at
+# every call site, which is why the pruned kernels call the dispatchers above instead; here it
+# keeps the table kernels free of other dispatchers).  Never called on their own, so they never
+# compile (or write a cache entry) under the py_func's name.
+_block_sums_inline = njit(cache=True, error_model="numpy", inline="always")(
+    getattr(block_sums, "py_func", block_sums)
+)
+_block_diff_inline = njit(cache=True, error_model="numpy", inline="always")(
+    getattr(block_diff, "py_func", block_diff)
+)
+
+
 @njit(cache=True, error_model="numpy")
 def table_args(pre, c, A, i0, i1, x, y, d):
     """Perspective arguments of the blocks [t, i), t < i, for the end points i0 <= i < i1.
@@ -1178,10 +1190,10 @@ def table_args(pre, c, A, i0, i1, x, y, d):
     j = 0
     for i in range(i0, i1):
         for t in range(i):
-            dp, dq = block_sums(pre, t, i)
+            dp, dq = _block_sums_inline(pre, t, i)
             x[j] = c + A * dp
             y[j] = c + A * dq
-            d[j] = A * block_diff(pre, t, i, dp, dq)
+            d[j] = A * _block_diff_inline(pre, t, i, dp, dq)
             j += 1
 
 
