@@ -12,6 +12,7 @@ required lower bound :math:`e^{-\varepsilon}\max_x Q(y|x)` itself underflows.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -497,11 +498,16 @@ def _spr_block_of(blocks: list[tuple[int, ...]], k: int) -> np.ndarray:
     one listed twice or one missing (the first such symbol in the order of the blocks)."""
     sizes = [len(b) for b in blocks]
     try:
-        flat = np.fromiter((i for b in blocks for i in b), dtype=np.int64, count=sum(sizes))
+        flat = np.fromiter(itertools.chain.from_iterable(blocks), dtype=np.int64, count=sum(sizes))
     except OverflowError:  # an index beyond int64 is outside range(k) too
         i = next(i for b in blocks for i in b if not 0 <= i < k)
         raise ValueError(f"partition contains symbol {i}, outside range(k) with k={k}") from None
     outside = (flat < 0) | (flat >= k)
+    block_of = np.full(k, -1)
+    if flat.shape[0] == k and not outside.any():
+        block_of[flat] = np.repeat(np.arange(len(blocks)), sizes)
+        if (block_of >= 0).all():  # k listings in range(k) covering it: each symbol exactly once
+            return block_of
     inside = np.where(outside, -1, flat)
     # a symbol's second listing: positions whose symbol already appeared at an earlier position
     order = np.argsort(inside, kind="stable")
@@ -515,7 +521,6 @@ def _spr_block_of(blocks: list[tuple[int, ...]], k: int) -> np.ndarray:
         if outside[bad[0]]:
             raise ValueError(f"partition contains symbol {i}, outside range(k) with k={k}")
         raise ValueError(f"partition contains symbol {i} twice")
-    block_of = np.full(k, -1)
     block_of[flat] = np.repeat(np.arange(len(blocks)), sizes)
     missing = np.flatnonzero(block_of < 0)
     if missing.size:
