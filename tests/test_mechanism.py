@@ -65,6 +65,34 @@ def test_spr_mechanism_eq11_and_validation():
         ldpopt.spr_mechanism([[0, 1, 2], []], 3, 1.0)
 
 
+def test_spr_mechanism_passes_the_checks_it_skips():
+    """``spr_mechanism`` builds its Mechanism without ``Mechanism``'s own checks: the same fields
+    pass them (a checked construction accepts them and keeps them), at eps from tiny to inf, and a
+    repeated or out-of-range symbol is reported first in the order of the blocks."""
+    rng = np.random.default_rng(5)
+    for eps in (1e-13, 0.3, 2.0, 40.0, 800.0, math.inf):
+        for k in (1, 2, 7, 40):
+            s = int(rng.integers(1, k + 1))
+            block_of = np.concatenate([np.arange(s), rng.integers(0, s, k - s)])
+            rng.shuffle(block_of)
+            part = [np.flatnonzero(block_of == j).tolist()[::-1] for j in range(s)]
+            labels = [f"x{i}" for i in range(k)]
+            m = ldpopt.spr_mechanism(part, k, eps, labels=labels)
+            checked = ldpopt.Mechanism(m.matrix, eps, labels=labels, partition=m.partition, name="spr")
+            assert np.array_equal(checked.matrix, m.matrix) and not m.matrix.flags.writeable
+            assert checked.partition == m.partition == tuple(tuple(b) for b in part)
+            assert m.labels == tuple(labels) and m.eps == checked.eps and m.name == "spr"
+            assert m.is_ldp(eps)
+    with pytest.raises(ValueError, match="symbol 7, outside"):
+        ldpopt.spr_mechanism([[7, 0], [0, 1, 2]], 3, 1.0)
+    with pytest.raises(ValueError, match="symbol 0 twice"):
+        ldpopt.spr_mechanism([[0, 1], [0, 7]], 3, 1.0)
+    with pytest.raises(ValueError, match="outside"):
+        ldpopt.spr_mechanism([[0, 2**70], [1, 2]], 3, 1.0)
+    with pytest.raises(ValueError, match="labels"):
+        ldpopt.spr_mechanism([[0], [1]], 2, 1.0, labels=["a", "a"])
+
+
 def test_privacy_level_and_zero_columns():
     m = ldpopt.Mechanism([[1.0, 0.0], [0.0, 1.0]], math.inf)
     assert math.isinf(m.privacy_level())

@@ -151,7 +151,9 @@ def _u_series_array(u, coef):
     v = -u
     s = np.full(u.shape, coef[-1])
     for cj in coef[-2::-1]:
-        s = s * v + cj
+        # s = s * v + cj, in place (the same roundings, no temporaries)
+        np.multiply(s, v, out=s)
+        np.add(s, cj, out=s)
     return u * u * s
 
 
@@ -210,18 +212,21 @@ def _kl_like_array(x, y, d, coef, reverse, lr=None):
     return out
 
 
-def _on_positive(x, y, d, out, fn):
-    """out[x > 0 & y > 0] = fn(those x, y, d), without copies when every entry is positive."""
+def _on_positive(x, y, d, out, fn) -> bool:
+    """out[x > 0 & y > 0] = fn(those x, y, d), without copies when every entry is positive;
+    True when every entry is (then no entry takes the zero branches of the caller)."""
     both = (x > 0) & (y > 0)
     if both.all():
         out[:] = fn(x, y, d)
-    elif both.any():
+        return True
+    if both.any():
         out[both] = fn(x[both], y[both], d[both])
-    return both
+    return False
 
 
 def _a_kl(param, x, y, d, lf, out):
-    _on_positive(x, y, d, out, lambda a, b, c: _kl_like_array(a, b, c, KL_COEF, False))
+    if _on_positive(x, y, d, out, lambda a, b, c: _kl_like_array(a, b, c, KL_COEF, False)):
+        return
     xo = (x > 0) & (y == 0)
     out[xo] = np.maximum(x[xo] * (np.log(x[xo]) - lf - 1.0), 0.0)
     yo = (x == 0) & (y > 0)
@@ -229,7 +234,8 @@ def _a_kl(param, x, y, d, lf, out):
 
 
 def _a_reverse_kl(param, x, y, d, lf, out):
-    _on_positive(x, y, d, out, lambda a, b, c: _kl_like_array(a, b, c, RKL_COEF, True))
+    if _on_positive(x, y, d, out, lambda a, b, c: _kl_like_array(a, b, c, RKL_COEF, True)):
+        return
     yo = (x == 0) & (y > 0)
     out[yo] = np.maximum(y[yo] * (np.log(y[yo]) - lf - 1.0), 0.0)
     xo = (x > 0) & (y == 0)
@@ -288,7 +294,8 @@ def _power_down_array(a, x, y, d):
 
 
 def _a_power_up(param, x, y, d, lf, out):
-    _on_positive(x, y, d, out, lambda u, v, w: _power_up_array(param, u, v, w))
+    if _on_positive(x, y, d, out, lambda u, v, w: _power_up_array(param, u, v, w)):
+        return
     xo = (x > 0) & (y == 0)
     out[xo] = np.exp(param * np.log(x[xo]) - (param - 1.0) * lf) - param * x[xo]
     yo = (x == 0) & (y > 0)
@@ -296,7 +303,8 @@ def _a_power_up(param, x, y, d, lf, out):
 
 
 def _a_power_down(param, x, y, d, lf, out):
-    _on_positive(x, y, d, out, lambda u, v, w: _power_down_array(param, u, v, w))
+    if _on_positive(x, y, d, out, lambda u, v, w: _power_down_array(param, u, v, w)):
+        return
     xo = (x > 0) & (y == 0)
     out[xo] = param * x[xo]
     yo = (x == 0) & (y > 0)

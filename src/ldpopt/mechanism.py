@@ -12,6 +12,7 @@ required lower bound :math:`e^{-\varepsilon}\max_x Q(y|x)` itself underflows.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -138,6 +139,25 @@ class Mechanism:
                 object.__setattr__(self, attr, _check_labels(lab, attr, size, what))
         if self.partition is not None:
             object.__setattr__(self, "partition", _check_partition(self.partition, m, eps))
+
+    @classmethod
+    def _trusted(
+        cls, matrix: np.ndarray, eps: float, labels: tuple | None, partition: tuple | None, name: str
+    ) -> Mechanism:
+        """A mechanism whose fields are valid by construction (a read-only float matrix that is
+        an eps-LDP channel, a checked eps, labels and partition as ``__post_init__`` leaves them):
+        the constructors of this module, which build the matrix themselves, skip the checks."""
+        obj = object.__new__(cls)
+        for attr, val in (
+            ("matrix", matrix),
+            ("eps", eps),
+            ("labels", labels),
+            ("output_labels", None),
+            ("partition", partition),
+            ("name", name),
+        ):
+            object.__setattr__(obj, attr, val)
+        return obj
 
     # --- shape -----------------------------------------------------------------
     @property
@@ -455,24 +475,54 @@ def spr_mechanism(
     if isinstance(partition, (str, bytes)) or not hasattr(partition, "__iter__"):
         raise TypeError(f"partition must be a sequence of blocks, got {partition!r}")
     blocks = []
-    block_of = np.full(k, -1)
     for j, block in enumerate(partition):
         try:
-            idx = tuple(int(i) for i in block)
+            idx = tuple(map(int, block))
         except (TypeError, ValueError):
             raise ValueError(f"partition block {j} must be a sequence of integers, got {block!r}") from None
         if not idx:
             raise ValueError(f"partition block {j} is empty")
-        for i in idx:
-            if not 0 <= i < k:
-                raise ValueError(f"partition contains symbol {i}, outside range(k) with k={k}")
-            if block_of[i] != -1:
-                raise ValueError(f"partition contains symbol {i} twice")
-            block_of[i] = j
         blocks.append(idx)
+    block_of = _spr_block_of(blocks, k)
+    m = _block_matrix(block_of, len(blocks), eps)
+    m.setflags(write=False)
+    lab = None if labels is None else _check_labels(labels, "labels", k, "rows")
+    # valid by construction (s-ary RR on the blocks of a checked partition): the checks of
+    # ``Mechanism.__post_init__`` (row sums, privacy level, partition against the matrix) are
+    # O(k s) of Python and numpy calls that every solve would pay for nothing
+    return Mechanism._trusted(m, eps, lab, tuple(blocks), "spr")
+
+
+def _spr_block_of(blocks: list[tuple[int, ...]], k: int) -> np.ndarray:
+    """``block_of[i]`` = the block holding symbol i; ValueError for a symbol outside ``range(k)``,
+    one listed twice or one missing (the first such symbol in the order of the blocks)."""
+    sizes = [len(b) for b in blocks]
+    try:
+        flat = np.fromiter(itertools.chain.from_iterable(blocks), dtype=np.int64, count=sum(sizes))
+    except OverflowError:  # an index beyond int64 is outside range(k) too
+        i = next(i for b in blocks for i in b if not 0 <= i < k)
+        raise ValueError(f"partition contains symbol {i}, outside range(k) with k={k}") from None
+    outside = (flat < 0) | (flat >= k)
+    block_of = np.full(k, -1)
+    if flat.shape[0] == k and not outside.any():
+        block_of[flat] = np.repeat(np.arange(len(blocks)), sizes)
+        if (block_of >= 0).all():  # k listings in range(k) covering it: each symbol exactly once
+            return block_of
+    inside = np.where(outside, -1, flat)
+    # a symbol's second listing: positions whose symbol already appeared at an earlier position
+    order = np.argsort(inside, kind="stable")
+    again = np.zeros(flat.shape[0], dtype=bool)
+    again[order[1:]] = inside[order[1:]] == inside[order[:-1]]
+    again &= ~outside
+    # an outside symbol before the first repeat raises first (the order of the checks per symbol)
+    bad = np.flatnonzero(outside | again)
+    if bad.size:
+        i = int(flat[bad[0]])
+        if outside[bad[0]]:
+            raise ValueError(f"partition contains symbol {i}, outside range(k) with k={k}")
+        raise ValueError(f"partition contains symbol {i} twice")
+    block_of[flat] = np.repeat(np.arange(len(blocks)), sizes)
     missing = np.flatnonzero(block_of < 0)
     if missing.size:
         raise ValueError(f"partition does not cover symbol {int(missing[0])} of range(k) with k={k}")
-    m = _block_matrix(block_of, len(blocks), eps)
-    lab = None if labels is None else tuple(labels)
-    return Mechanism(m, eps, labels=lab, partition=tuple(blocks), name="spr")
+    return block_of

@@ -276,7 +276,7 @@ def _interval(pre, rh, rl, rsh, rsl, rx, a, b):
     return total if total >= floor else floor
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def block_sums(pre, a, b):
     """(dP, dQ) over the reduced symbols a..b-1."""
     dp = _interval(pre, _PH, _PL, _SPH, _SPL, _PX, a, b)
@@ -284,7 +284,7 @@ def block_sums(pre, a, b):
     return dp, dq
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def block_diff(pre, a, b, dp, dq):
     """dP - dQ over the reduced symbols a..b-1, given their sums dp, dq (reduction._Prefix.sums).
 
@@ -504,13 +504,13 @@ def score_bound(code, param, x, y, d, lf):
     return perspective(code, param, x, y, d, lf), True
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _has_bound(code):
     """KL, reverse KL and JS have cheap score bounds (:func:`score_bound`); the rest is exact."""
     return code == CODE_KL or code == CODE_REVERSE_KL or code == CODE_JS
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _wide_diff(dp, dq):
     """dp - dq moved away from 0 by the DIFF_CLIP margin of :func:`block_diff`: the bounds of
     KL, reverse KL and JS grow with |d| near x = y, so one at this d bounds the score at any
@@ -919,7 +919,7 @@ def best_two_blocks(pre, k, sc, bounds):
 # ---------------------------------------------------------------------------------------------
 # Output budget: the O(l k^2) program of Prop. 3.3 (mirror of reference._dp_readable)
 # ---------------------------------------------------------------------------------------------
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _bound_one(code, x, y, d):
     """The cheap upper bound of KL, reverse KL or JS (NaN: none; :func:`bounds_into`'s)."""
     if code == CODE_KL:
@@ -1161,12 +1161,24 @@ def solve_ws(pre, k, l, sc, bounds, nwarm, sp, sq, val, state, hint):
 # Small problems: exact score tables (ldpopt.spr._fast's table path, docs/fast.md section 6)
 # ---------------------------------------------------------------------------------------------
 # These three kernels call nothing that is compiled on its own (block_sums is inlined at the
-# IR level), so a fresh process compiles them in about a second: the pruned solvers above
+# IR level: _block_sums_inline), so a fresh process compiles them in about a second: the pruned solvers above
 # link a dozen dispatchers into each other and take 10-15 s to compile.  The scores
 # themselves are evaluated by numpy (divergences._perspective_array), exactly as
 # reference._dp_readable evaluates them.  Keep them free of calls to other @njit functions (and of
 # numpy allocations, which compile helpers too): tests/spr/test_kernels.py checks which kernels a
 # small solve touches, benchmarks/bench_fast.py measures the first call.
+# block_sums and block_diff inlined at the IR level (a numba-level inline re-types the body at
+# every call site, which is why the pruned kernels call the dispatchers above instead; here it
+# keeps the table kernels free of other dispatchers).  Never called on their own, so they never
+# compile (or write a cache entry) under the py_func's name.
+_block_sums_inline = njit(cache=True, error_model="numpy", inline="always")(
+    getattr(block_sums, "py_func", block_sums)
+)
+_block_diff_inline = njit(cache=True, error_model="numpy", inline="always")(
+    getattr(block_diff, "py_func", block_diff)
+)
+
+
 @njit(cache=True, error_model="numpy")
 def table_args(pre, c, A, i0, i1, x, y, d):
     """Perspective arguments of the blocks [t, i), t < i, for the end points i0 <= i < i1.
@@ -1178,10 +1190,10 @@ def table_args(pre, c, A, i0, i1, x, y, d):
     j = 0
     for i in range(i0, i1):
         for t in range(i):
-            dp, dq = block_sums(pre, t, i)
+            dp, dq = _block_sums_inline(pre, t, i)
             x[j] = c + A * dp
             y[j] = c + A * dq
-            d[j] = A * block_diff(pre, t, i, dp, dq)
+            d[j] = A * _block_diff_inline(pre, t, i, dp, dq)
             j += 1
 
 
