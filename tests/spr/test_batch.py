@@ -57,7 +57,7 @@ def test_small_sweeps_are_the_single_solvers_answers(monkeypatch):
         res = ldpopt.sweep(p0s, p1s, grid, divergence, l, return_partitions=True, progress=False)
         assert res.method == "fast"
         for t in range(3):
-            for e, eps in enumerate(grid):
+            for eps in grid:
                 # the single solver's cell and the sweep's cell (the same kernels, but the value's
                 # last step may round differently across numpy versions, e.g. at eps = inf where
                 # the value is the input divergence) are both within the error model of the
