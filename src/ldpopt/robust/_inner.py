@@ -346,12 +346,12 @@ def solve_master(mats: list[np.ndarray], div: FDivergence, sides, start):
 def _mixture_weights(mats, div: FDivergence, sides, point, guess: np.ndarray) -> np.ndarray:
     r"""The mixture weights that maximise the tangent-plane bound at the master's point,
 
-    .. math:: L(\lambda)=\min_{s\in U}\sum_i\lambda_i\big(F_i(P)+\langle\nabla F_i(P),s-P\big\rangle),
+    .. math:: L(\lambda)=\min_{s\in U}\sum_i\lambda_i\big(F_i(P)+\langle\nabla F_i(P),s-P\rangle\big),
 
     concave (a minimum of functions linear in :math:`\lambda`) and, at the master's optimum P,
     maximised at the master's value (its Lagrange dual).  Computed by Kelley's cutting planes
     (an LP over the simplex per step, a cut per LMO call), so the weights do not depend on the
-    multipliers SLSQP reports (absent or rough in older scipy); ``guess`` (the multipliers) is
+    multipliers SLSQP reports (absent in older scipy, e.g. 1.11); ``guess`` (the multipliers) is
     the first iterate and is returned when nothing better is found."""
     from scipy.optimize import linprog
 
