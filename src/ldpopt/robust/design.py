@@ -34,7 +34,14 @@ import numpy as np
 from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int
 from ldpopt.divergences import FDivergence, get_divergence
 from ldpopt.mechanism import Mechanism, as_channel_matrix, spr_mechanism
-from ldpopt.robust._inner import Certified, check_divergence, objective, solve_inner, solve_master
+from ldpopt.robust._inner import (
+    Certified,
+    check_divergence,
+    max_min_weights,
+    objective,
+    solve_inner,
+    solve_master,
+)
 from ldpopt.robust.uncertainty import Uncertainty, check_uncertainty, huber_pair
 from ldpopt.spr.solve import optimal_mechanism
 
@@ -55,6 +62,10 @@ MAX_ITER = 40
 #: a bound "moved" when it improved by more than this, relative: far above the rounding of the
 #: compensated sums (~1e-15) and far below CERT_RTOL
 _PROGRESS_RTOL = 1e-12
+#: inner solves of one refinement of the mixture weights at most
+_REFINE_MAXITER = 20
+#: first half-width of the box around the best weights in that refinement
+_REFINE_BOX = 1e-2
 #: a mixture weight below this is dropped (the mechanism's own W is what is reported)
 _MIN_WEIGHT = 1e-9
 
@@ -240,15 +251,43 @@ class _Search:
     def candidate(self, point, lam) -> None:
         """The mechanism for the master's weights: a mixture (no output budget) or the
         heaviest single channel; its own certified W."""
-        keep = np.flatnonzero(lam >= _MIN_WEIGHT) if self.l is None else np.array([int(np.argmax(lam))])
-        w = lam[keep] / lam[keep].sum()
-        M = np.hstack([wi * self.mats[i] for wi, i in zip(w, keep, strict=True)])
         start = (
             self.lfp if point is None else (self.sides[0].repair(point[0]), self.sides[1].repair(point[1]))
         )
+        self._try(lam, start)
+
+    def _try(self, lam, start) -> Certified:
+        keep = np.flatnonzero(lam >= _MIN_WEIGHT) if self.l is None else np.array([int(np.argmax(lam))])
+        w = lam[keep] / lam[keep].sum()
+        M = np.hstack([wi * self.mats[i] for wi, i in zip(w, keep, strict=True)])
         cert = solve_inner(M, self.div, self.sides, start)
         if cert.lower > self.lower:
             self.lower, self.best = cert.lower, (M, tuple(keep.tolist()), tuple(w.tolist()), cert)
+        return cert
+
+    def refine(self) -> None:
+        r"""Box-step cutting planes on the concave :math:`W(\lambda)` over mixtures of the
+        channels found, for when the master's weights fall short (an inaccurate master point):
+        every worst pair P seen gives the cut :math:`W(\lambda')\le\sum_i\lambda'_iF_i(P)`; the
+        LP over the cuts, in a box around the best weights (shrunk after a failed step), gives
+        the next weights.  Stops when the gap closes or the model promises less than
+        _PROGRESS_RTOL in the box (concavity: then nowhere)."""
+        if self.l is not None or len(self.mats) < 2 or self.best is None:
+            return
+        pairs, radius = [self.best[3].pair, self.lfp], _REFINE_BOX
+        for _ in range(_REFINE_MAXITER):
+            if self.closed():
+                return
+            center = np.zeros(len(self.mats))
+            center[list(self.best[1])] = self.best[2]
+            cuts = np.array([[objective(M, self.div, q[0], q[1]) for M in self.mats] for q in pairs])
+            step = max_min_weights(cuts, center, radius)
+            if step is None or step[1] - self.lower <= _PROGRESS_RTOL * self.upper:
+                return
+            before = self.lower
+            pairs.append(self._try(step[0], pairs[int(np.argmin(cuts @ step[0]))]).pair)
+            if self.lower <= before:
+                radius /= 4.0
 
     def master_start(self, restart: bool):
         """The master's start: the best pair so far, or (restart) the best mixture's worst pair."""
@@ -281,6 +320,8 @@ def robust_mechanism(
         new = search.oracle(pair)
         point, lam = solve_master(search.mats, div, sides, search.master_start(restart))
         search.candidate(point, lam)
+        if not new:
+            search.refine()
         if search.closed():
             break
         # a known channel again: the master's point was not better than before; stop only when
