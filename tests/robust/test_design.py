@@ -314,15 +314,19 @@ def test_certified_mixture_of_spr_channels():
     assert single.upper_bound < res.value
 
 
-def test_mixture_weights_do_not_need_slsqp_multipliers(monkeypatch):
-    """Older scipy (1.11) reports no SLSQP multipliers (the master's weights then default to uniform):
-    the weights are recomputed from the master's point, so the same case still certifies, with
+@pytest.mark.parametrize("tangent", [True, False])
+def test_mixture_weights_do_not_need_slsqp_multipliers(monkeypatch, tangent):
+    """Older scipy (1.11) reports no SLSQP multipliers (the master's weights then default to
+    uniform): the weights are recomputed at the master's point (tangent) and, if that still falls
+    short, refined on W itself (tangent=False: the refinement alone), so the case certifies with
     the same value up to the certificate's tolerance."""
     rng = np.random.default_rng(1)
     p0, p1 = rng.dirichlet(np.ones(6)), rng.dirichlet(np.ones(6))
     u = unc.kl_ball(0.01, 0.01)
     ref = ldpopt.robust_mechanism(p0, p1, 2.0, u, "kl")
     monkeypatch.setattr(_inner, "_weights", lambda res, count, cons: np.full(count, 1.0 / count))
+    if not tangent:
+        monkeypatch.setattr(_inner, "tangent_weights", lambda mats, div, sides, point, guess: guess)
     res = ldpopt.robust_mechanism(p0, p1, 2.0, u, "kl")
     assert res.certified and len(res.weights) >= 2
     # both certified: each value is within 1e-8 * upper of the max-min, which both upper bounds bound
