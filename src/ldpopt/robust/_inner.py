@@ -50,9 +50,12 @@ __all__ = [
     "Certified",
     "check_divergence",
     "lower_bound",
+    "max_min_weights",
+    "max_min_weights",
     "objective",
     "solve_inner",
     "solve_master",
+    "tangent_weights",
 ]
 
 SUPPORTED = ("kl", "reverse_kl", "chi2", "hellinger", "js", "renyi:ALPHA", "tv", "egamma:GAMMA")
@@ -65,6 +68,10 @@ _SLSQP_MAXITER = 400
 #: the start's certificate is accepted without a solve when its gap is below this, relative
 #: (100 times tighter than the 1e-8 of a certified design, so the outer bounds keep a margin)
 _DONE_RTOL = 1e-10
+#: Kelley's method for the mixture weights stops when its LP bound is within this of the best
+#: weights' value (the values are scaled to order 1; ten times below the 1e-10 of _DONE_RTOL)
+_KELLEY_TOL = 1e-11
+_KELLEY_MAXITER = 200
 #: lower bound of a KL-ball variable on the support of the centre (log needs P > 0)
 _KL_FLOOR = 1e-300
 
@@ -335,8 +342,68 @@ def solve_master(mats: list[np.ndarray], div: FDivergence, sides, start):
     x0 = np.concatenate([pa.start(start[0]), pb.start(start[1]), [scale * max(vals)]])
     res = _slsqp(fun, fun_jac, x0, pa.bounds() + pb.bounds() + [(0.0, None)], cons)
     pair = (pa.point(res.x), pb.point(res.x))
-    lam = _weights(res, len(mats), cons)
+    lam = tangent_weights(mats, div, sides, pair, _weights(res, len(mats), cons))
     return pair, lam
+
+
+def tangent_weights(mats, div: FDivergence, sides, point, guess: np.ndarray) -> np.ndarray:
+    r"""The mixture weights that maximise the tangent-plane bound at the master's point,
+
+    .. math:: L(\lambda)=\min_{s\in U}\sum_i\lambda_i\big(F_i(P)+\langle\nabla F_i(P),s-P\rangle\big),
+
+    concave (a minimum of functions linear in :math:`\lambda`) and, at the master's optimum P,
+    maximised at the master's value (its Lagrange dual).  Computed by Kelley's cutting planes
+    (an LP over the simplex per step, a cut per LMO call), so the weights do not depend on the
+    multipliers SLSQP reports (absent in older scipy, e.g. 1.11); ``guess`` (the multipliers) is
+    the first iterate and is returned when nothing better is found."""
+    f = np.array([objective(M, div, point[0], point[1]) for M in mats])
+    grads = [_gradient(M, div, point[0], point[1]) for M in mats]
+    g0, g1 = np.array([g[0] for g in grads]), np.array([g[1] for g in grads])
+    scale = 1.0 / max(float(f.max()), 1e-300)
+
+    def cut(lam):
+        s0, s1 = sides[0].lmo(lam @ g0), sides[1].lmo(lam @ g1)
+        c = scale * (f + g0 @ (s0 - point[0]) + g1 @ (s1 - point[1]))
+        return c, float(lam @ c)
+
+    lam = np.asarray(guess, dtype=float)
+    c, val = cut(lam)
+    cuts, best, best_val = [c], lam, val
+    for _ in range(_KELLEY_MAXITER):
+        step = max_min_weights(np.array(cuts))
+        if step is None:
+            break
+        lam, bound = step
+        c, val = cut(lam)
+        cuts.append(c)
+        if val > best_val:
+            best, best_val = lam, val
+        if bound - best_val <= _KELLEY_TOL:
+            break
+    return best
+
+
+def max_min_weights(cuts: np.ndarray, center=None, radius: float = 1.0) -> tuple[np.ndarray, float] | None:
+    """max over the simplex (intersected with the box |lam - center| <= radius when a centre is
+    given) of min_j <cuts[j], lam> (an LP, HiGHS): (lam, value), or None when the LP fails."""
+    from scipy.optimize import linprog
+
+    n, m = cuts.shape
+    res = linprog(
+        np.concatenate([np.zeros(m), [-1.0]]),
+        A_ub=np.hstack([-cuts, np.ones((n, 1))]),
+        b_ub=np.zeros(n),
+        A_eq=np.concatenate([np.ones(m), [0.0]])[None, :],
+        b_eq=[1.0],
+        bounds=[(0.0, None)] * m + [(None, None)]
+        if center is None
+        else [(max(0.0, ci - radius), ci + radius) for ci in center] + [(None, None)],
+        method="highs",
+    )
+    if res.status != 0:
+        return None
+    lam = np.clip(res.x[:m], 0.0, None)
+    return lam / lam.sum(), float(-res.fun)
 
 
 def _weights(res, count: int, cons: list[dict]) -> np.ndarray:

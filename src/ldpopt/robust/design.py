@@ -12,12 +12,13 @@ r"""Certified max-min mechanisms over uncertainty sets: :func:`robust_mechanism`
 * The search is cutting planes on the convex function S with the DP as oracle, each cut kept
   as the exact convex piece :math:`F_i(P)=D_f(Q_iP_0\|Q_iP_1)\le S(P)` of the channel :math:`Q_i`
   the DP returned: the restricted master :math:`\min_{P\in U}\max_i F_i(P)` gives the next pair
-  and, through its multipliers :math:`\lambda`, the mechanism.  When several channels are active
-  the mechanism is their *mixture with disjoint outputs* (report channel i's output with
-  probability :math:`\lambda_i`), whose utility is :math:`\sum_i\lambda_iF_i(P)`, linear in
-  :math:`\lambda`: by the minimax theorem the max-min over such mixtures equals
-  :math:`\min_P S(P)`, so the certificate can close even without a saddle point in single SPR
-  channels.  With ``max_outputs`` set, only single channels are returned.
+  and, through its dual weights :math:`\lambda` (recomputed at its point, not read from
+  SLSQP), the mechanism.  When several channels are active the mechanism is their *mixture
+  with disjoint outputs* (report channel i's output with probability :math:`\lambda_i`),
+  whose utility is :math:`\sum_i\lambda_iF_i(P)`, linear in :math:`\lambda`: by the minimax
+  theorem the max-min over such mixtures equals :math:`\min_P S(P)`, so the certificate can
+  close even without a saddle point in single SPR channels.  With ``max_outputs`` set, only
+  single channels are returned.
 * Start: Huber's censored-likelihood-ratio pair for contamination and total variation (the
   least-favourable pair of the sets themselves), the estimates for KL balls.
 """
@@ -33,7 +34,14 @@ import numpy as np
 from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int
 from ldpopt.divergences import FDivergence, get_divergence
 from ldpopt.mechanism import Mechanism, as_channel_matrix, spr_mechanism
-from ldpopt.robust._inner import Certified, check_divergence, objective, solve_inner, solve_master
+from ldpopt.robust._inner import (
+    Certified,
+    check_divergence,
+    max_min_weights,
+    objective,
+    solve_inner,
+    solve_master,
+)
 from ldpopt.robust.uncertainty import Uncertainty, check_uncertainty, huber_pair
 from ldpopt.spr.solve import optimal_mechanism
 
@@ -51,6 +59,13 @@ __all__ = [
 CERT_RTOL = 1e-8
 #: outer iterations (DP solves) at most
 MAX_ITER = 40
+#: a bound "moved" when it improved by more than this, relative: far above the rounding of the
+#: compensated sums (~1e-15) and far below CERT_RTOL
+_PROGRESS_RTOL = 1e-12
+#: inner solves of one refinement of the mixture weights at most
+_REFINE_MAXITER = 20
+#: first half-width of the box around the best weights in that refinement
+_REFINE_BOX = 1e-2
 #: a mixture weight below this is dropped (the mechanism's own W is what is reported)
 _MIN_WEIGHT = 1e-9
 
@@ -236,15 +251,47 @@ class _Search:
     def candidate(self, point, lam) -> None:
         """The mechanism for the master's weights: a mixture (no output budget) or the
         heaviest single channel; its own certified W."""
-        keep = np.flatnonzero(lam >= _MIN_WEIGHT) if self.l is None else np.array([int(np.argmax(lam))])
-        w = lam[keep] / lam[keep].sum()
-        M = np.hstack([wi * self.mats[i] for wi, i in zip(w, keep, strict=True)])
         start = (
             self.lfp if point is None else (self.sides[0].repair(point[0]), self.sides[1].repair(point[1]))
         )
+        self._try(lam, start)
+
+    def _try(self, lam, start) -> Certified:
+        keep = np.flatnonzero(lam >= _MIN_WEIGHT) if self.l is None else np.array([int(np.argmax(lam))])
+        w = lam[keep] / lam[keep].sum()
+        M = np.hstack([wi * self.mats[i] for wi, i in zip(w, keep, strict=True)])
         cert = solve_inner(M, self.div, self.sides, start)
         if cert.lower > self.lower:
             self.lower, self.best = cert.lower, (M, tuple(keep.tolist()), tuple(w.tolist()), cert)
+        return cert
+
+    def refine(self) -> None:
+        r"""Box-step cutting planes on the concave :math:`W(\lambda)` over mixtures of the
+        channels found, for when the master's weights fall short (an inaccurate master point):
+        every worst pair P seen gives the cut :math:`W(\lambda')\le\sum_i\lambda'_iF_i(P)`; the
+        LP over the cuts, in a box around the best weights (shrunk after a failed step), gives
+        the next weights.  Stops when the gap closes or the model promises less than
+        _PROGRESS_RTOL in the box (concavity: then nowhere)."""
+        if self.l is not None or len(self.mats) < 2 or self.best is None:
+            return
+        pairs, radius = [self.best[3].pair, self.lfp], _REFINE_BOX
+        for _ in range(_REFINE_MAXITER):
+            if self.closed():
+                return
+            center = np.zeros(len(self.mats))
+            center[list(self.best[1])] = self.best[2]
+            cuts = np.array([[objective(M, self.div, q[0], q[1]) for M in self.mats] for q in pairs])
+            step = max_min_weights(cuts, center, radius)
+            if step is None or step[1] - self.lower <= _PROGRESS_RTOL * self.upper:
+                return
+            before = self.lower
+            pairs.append(self._try(step[0], pairs[int(np.argmin(cuts @ step[0]))]).pair)
+            if self.lower <= before:
+                radius /= 4.0
+
+    def master_start(self, restart: bool):
+        """The master's start: the best pair so far, or (restart) the best mixture's worst pair."""
+        return self.best[3].pair if restart and self.best is not None else self.lfp
 
     def closed(self) -> bool:
         return self.upper - self.lower <= CERT_RTOL * self.upper
@@ -266,13 +313,25 @@ def robust_mechanism(
     sides = u.sides(p0, p1)
     search = _Search(p0, p1, eps, div, l, sides)
     pair = _input_lfp(div, sides, p0, p1)
-    iterations = 0
-    for iterations in range(1, MAX_ITER + 1):
+    iterations, restart = 0, False
+    while iterations < MAX_ITER:
+        iterations += 1
+        before = (search.upper, search.lower)
         new = search.oracle(pair)
-        point, lam = solve_master(search.mats, div, sides, search.lfp)
+        point, lam = solve_master(search.mats, div, sides, search.master_start(restart))
         search.candidate(point, lam)
-        if search.closed() or (not new and iterations > 1):
+        if not new:
+            search.refine()
+        if search.closed():
             break
+        # a known channel again: the master's point was not better than before; stop only when
+        # neither proven bound moved, else re-solve the master from another start (the current
+        # mixture's worst pair) so one poor SLSQP solve does not end the search
+        moved = _PROGRESS_RTOL * search.upper
+        progress = search.upper < before[0] - moved or search.lower > before[1] + moved
+        if not new and not progress:
+            break
+        restart = not new
         if point is not None:
             pair = (sides[0].repair(point[0]), sides[1].repair(point[1]))
         else:
