@@ -185,11 +185,16 @@ def load_pair(
     p1_col: str,
     label_col: str | None,
     normalize: bool,
+    *,
+    counts: bool = False,
 ) -> tuple[Any, Any] | None:
     """P0 and P1 from ``--p0``/``--p1`` (inline) or ``--from FILE``; None when neither is given.
 
     Labelled pairs come back as ``{label: probability}`` dicts, others as arrays; with ``normalize``
-    each is rescaled to sum to 1.  Every problem is a one-line error (exit 2)."""
+    each is rescaled to sum to 1; with ``counts`` the file's columns come back as they are (raw
+    counts, checked by the caller).  Every problem is a one-line error (exit 2)."""
+    if source is not None and counts:
+        return _raw_pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
     if source is not None:
         if p0 is not None or p1 is not None:
             fail("give P0 and P1 either inline (--p0/--p1) or from a file (--from), not both")
@@ -215,6 +220,31 @@ def load_pair(
             return u, v
         return dict(zip(labels, u.tolist(), strict=True)), dict(zip(labels, v.tolist(), strict=True))
     return a, b
+
+
+def _raw_pair(
+    p0: str | None,
+    p1: str | None,
+    source: Path,
+    p0_col: str,
+    p1_col: str,
+    label_col: str | None,
+    normalize: bool,
+) -> tuple[Any, Any]:
+    """The ``--from`` file's two columns as they are (counts for ``--from-counts``)."""
+    if p0 is not None or p1 is not None:
+        fail("give P0 and P1 either inline (--p0/--p1) or from a file (--from), not both")
+    if normalize:
+        fail("--normalize rescales probabilities; --from-counts needs the counts as they are")
+    from ldpopt.deploy.pairs import read_pair_records
+
+    try:
+        _, a, b, labels = read_pair_records(source, p0=p0_col, p1=p1_col, label=label_col)[0]
+    except (ValueError, TypeError) as exc:
+        fail(f"--from {_to_cli(str(exc))}")
+    if labels is None:
+        return np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return dict(zip(labels, a, strict=True)), dict(zip(labels, b, strict=True))
 
 
 #: up to this alphabet size the CLI solves with the readable dynamic program (method="dp", numpy

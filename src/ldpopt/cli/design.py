@@ -145,7 +145,7 @@ def design(
 ) -> None:
     """Design the optimal eps-LDP mechanism for P0 vs P1 and compare with binary and k-RR."""
     eps, plan = plan_shuffle(shuffle, eps)
-    pair = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
+    pair = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize, counts=from_counts)
     if pair is None:
         fail("give --p0 and --p1, or --from FILE")
     a, b, uncertainty = _robust.prepare(*pair, robust, from_counts, confidence, divergence)
