@@ -185,3 +185,8 @@ def test_the_number_predicates():
             check_real(bad, "x")
     assert is_integer(3) and is_integer(np.int64(3)) and is_integer(np.uint8(3))
     assert not any(is_integer(v) for v in (True, np.True_, 3.0, np.float32(3), "3"))
+
+
+def test_normalize_must_be_a_flag():
+    with pytest.raises(TypeError, match="normalize must be True or False, got normalize='x'"):
+        ldpopt.optimal_mechanism([0.5, 0.5], [0.2, 0.8], 1.0, normalize="x")

@@ -187,6 +187,7 @@ def check_labelled_pair(
         pos = {lab: i for i, lab in enumerate(lb)}
         b = b[[pos[lab] for lab in la]]
     labels = la if la is not None else lb
+    normalize = check_bool(normalize, "normalize")
     a = _check_array(a, names[0], normalize)
     b = _check_array(b, names[1], normalize)
     if a.shape != b.shape:

@@ -200,3 +200,10 @@ def test_short_module_paths_are_the_same_modules():
         import ldpopt.shuffle
     assert ldpopt.estimate is ldpopt.deploy.estimate and ldpopt.shuffle is ldpopt.deploy.shuffle
     assert ldpopt.mixture_proportion is mixture_proportion
+
+
+def test_non_finite_counts_are_refused_naming_the_argument():
+    mech = ldpopt.randomized_response(3, 1.0)
+    for bad in ([math.inf, math.inf, 1], [math.nan, 1, 1]):
+        with pytest.raises(ValueError, match="counts must be non-negative integers"):
+            frequencies(mech, counts=bad)

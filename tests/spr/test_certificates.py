@@ -549,3 +549,14 @@ def test_certificate_survives_relabelling_of_inputs_and_outputs(seed, k, m, eps)
     for QQ, a, b in ((Q, p0, p1), (Q[rows][:, cols], p0[rows], p1[rows])):
         dec = spr_decomposition(QQ, a, b, eps)
         check_certificate(dec, QQ, a, b, eps)
+
+
+def test_dominance_refuses_bad_divergences_naming_the_argument():
+    mech = ldpopt.randomized_response(3, 1.0)
+    p0, p1 = [0.2, 0.3, 0.5], [0.5, 0.3, 0.2]
+    with pytest.raises(TypeError, match="divergences must be a divergence or a list"):
+        ldpopt.dominance(mech, p0, p1, divergences=5)
+    with pytest.raises(ValueError, match="divergences: the Chernoff information"):
+        ldpopt.dominance(mech, p0, p1, divergences="chernoff")
+    one = ldpopt.dominance(mech, p0, p1, divergences=iter(["kl"]))  # any iterable of names
+    assert [r.divergence for r in one.rows] == ["kl"]

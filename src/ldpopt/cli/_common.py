@@ -112,17 +112,6 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def parse_vector(text: str, name: str) -> np.ndarray:
-    """Parse ``"0.1,0.2,0.7"`` into a float array, failing with a message naming ``name``."""
-    try:
-        values = [float(t) for t in text.replace(";", ",").split(",") if t.strip()]
-    except ValueError:
-        fail(f"--{name} must be comma-separated numbers, got {text!r}")
-    if not values:
-        fail(f"--{name} must not be empty")
-    return np.array(values)
-
-
 def parse_distribution(text: str, name: str) -> Any:
     """``"0.5,0.3,0.2"`` -> array, ``"a=0.5,b=0.3,c=0.2"`` -> dict label -> prob."""
     parts = [t.strip() for t in text.replace(";", ",").split(",") if t.strip()]

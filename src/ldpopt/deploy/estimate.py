@@ -260,7 +260,7 @@ def _counts(m: Any, reports: Any, counts: Any) -> np.ndarray:
         n_y = np.asarray(counts)
         if n_y.shape != (m.num_outputs,) or not np.issubdtype(n_y.dtype, np.number):
             raise ValueError(f"counts must be {m.num_outputs} numbers (one per output), got {counts!r}")
-        if np.any(n_y < 0) or np.any(n_y != np.round(n_y)):
+        if not np.all(np.isfinite(n_y)) or np.any(n_y < 0) or np.any(n_y != np.round(n_y)):
             raise ValueError(f"counts must be non-negative integers, got counts={counts!r}")
         n_y = n_y.astype(np.int64)
     if n_y.sum() == 0:

@@ -181,7 +181,7 @@ def _validity(method: str, n: int, delta: float) -> str:
 
 def closed_form_validity(n: Any, delta: Any) -> float:
     """Largest eps0 for which the closed form of :func:`central_epsilon` is proved: log(n / (16 log(4/delta)))
-    (``-inf`` when n is too small for any eps0)."""
+    (negative when n is too small for any eps0)."""
     n = check_positive_int(n, "n")
     delta = check_level(delta, "delta")
     ratio = n / (16.0 * math.log(4.0 / delta))
@@ -378,7 +378,8 @@ def rr_outputs(mech: Any) -> int | None:
     s = m.num_outputs
     if s < 2 or not math.isfinite(m.eps):
         return None
-    q = 1.0 / (math.exp(m.eps) + s - 1) if m.eps < 700 else 0.0
+    t = math.exp(-m.eps)  # 1 / (e^eps + s - 1) without overflowing e^eps
+    q = t / (1.0 + (s - 1) * t)
     hi = 1.0 - (s - 1) * q
     mat = m.matrix
     is_hi = np.isclose(mat, hi, rtol=1e-9, atol=0.0)

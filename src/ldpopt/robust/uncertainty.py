@@ -284,7 +284,7 @@ def _counts(value: Any, name: str) -> np.ndarray:
     return arr
 
 
-def tv_radius(k: int, n: int, alpha: float) -> float:
+def _tv_radius(k: int, n: int, alpha: float) -> float:
     """TV radius r with Pr(1/2 ||P_hat_n - P||_1 >= r) <= alpha (Weissman et al. 2003)."""
     if k < 2:
         return 0.0
@@ -292,7 +292,7 @@ def tv_radius(k: int, n: int, alpha: float) -> float:
     return min(1.0, 0.5 * math.sqrt(2.0 * (log_terms + math.log(1.0 / alpha)) / n))
 
 
-def kl_radius(k: int, n: int, alpha: float) -> float:
+def _kl_radius(k: int, n: int, alpha: float) -> float:
     """KL radius r with Pr(D(P_hat_n || P) >= r) <= alpha (method of types)."""
     log_types = math.lgamma(n + k) - math.lgamma(k) - math.lgamma(n + 1)  # log C(n+k-1, k-1)
     return (log_types + math.log(1.0 / alpha)) / n
@@ -317,7 +317,7 @@ def from_counts(counts0: Any, counts1: Any, confidence: float = 0.95, model: str
     alpha = (1.0 - conf) / 2.0
     k = int(c0.size)
     n0, n1 = int(c0.sum()), int(c1.sum())
-    radius = tv_radius if model == "tv" else kl_radius
+    radius = _tv_radius if model == "tv" else _kl_radius
     return Uncertainty(
         model,
         radius(k, n0, alpha),
@@ -356,7 +356,7 @@ def huber_pair(model: str, p0: np.ndarray, p1: np.ndarray, r0: float, r1: float)
         return _huber_contamination(p0, p1, r0, r1)
     if model == "tv":
         return _huber_tv(p0, p1, r0, r1)
-    return None
+    return None  # a KL ball has no censored-likelihood-ratio pair: the caller starts elsewhere
 
 
 def _huber_contamination(p0, p1, d0, d1):

@@ -49,7 +49,7 @@ import numpy as np
 
 from ldpopt._numerics import fsum, rescale
 from ldpopt._validation import check_eps, check_labelled_pair, is_real
-from ldpopt.divergences import FDivergence, get_divergence
+from ldpopt.divergences import FDivergence, get_divergence, is_chernoff
 from ldpopt.mechanism import Mechanism, as_channel_matrix, ldp_violation
 from ldpopt.spr.reduction import likelihood_ratio_reduction
 from ldpopt.spr.solve import optimal_mechanism
@@ -961,9 +961,17 @@ def dominance(
     dec = spr_decomposition(mechanism, p0, p1, eps, normalize=normalize)
     if isinstance(divergences, (str, FDivergence)):
         divergences = (divergences,)
-    divs = [get_divergence(d) for d in divergences]
+    try:
+        names = list(divergences)
+    except TypeError:
+        raise TypeError(
+            f"divergences must be a divergence or a list of them, got divergences={divergences!r}"
+        ) from None
+    divs = [get_divergence(d) for d in names]
     if not divs:
         raise ValueError("divergences must name at least one divergence")
+    if any(is_chernoff(d) for d in divs):
+        raise ValueError("divergences: the Chernoff information is not an f-divergence (no dominance bound)")
     u, v = dec.p0, dec.p1
     m0, m1 = dec.matrix.T @ u, dec.matrix.T @ v
     pairs = dec.component_pairs()
