@@ -357,7 +357,7 @@ def _robust_result(search: _Search, u, labels, plug_in, iterations) -> RobustRes
     message = (
         "certified: gap <= 1e-8 relative"
         if ok
-        else f"not certified: gap {gap:.3g} after {search.dp_solves} DP solves; both bounds are proven"
+        else f"not certified: gap {gap:.3g} after {search.dp_solves} SPR solves; both bounds are proven"
     )
     return RobustResult(
         lo,
