@@ -174,6 +174,8 @@ def test_refusals(spr):
         mixture_proportion(spr, P0, P0, None, counts=[1, 2, 3])
     with pytest.raises(ValueError, match="confidence"):
         mixture_proportion(spr, P0, P1, None, 0.3, counts=[1, 2, 3])
+    with pytest.raises(TypeError, match="confidence must be a real number"):
+        mixture_proportion(spr, P0, P1, None, "0.95", counts=[1, 2, 3])
     with pytest.raises(ValueError, match="exactly one"):
         mixture_proportion(spr, P0, P1, [0, 1], counts=[1, 2, 3])
     with pytest.raises(ValueError, match="counts"):

@@ -51,6 +51,7 @@ from scipy import optimize, special, stats
 from ldpopt._validation import is_real
 from ldpopt.deploy.sampling import encode_outputs
 from ldpopt.deploy.shuffle import rr_outputs
+from ldpopt.deploy.testing import check_level
 from ldpopt.mechanism import as_mechanism
 
 __all__ = [
@@ -172,9 +173,11 @@ def project_to_simplex(v: Any) -> np.ndarray:
 
 
 def _check_confidence(confidence: Any) -> float:
-    if not is_real(confidence) or not 0.5 < float(confidence) < 1.0:
+    """A confidence level: a probability level (:func:`check_level`) above one half."""
+    conf = check_level(confidence, "confidence")
+    if not conf > 0.5:
         raise ValueError(f"confidence must be a number in (0.5, 1), got confidence={confidence!r}")
-    return float(confidence)
+    return conf
 
 
 # ---------------------------------------------------------------------------------------------
