@@ -13,9 +13,18 @@ import numpy as np
 import pytest
 
 import ldpopt
-from ldpopt._validation import as_real_array, check_real, coerce_distribution, is_integer, is_real
+from ldpopt._validation import (
+    as_real_array,
+    check_counts,
+    check_real,
+    coerce_distribution,
+    is_integer,
+    is_real,
+    short_repr,
+)
 from ldpopt.decision import problems as examples
 from ldpopt.decision.problem import DecisionProblem
+from ldpopt.robust import uncertainty as unc
 
 P = [0.5, 0.3, 0.2]
 Q = [0.2, 0.3, 0.5]
@@ -190,3 +199,94 @@ def test_the_number_predicates():
 def test_normalize_must_be_a_flag():
     with pytest.raises(TypeError, match="normalize must be True or False, got normalize='x'"):
         ldpopt.optimal_mechanism([0.5, 0.5], [0.2, 0.8], 1.0, normalize="x")
+
+
+# ---------------------------------------------------------------------------------------------
+# counts: one check behind every function that takes a histogram
+# ---------------------------------------------------------------------------------------------
+def test_check_counts_accepts_whole_numbers_of_any_numeric_type():
+    for value in ([3, 0, 2], (3, 0, 2), np.array([3, 0, 2], dtype=np.uint8), [3.0, 0.0, np.float32(2)]):
+        out = check_counts(value, "c")
+        assert out.dtype == np.int64 and out.tolist() == [3, 0, 2]
+    # integers stay exact beyond 2**53 (a float would round 2**60 + 1)
+    assert check_counts(np.array([2**60 + 1, 1]), "c").tolist() == [2**60 + 1, 1]
+    assert check_counts([0, 0], "c", observed=False).tolist() == [0, 0]
+    assert check_counts([1, 2], "c", 2).tolist() == [1, 2]
+
+
+BAD_COUNTS = [
+    ([True, 2], TypeError, r"c must be a sequence of counts, got the entry True"),
+    (["1", "2"], TypeError, r"c must be a sequence of counts, got the entry '1'"),
+    ([], ValueError, r"c must be a non-empty 1-D sequence of counts, got c=\[\]"),
+    ([[1, 2]], ValueError, r"c must be a non-empty 1-D sequence of counts"),
+    (5, ValueError, r"c must be a non-empty 1-D sequence of counts, got c=5"),
+    ([1, -2], ValueError, r"c must be non-negative integers, got c=\[1, -2\]"),
+    ([1, 2.5], ValueError, r"c must be non-negative integers"),
+    ([1, math.inf], ValueError, r"c must be non-negative integers"),
+    ([1, math.nan], ValueError, r"c must be non-negative integers"),
+    ([0, 0], ValueError, r"c must contain at least one observation, got c=\[0, 0\]"),
+    ([2**62, 2**62], ValueError, r"c must total less than 2\*\*63 observations"),
+    (np.array([2**63, 0], dtype=np.uint64), ValueError, r"c must total less than 2\*\*63"),
+    ([1e19, 0.0], ValueError, r"c must total less than 2\*\*63"),
+]
+
+
+@pytest.mark.parametrize("value, error, message", BAD_COUNTS, ids=[m[:40] for *_, m in BAD_COUNTS])
+def test_check_counts_refusals(value, error, message):
+    with pytest.raises(error, match=message):
+        check_counts(value, "c")
+
+
+def test_check_counts_size_names_what_the_entries_are():
+    with pytest.raises(ValueError, match=r"c must have one entry per output \(3\), got 2: c=\[1, 2\]"):
+        check_counts([1, 2], "c", 3, what="output")
+    with pytest.raises(ValueError, match=r"one entry per category \(3\)"):
+        check_counts([1, 2], "c", 3)
+
+
+#: bad histograms for the 3-output mechanism of _rr() (the message as check_counts gives it for "c")
+BAD_HISTOGRAMS = [
+    ([True, 2, 1], TypeError, r"c must be a sequence of counts, got the entry True"),
+    (["1", "2", "3"], TypeError, r"c must be a sequence of counts, got the entry '1'"),
+    ([[1, 2, 3]], ValueError, r"c must be a non-empty 1-D sequence of counts"),
+    ([1, -2, 0], ValueError, r"c must be non-negative integers, got c=\[1, -2, 0\]"),
+    ([1, 2.5, 0], ValueError, r"c must be non-negative integers"),
+    ([1, math.nan, 0], ValueError, r"c must be non-negative integers"),
+    ([2**62, 2**62, 0], ValueError, r"c must total less than 2\*\*63 observations"),
+]
+
+
+@pytest.mark.parametrize(
+    "name, call",
+    [
+        ("counts", lambda c: ldpopt.frequencies(_rr(), counts=c)),
+        ("counts", lambda c: ldpopt.mixture_proportion(_rr(), P, Q, None, counts=c)),
+        ("counts", lambda c: _lrt().decide_counts(c)),
+        ("counts", lambda c: _lrt().bayes_decide_counts(c)),
+        ("counts1", lambda c: unc.from_counts([1, 1, 1], c)),
+    ],
+    ids=["frequencies", "mixture_proportion", "decide_counts", "bayes_decide_counts", "from_counts"],
+)
+def test_every_histogram_argument_is_checked_by_check_counts(name, call):
+    """The same refusals, with the same messages, wherever counts are taken."""
+    for value, error, message in BAD_HISTOGRAMS:
+        with pytest.raises(error, match=message.replace("c must", f"{name} must").replace("c=", f"{name}=")):
+            call(value)
+    if name == "counts":
+        with pytest.raises(ValueError, match=r"counts must have one entry per output \(3\), got 2"):
+            call([1, 2])
+    call([2.0, 1.0, 3.0])  # whole floats are counts everywhere (the test API used to refuse them)
+
+
+def test_no_reports_is_an_empty_histogram_only_for_the_bayes_decision():
+    assert _lrt().bayes_decide_counts([0, 0, 0]).n == 0  # the prior's decision
+    with pytest.raises(ValueError, match="reports must not be empty"):
+        _lrt().decide_counts([0, 0, 0])
+
+
+def test_short_repr_cuts_long_values_to_80_characters():
+    assert short_repr([1, 2]) == "[1, 2]"
+    long = short_repr(list(range(100)))
+    assert len(long) == 80 and long.endswith("...") and long.startswith("[0, 1, 2")
+    with pytest.raises(TypeError, match=r"got uncertainty=\[0, 1, 2.*\.\.\.$"):
+        unc.check_uncertainty(list(range(100)))

@@ -16,7 +16,8 @@ import numpy as np
 SUM_TOL = 1e-9
 
 
-def _short(value: Any) -> str:
+def short_repr(value: Any) -> str:
+    """``repr(value)`` cut to 80 characters: how an error message shows the value it refuses."""
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -42,14 +43,14 @@ def is_integer(value: Any) -> bool:
 def check_real(value: Any, name: str) -> float:
     """``float(value)`` for a real number (:func:`is_real`); TypeError naming the argument otherwise."""
     if not is_real(value):
-        raise TypeError(f"{name} must be a real number, got {name}={_short(value)}")
+        raise TypeError(f"{name} must be a real number, got {name}={short_repr(value)}")
     return float(value)
 
 
 def check_bool(value: Any, name: str) -> bool:
     """A flag: True or False (numpy booleans accepted), a TypeError naming the argument otherwise."""
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {name}={_short(value)}")
+        raise TypeError(f"{name} must be True or False, got {name}={short_repr(value)}")
     return bool(value)
 
 
@@ -101,7 +102,7 @@ def as_real_array(value: Any, name: str, what: str = "an array of real numbers")
     try:
         return np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be {what}, got {name}={_short(value)}") from None
+        raise TypeError(f"{name} must be {what}, got {name}={short_repr(value)}") from None
 
 
 def coerce_distribution(p: Any, name: str) -> tuple[np.ndarray, tuple | None]:
@@ -121,10 +122,10 @@ def coerce_distribution(p: Any, name: str) -> tuple[np.ndarray, tuple | None]:
     else:
         values = p
     if isinstance(values, (str, bytes)):
-        raise TypeError(f"{name} must be a sequence of probabilities, got {_short(p)}")
+        raise TypeError(f"{name} must be a sequence of probabilities, got {short_repr(p)}")
     arr = as_real_array(values, name, "a sequence of real numbers")
     if labels is not None and len(set(labels)) != len(labels):
-        raise ValueError(f"{name} has duplicate labels: {_short(labels)}")
+        raise ValueError(f"{name} has duplicate labels: {short_repr(labels)}")
     return arr, labels
 
 
@@ -200,7 +201,7 @@ def check_labelled_pair(
 def check_eps(eps: Any, name: str = "eps", allow_inf: bool = True) -> float:
     """eps must be a real number > 0 (math.inf allowed = no privacy)."""
     if not is_real(eps):
-        raise TypeError(f"{name} must be a real number, got {_short(eps)}")
+        raise TypeError(f"{name} must be a real number, got {short_repr(eps)}")
     e = float(eps)
     if math.isnan(e) or e <= 0:
         raise ValueError(f"{name} must be > 0, got {name}={eps!r}")
@@ -209,8 +210,46 @@ def check_eps(eps: Any, name: str = "eps", allow_inf: bool = True) -> float:
     return e
 
 
+#: counts come back as int64 (numpy's type for histograms, ``np.bincount``): their total, the
+#: number of observations, must be an int64 as well, so a total of 2**63 or more is refused
+_MAX_TOTAL_COUNT = 2**63
+
+
+def check_counts(
+    value: Any, name: str, size: int | None = None, *, what: str = "category", observed: bool = True
+) -> np.ndarray:
+    """A vector of counts (observations per category) as an int64 array.
+
+    1-D and non-empty (``size`` entries, one per ``what``, when ``size`` is given), finite
+    non-negative whole numbers (integer arrays, or floats that are whole numbers), in total below
+    2**63 and, with ``observed`` (the default), at least one observation.  What numpy would convert
+    silently (booleans, strings) is a TypeError naming the argument (:func:`as_real_array`).
+    """
+    arr = as_real_array(value, name, "a sequence of counts")
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D sequence of counts, got {name}={short_repr(value)}")
+    if size is not None and arr.size != size:
+        raise ValueError(
+            f"{name} must have one entry per {what} ({size}), got {arr.size}: {name}={short_repr(value)}"
+        )
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr != np.floor(arr)):
+        raise ValueError(f"{name} must be non-negative integers, got {name}={short_repr(value)}")
+    raw = np.asarray(value)
+    exact = raw.dtype.kind in "iu"  # integers stay exact (a float holds whole numbers up to 2**53)
+    # the exact total: Python integers, or the correctly rounded sum of whole floats (which is at
+    # least 2**63 whenever the exact sum is)
+    total = sum(raw.tolist()) if exact else math.fsum(arr.tolist())
+    if total >= _MAX_TOTAL_COUNT:
+        raise ValueError(f"{name} must total less than 2**63 observations, got a total of {total:.6g}")
+    if observed and total < 1:
+        raise ValueError(f"{name} must contain at least one observation, got {name}={short_repr(value)}")
+    return (raw if exact else arr).astype(np.int64)
+
+
 @overload
 def check_positive_int(value: Any, name: str, allow_none: Literal[False] = False) -> int: ...
+
+
 @overload
 def check_positive_int(value: Any, name: str, allow_none: bool) -> int | None: ...
 
@@ -225,7 +264,7 @@ def check_positive_int(value: Any, name: str, allow_none: bool = False) -> int |
         # math.trunc: a Real need not define __int__ (int()'s __trunc__ fallback is deprecated)
         v = int(math.trunc(value))
     else:
-        raise ValueError(f"{name} must be a positive integer, got {name}={_short(value)}")
+        raise ValueError(f"{name} must be a positive integer, got {name}={short_repr(value)}")
     if v < 1:
         raise ValueError(f"{name} must be >= 1, got {name}={value!r}")
     return v

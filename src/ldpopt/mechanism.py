@@ -25,13 +25,13 @@ from ldpopt import _opendp, _sampler
 from ldpopt._mechfile import read_mechanism_file, write_mechanism_file
 from ldpopt._numerics import rescale
 from ldpopt._validation import (
-    _short,
     as_real_array,
     check_eps,
     check_labelled_pair,
     check_positive_int,
     check_tolerance,
     is_integer,
+    short_repr,
 )
 from ldpopt.divergences import FDivergence, get_divergence
 
@@ -331,16 +331,20 @@ def _check_labels(labels: Any, attr: str, size: int, what: str) -> tuple:
 def _partition_blocks(partition: Any, k: int, n: int) -> tuple[tuple[int, ...], ...]:
     """The blocks as tuples of ints: one per output, disjoint, covering ``range(k)``."""
     if isinstance(partition, (str, bytes)) or not hasattr(partition, "__iter__"):
-        raise TypeError(f"partition must be a sequence of blocks of input indices, got {_short(partition)}")
+        raise TypeError(
+            f"partition must be a sequence of blocks of input indices, got {short_repr(partition)}"
+        )
     blocks = []
     for j, block in enumerate(partition):
         if isinstance(block, (str, bytes)) or not hasattr(block, "__iter__"):
-            raise TypeError(f"partition block {j} must be a sequence of input indices, got {_short(block)}")
+            raise TypeError(
+                f"partition block {j} must be a sequence of input indices, got {short_repr(block)}"
+            )
         items = tuple(block)
         for i in items:
             if not is_integer(i):
                 raise TypeError(
-                    f"partition block {j} {_short(items)} must hold integer input indices, got {i!r}"
+                    f"partition block {j} {short_repr(items)} must hold integer input indices, got {i!r}"
                 )
         blocks.append(tuple(int(i) for i in items))
     if len(blocks) != n:

@@ -180,8 +180,10 @@ def test_refusals(spr):
         mixture_proportion(spr, P0, P1, [0, 1], counts=[1, 2, 3])
     with pytest.raises(ValueError, match="counts"):
         frequencies(spr, counts=[1, 2])
-    with pytest.raises(ValueError, match="no reports"):
+    with pytest.raises(ValueError, match="counts must contain at least one observation"):
         frequencies(spr, counts=[0, 0, 0])
+    with pytest.raises(ValueError, match="no reports"):
+        frequencies(spr, [])
     dependent = ldpopt.Mechanism(np.array([[0.5, 0.5], [0.4, 0.6], [0.45, 0.55]]), 1.0)
     with pytest.raises(ValueError, match="not identifiable"):
         frequencies(dependent, counts=[3, 4])

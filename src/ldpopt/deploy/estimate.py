@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special, stats
 
-from ldpopt._validation import is_real
+from ldpopt._validation import check_counts, is_real
 from ldpopt.deploy.sampling import encode_outputs
 from ldpopt.deploy.shuffle import rr_outputs
 from ldpopt.deploy.testing import check_level
@@ -257,15 +257,9 @@ def mixture_proportion(
 def _counts(m: Any, reports: Any, counts: Any) -> np.ndarray:
     if (reports is None) == (counts is None):
         raise ValueError("give exactly one of reports and counts")
-    if counts is None:
-        n_y = report_counts(m, reports)
-    else:
-        n_y = np.asarray(counts)
-        if n_y.shape != (m.num_outputs,) or not np.issubdtype(n_y.dtype, np.number):
-            raise ValueError(f"counts must be {m.num_outputs} numbers (one per output), got {counts!r}")
-        if not np.all(np.isfinite(n_y)) or np.any(n_y < 0) or np.any(n_y != np.round(n_y)):
-            raise ValueError(f"counts must be non-negative integers, got counts={counts!r}")
-        n_y = n_y.astype(np.int64)
+    if counts is not None:
+        return check_counts(counts, "counts", m.num_outputs, what="output")
+    n_y = report_counts(m, reports)
     if n_y.sum() == 0:
         raise ValueError("no reports: the estimate needs at least one")
     return n_y

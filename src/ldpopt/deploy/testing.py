@@ -28,7 +28,7 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import binom
 
-from ldpopt._validation import check_bool, check_positive_int, is_real
+from ldpopt._validation import check_bool, check_counts, check_positive_int, is_real
 from ldpopt.deploy.llr import (
     DEFAULT_EXACT_MAX_N,
     DEFAULT_LATTICE_SIZE,
@@ -194,17 +194,12 @@ class LikelihoodRatioTest:
         return np.bincount(idx, minlength=self.mechanism.num_outputs)
 
     def _check_counts(self, counts: Any) -> np.ndarray:
-        c = np.asarray(counts)
-        if c.ndim != 1 or c.shape[0] != self.mechanism.num_outputs:
-            raise ValueError(
-                f"counts must have one entry per output ({self.mechanism.num_outputs}), got shape {c.shape}"
-            )
-        if c.dtype.kind not in "iu" or np.any(c < 0):
-            raise ValueError("counts must be non-negative integers")
+        # no reports at all is a valid histogram here: a Bayes decision without data is the prior's
+        c = check_counts(counts, "counts", self.mechanism.num_outputs, what="output", observed=False)
         bad = np.flatnonzero((c > 0) & (self._law.cls < 0))
         if bad.size:
             raise ValueError(f"output {int(bad[0])} has probability 0 under both hypotheses but was reported")
-        return c.astype(np.int64)
+        return c
 
     def llr(self, reports: Any) -> float:
         """:math:`\\sum_i \\log M_1(Y_i)/M_0(Y_i)`."""

@@ -29,13 +29,12 @@ moves a nearly feasible point into the set.
 from __future__ import annotations
 
 import math
-import reprlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ldpopt._validation import as_real_array, check_distribution, check_real
+from ldpopt._validation import check_counts, check_distribution, check_real, short_repr
 
 __all__ = [
     "MODELS",
@@ -243,10 +242,6 @@ class Uncertainty:
         return f"{self.model}:{self.r0:g},{self.r1:g}"
 
 
-def _short_repr(value: Any) -> str:
-    return reprlib.repr(value)
-
-
 def _radius(value: Any, name: str, upper: float | None) -> float:
     r = check_real(value, name)
     if not (r >= 0.0 and math.isfinite(r)):
@@ -271,19 +266,6 @@ def kl_ball(r0: float, r1: float) -> Uncertainty:
     return Uncertainty("kl", _radius(r0, "r0", None), _radius(r1, "r1", None))
 
 
-def _counts(value: Any, name: str) -> np.ndarray:
-    arr = as_real_array(value, name, "a sequence of counts")
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(
-            f"{name} must be a non-empty 1-D sequence of counts, got {name}={_short_repr(value)}"
-        )
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr != np.floor(arr)):
-        raise ValueError(f"{name} must contain non-negative integers, got {name}={_short_repr(value)}")
-    if arr.sum() < 1:
-        raise ValueError(f"{name} must contain at least one observation, got {name}={_short_repr(value)}")
-    return arr
-
-
 def _tv_radius(k: int, n: int, alpha: float) -> float:
     """TV radius r with Pr(1/2 ||P_hat_n - P||_1 >= r) <= alpha (Weissman et al. 2003)."""
     if k < 2:
@@ -305,8 +287,8 @@ def from_counts(counts0: Any, counts1: Any, confidence: float = 0.95, model: str
     both true distributions lie in their sets with probability >= ``confidence`` (each side at
     1 - alpha/2; module docstring for the bounds).
     """
-    c0 = _counts(counts0, "counts0")
-    c1 = _counts(counts1, "counts1")
+    c0 = check_counts(counts0, "counts0")
+    c1 = check_counts(counts1, "counts1")
     if c0.shape != c1.shape:
         raise ValueError(f"counts0 and counts1 must have the same length, got {c0.size} and {c1.size}")
     conf = check_real(confidence, "confidence")
@@ -335,7 +317,7 @@ def check_uncertainty(value: Any) -> Uncertainty:
     if not isinstance(value, Uncertainty):
         raise TypeError(
             "uncertainty must be an ldpopt.uncertainty set (contamination, total_variation, kl_ball or "
-            f"from_counts), got uncertainty={_short_repr(value)}"
+            f"from_counts), got uncertainty={short_repr(value)}"
         )
     return value
 
