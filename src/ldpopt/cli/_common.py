@@ -236,6 +236,18 @@ def _raw_pair(
     return dict(zip(labels, a, strict=True)), dict(zip(labels, b, strict=True))
 
 
+def load_mechanism_file(path: Path, option: str | None = None) -> Any:
+    """The mechanism file at ``path`` (a :class:`~ldpopt.deploy.files.MechanismFile`), read and
+    re-validated by :func:`ldpopt.load_mechanism`; any problem is a one-line error (exit 2) naming
+    the file, after ``option`` (``"--mechanism"``) when the file was given with one."""
+    from ldpopt.deploy.files import MechanismFileError, load_mechanism
+
+    try:
+        return load_mechanism(path)
+    except MechanismFileError as exc:
+        fail(f"{option} {exc}" if option else str(exc))
+
+
 #: up to this alphabet size the CLI solves with the readable dynamic program (method="dp", numpy
 #: only): it answers in milliseconds there, while the compiled solver's first call loads numba
 #: (about a second); both are exact (benchmarks/README.md, "CLI start-up")

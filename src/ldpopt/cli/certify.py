@@ -27,6 +27,7 @@ from ldpopt.cli._common import (
     console,
     fail,
     fmt,
+    load_mechanism_file,
     load_pair,
     report_to_stderr_if_json_on_stdout,
     write_json,
@@ -35,17 +36,6 @@ from ldpopt.cli.deploy import _hypotheses
 
 #: the divergences ``compare`` reports unless ``--divergence`` is given
 DEFAULT_COMPARE = ("kl", "reverse_kl", "tv", "chi2", "hellinger", "js")
-
-
-def _load_mechanism_file(path: Path):
-    from ldpopt.deploy.files import MechanismFileError, load_mechanism
-
-    if not path.exists():
-        fail(f"{path}: no such file")
-    try:
-        return load_mechanism(path)
-    except MechanismFileError as exc:
-        fail(str(exc))
 
 
 def _names(dec: Any, part: tuple) -> str:
@@ -121,7 +111,7 @@ def compare_cmd(
     """Is the mechanism dominated? Its SPR decomposition and what it loses per divergence."""
     from ldpopt.spr.certificates import dominance
 
-    mf = _load_mechanism_file(mechanism)
+    mf = load_mechanism_file(mechanism)
     a, b = _hypotheses(mf, load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize))
     try:
         res = dominance(mf.mechanism, a, b, eps, tuple(divergence) if divergence else DEFAULT_COMPARE)

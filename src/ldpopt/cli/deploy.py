@@ -27,6 +27,7 @@ from ldpopt.cli._common import (
     err_console,
     fail,
     fmt,
+    load_mechanism_file,
     load_pair,
     need,
     partition_table,
@@ -54,15 +55,6 @@ def _align(dist: Any, mech: Any, name: str) -> Any:
     if unknown:
         fail(f"--{name} has unknown label {unknown[0]!r}; the mechanism's labels are {', '.join(by_str)}")
     return {by_str[key]: val for key, val in dist.items()}
-
-
-def _load(path: Path):
-    from ldpopt.deploy.files import MechanismFileError, load_mechanism
-
-    try:
-        return load_mechanism(path)
-    except MechanismFileError as exc:
-        fail(f"--mechanism {exc}")
 
 
 def _table_format(path: Path) -> str:
@@ -346,7 +338,7 @@ def privatize_cmd(
     columns (a user id, ...) are kept next to each report."""
     from ldpopt.deploy.sampling import bit_source, decode_outputs, realise, sample_indices
 
-    mf = _load(mechanism)
+    mf = load_mechanism_file(mechanism, "--mechanism")
     mech = mf.mechanism
     df = _read_table(input, "--input", header=not no_header)
     col = _pick_column(df, input, column, "--input")
@@ -469,7 +461,7 @@ def test_cmd(
     """Likelihood-ratio test of H0: P0 against H1: P1 from privatized reports."""
     from ldpopt.deploy.testing import LikelihoodRatioTest
 
-    mf = _load(mechanism)
+    mf = load_mechanism_file(mechanism, "--mechanism")
     mech = mf.mechanism
     a, b = _hypotheses(mf, load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize))
     values, col = _read_column(reports, column, "--reports", default="report")
@@ -662,7 +654,7 @@ def samplesize_cmd(
     json_out: Path | None = JsonOpt,
 ) -> None:
     """Reports needed for (alpha, beta): the optimal mechanism against binary and k-RR."""
-    mf = _load(mechanism) if mechanism is not None else None
+    mf = load_mechanism_file(mechanism, "--mechanism") if mechanism is not None else None
     a, b = _samplesize_pair(load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize), mf)
     eps_values = _samplesize_eps(eps, mf)
     file_row = None if mf is None or mechanism is None else (f"file {mechanism.name}", mf.mechanism)
@@ -726,7 +718,7 @@ def audit_cmd(
 
     from ldpopt.deploy.audit import audit
 
-    mf = _load(mechanism)
+    mf = load_mechanism_file(mechanism, "--mechanism")
     try:
         res = audit(mf.mechanism, n, alpha=alpha, rng=_rng(seed))
     except (ValueError, TypeError) as exc:

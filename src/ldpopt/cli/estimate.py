@@ -20,11 +20,11 @@ from ldpopt.cli._common import (
     console,
     fail,
     fmt,
+    load_mechanism_file,
     load_pair,
     report_to_stderr_if_json_on_stdout,
     write_json,
 )
-from ldpopt.cli.certify import _load_mechanism_file
 from ldpopt.cli.deploy import _hypotheses, _read_column, _symbols_to_indices
 
 __all__ = ["estimate_cmd"]
@@ -98,7 +98,7 @@ def estimate_cmd(
     """Estimate the share pi of P1-like users (with a confidence interval) and the input mass per block."""
     from ldpopt.deploy.estimate import frequencies, mixture_proportion
 
-    mf = _load_mechanism_file(mechanism)
+    mf = load_mechanism_file(mechanism)
     mech = mf.mechanism
     given = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
     # without P0/P1 (given or stored) only the input frequencies are estimated
