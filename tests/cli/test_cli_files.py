@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -332,3 +333,23 @@ def test_fuzz_findings(tmp_path):
     mfile = tmp_path / "m.json"
     ldpopt.randomized_response(3, 1.0).to_json(mfile)
     bad(run("audit", "--mechanism", mfile, "--n", "99999999999999999999"), "--n must be <=")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("a=0.5, a=0.5", "p0: label 'a' appears twice"),
+        ("a=0.5; b=x", "p0: 'x' is not a number (in 'b=x')"),
+        ("a=0.5, 0.5", "p0: expected label=value, got '0.5'"),
+        (" ; ", "p0 is empty: give numbers or label=value pairs"),
+    ],
+)
+def test_typed_distributions_are_read_as_the_studio_reads_pasted_ones(text, message):
+    """One grammar (ldpopt.deploy.pairs.parse_distribution_text) for --p0/--p1 and the studio's
+    paste boxes: the same refusal, named by the option on the command line."""
+    from ldpopt.studio import core
+
+    bad(run("design", "--p0", text, "--p1", "0.5,0.5", "--eps", 1), f"--{message}")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        core.parse_pasted(text, "0.5, 0.5")
+    assert core.parse_pasted("a=3\nb=1", "a=1; b=3")["p0"] == [0.75, 0.25]

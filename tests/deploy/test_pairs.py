@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ldpopt
-from ldpopt.deploy.pairs import LabelledPair, read_pair
+from ldpopt.deploy.pairs import LabelledPair, parse_distribution_text, read_pair
 
 COUNTS = {"a": (3, 0), "b": (0, 5), "c": (7, 5)}
 
@@ -232,3 +232,35 @@ def test_decision_problem_from_bytes_is_the_file(tmp_path):
     assert "bad.json:" in str(in_memory.value)
     with pytest.raises(ValueError, match="b.json cannot be read"):
         ldpopt.DecisionProblem.from_json(b"\xff\xfe", filename="b.json")
+
+
+# ---------------------------------------------------------------------------------------------
+# a distribution typed as text (the CLI's --p0/--p1, the studio's paste boxes)
+# ---------------------------------------------------------------------------------------------
+def test_parse_distribution_text_grammar():
+    plain = parse_distribution_text(" 0.5, 0.25;0.25 ,", "p")
+    assert isinstance(plain, np.ndarray) and plain.tolist() == [0.5, 0.25, 0.25]
+    assert parse_distribution_text("3\n5\n\n1e1", "p").tolist() == [3.0, 5.0, 10.0]
+    labelled = parse_distribution_text("x = 30, y=50\nz=2e1 ;", "p")
+    assert labelled == {"x": 30.0, "y": 50.0, "z": 20.0} and list(labelled) == ["x", "y", "z"]
+
+
+@pytest.mark.parametrize(
+    "text, error, message",
+    [
+        ("", ValueError, "p is empty: give numbers or label=value pairs"),
+        (" , ;\n", ValueError, "p is empty"),
+        (None, ValueError, "p is empty"),
+        (3, TypeError, "p must be text, got int"),
+        ("0.5, x", ValueError, "p: 'x' is not a number"),
+        ("a=1, b", ValueError, "p: expected label=value, got 'b'"),
+        ("a=1, =2", ValueError, "p: expected label=value, got '=2'"),
+        ("a=1, a=2", ValueError, "p: label 'a' appears twice"),
+        ("a=1, b=x", ValueError, "p: 'x' is not a number (in 'b=x')"),
+        ("a=1=2", ValueError, "p: '1=2' is not a number (in 'a=1=2')"),
+    ],
+)
+def test_parse_distribution_text_refusals(text, error, message):
+    with pytest.raises(error) as info:
+        parse_distribution_text(text, "p")
+    assert str(info.value).startswith(message)

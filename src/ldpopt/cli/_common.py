@@ -113,28 +113,14 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 def parse_distribution(text: str, name: str) -> Any:
-    """``"0.5,0.3,0.2"`` -> array, ``"a=0.5,b=0.3,c=0.2"`` -> dict label -> prob."""
-    parts = [t.strip() for t in text.replace(";", ",").split(",") if t.strip()]
-    if not parts:
-        fail(f"--{name} must not be empty")
-    if any("=" in t for t in parts):
-        out = {}
-        for t in parts:
-            key, sep, val = t.partition("=")
-            key = key.strip()
-            if not sep or not key:
-                fail(f"--{name}: expected label=probability, got {t!r}")
-            if key in out:
-                fail(f"--{name}: label {key!r} appears twice")
-            try:
-                out[key] = float(val)
-            except ValueError:
-                fail(f"--{name}: {val.strip()!r} is not a number (in {t!r})")
-        return out
+    """``"0.5,0.3,0.2"`` -> array, ``"a=0.5,b=0.3,c=0.2"`` -> dict label -> prob (the grammar of
+    :func:`ldpopt.deploy.pairs.parse_distribution_text`); a problem is a one-line error (exit 2)."""
+    from ldpopt.deploy.pairs import parse_distribution_text
+
     try:
-        return np.array([float(t) for t in parts])
-    except ValueError:
-        fail(f"--{name} must be comma-separated numbers or label=probability pairs, got {text!r}")
+        return parse_distribution_text(text, f"--{name}")
+    except (ValueError, TypeError) as exc:
+        fail(str(exc))
 
 
 # Options shared by every command that takes P0 and P1 or writes a result (typer reads these

@@ -11,6 +11,10 @@ Formats (chosen by the suffix: ``.csv``, ``.parquet``/``.pq``, ``.json``):
   label key, its list names the symbols), or a list of row objects
   ``[{"label": "a", "p0": 3, "p1": 0}, ...]``, the JSON form of the table.
 
+A distribution typed in (the CLI's ``--p0``, the studio's paste boxes) is read by
+:func:`parse_distribution_text`: ``"0.5, 0.3, 0.2"`` or ``"a=3, b=5"``, items separated by commas,
+semicolons or line breaks.
+
 Multi-instance files (the sweep's ``[instances] file``) add an instance column (a table in long
 format, one row per instance and symbol) or are a JSON list of ``{"id", "p0", "p1"}`` objects.
 
@@ -37,7 +41,7 @@ from ldpopt._extras import require
 from ldpopt._json import in_memory_file, loads_strict
 from ldpopt._validation import check_bool, check_labelled_pair, is_real
 
-__all__ = ["LabelledPair", "read_pair", "read_pair_records", "PAIR_FORMATS"]
+__all__ = ["LabelledPair", "read_pair", "read_pair_records", "parse_distribution_text", "PAIR_FORMATS"]
 
 #: recognised suffixes -> format
 PAIR_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".json": "json"}
@@ -142,6 +146,41 @@ class _Source:
             return self.path.read_bytes()
         except OSError as exc:
             raise ValueError(f"{self.path} cannot be read: {exc.strerror or exc}") from None
+
+
+def parse_distribution_text(text: Any, name: str) -> np.ndarray | dict[str, float]:
+    """A distribution typed as text: ``"0.5, 0.3, 0.2"`` -> float array, ``"a=3, b=5"`` -> dict
+    label -> value (counts or probabilities, checked by the caller's validator).
+
+    Items are separated by commas, semicolons or line breaks (blank items are skipped); once one
+    item has an ``=``, every item must be ``label=value`` with distinct labels.  Every problem is a
+    ``ValueError`` starting with ``name`` (a ``TypeError`` when ``text`` is not a string).
+    """
+    if text is not None and not isinstance(text, str):
+        raise TypeError(f"{name} must be text, got {type(text).__name__}")
+    items = [t.strip() for t in (text or "").replace(";", ",").replace("\n", ",").split(",")]
+    items = [t for t in items if t]
+    if not items:
+        raise ValueError(f"{name} is empty: give numbers or label=value pairs")
+    if not any("=" in t for t in items):
+        return np.array([_text_number(t, t, name) for t in items])
+    out: dict[str, float] = {}
+    for item in items:
+        key, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not key:
+            raise ValueError(f"{name}: expected label=value, got {item!r}")
+        if key in out:
+            raise ValueError(f"{name}: label {key!r} appears twice")
+        out[key] = _text_number(value, item, name)
+    return out
+
+
+def _text_number(text: str, item: str, name: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        where = "" if text == item else f" (in {item!r})"
+        raise ValueError(f"{name}: {text!r} is not a number{where}") from None
 
 
 def _format(name: str, suffix: str, fmt: str | None) -> str:

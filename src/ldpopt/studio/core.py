@@ -23,6 +23,7 @@ from ldpopt._validation import (
     check_real,
 )
 from ldpopt.decision import RISKS, DecisionProblem, optimal_channel
+from ldpopt.deploy.pairs import parse_distribution_text
 from ldpopt.divergences import BUILTIN_NAMES, FDivergence, egamma, get_divergence, renyi
 from ldpopt.mechanism import Mechanism
 
@@ -144,23 +145,9 @@ def _normalised(value: float, denom: float) -> float | None:
 # ---------------------------------------------------------------------------------------------
 def parse_pasted(p0_text: Any, p1_text: Any) -> dict:
     """Two pasted distributions, ``"a=3, b=5"`` (one pair per comma or line) or ``"3, 5"``,
-    counts or probabilities, as the validated pair the page sends with every request."""
-    pair: dict[str, Any] = {}
-    for name, text in (("p0", p0_text), ("p1", p1_text)):
-        if not isinstance(text, str) or not text.strip():
-            raise ValueError(f"{name} is empty: paste label=value pairs or numbers")
-        items = [t.strip() for t in text.replace(";", ",").replace("\n", ",").split(",") if t.strip()]
-        if any("=" in t for t in items):
-            parts = [t.partition("=") for t in items]
-            bad = next((t for t, (k, s, _) in zip(items, parts, strict=True) if not s or not k.strip()), None)
-            if bad is not None:
-                raise ValueError(f"{name}: expected label=value, got {bad!r}")
-            pair[name] = {k.strip(): as_number(v) for k, _, v in parts}
-            if len(pair[name]) != len(parts):
-                raise ValueError(f"{name}: a label appears twice")
-        else:
-            pair[name] = [as_number(t) for t in items]
-    return pair_payload(pair["p0"], pair["p1"])
+    counts or probabilities (:func:`ldpopt.deploy.pairs.parse_distribution_text`), as the
+    validated pair the page sends with every request."""
+    return pair_payload(parse_distribution_text(p0_text, "p0"), parse_distribution_text(p1_text, "p1"))
 
 
 def pair_payload(p0: Any, p1: Any) -> dict:
