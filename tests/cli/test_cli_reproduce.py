@@ -181,3 +181,30 @@ def test_runtimes_quick(tmp_path):
         a, b = np.random.default_rng(0).dirichlet(np.ones(k), size=(1, 2))[0]
         err = max(err, fast_spr_err(a, b, 1.0, "kl") + kov_bound(a, b, 1.0, "kl"))
     assert s["max_abs_spr_minus_lp"] <= err
+
+
+def test_shared_options_state_each_subcommands_own_defaults():
+    """The option aliases of ``reproduce`` name the defaults the commands really use."""
+    import typer
+
+    from ldpopt.cli import reproduce as rp
+
+    group = typer.main.get_command(app).commands["reproduce"]
+
+    def helps(name):
+        return {p.opts[0]: p.help for p in group.commands[name].params if p.opts[0].startswith("--")}
+
+    fig1, fig6, chernoff = helps("fig1"), helps("fig6"), helps("chernoff")
+    assert (
+        fig1["--trials"]
+        == fig6["--trials"]
+        == f"Dirichlet pairs T (default 100; {rp.QUICK_TRIALS} with --quick)."
+    )
+    assert fig1["--eps-step"] == "Grid step on [0, 10] (default 0.1; 0.5 with --quick)."
+    assert fig6["--resamples"] == "Bootstrap resamples (default 5000; 500 with --quick)."
+    assert chernoff["--trials"] == "Dirichlet pairs T (default 100; 5 with --quick)."
+    assert chernoff["--eps-step"] == "Grid step on [0, 10] (default 0.5; 2.5 with --quick)."
+    assert chernoff["--resamples"] == "Bootstrap resamples (default 1000; 200 with --quick)."
+    for name in ("fig1", "fig6", "chernoff"):
+        assert helps(name)["--k"] == rp.KOpt.help and helps(name)["--seed"] == rp.DirichletSeedOpt.help
+    assert helps("fig3")["--p0"] == helps("fig5")["--p0"] == rp.PaperP0Opt.help

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -45,6 +46,10 @@ reproduce_app = typer.Typer(
 )
 app.add_typer(reproduce_app, name="reproduce")
 
+#: the full runs of fig1/fig6: Dirichlet pairs, eps grid step, bootstrap resamples (fig6)
+TRIALS = 100
+EPS_STEP = 0.1
+RESAMPLES = 5000
 #: reduced sizes used by --quick
 QUICK_TRIALS = 10
 QUICK_EPS_STEP = 0.5
@@ -56,8 +61,51 @@ QUICK_BUDGET_S = 5.0
 #: the finest eps grid (10,001 points on [0, 10]); finer grids are refused before any allocation
 MIN_EPS_STEP = 1e-3
 
+#: chernoff --quick: five pairs on the grid {0, 2.5, ..., 10}, 200 bootstrap resamples (a few seconds)
+CHERNOFF_QUICK_TRIALS = 5
+CHERNOFF_QUICK_EPS_STEP = 2.5
+CHERNOFF_QUICK_RESAMPLES = 200
+#: the default chernoff run: 100 pairs on {0, 0.5, ..., 10} for k = 6 and 100, 1000 resamples
+CHERNOFF_EPS_STEP = 0.5
+CHERNOFF_RESAMPLES = 1000
+
+# Options shared by the subcommands (typer reads these singletons afresh for each command), and
+# the makers of those whose defaults, named in the help, differ between subcommands.
 OutOpt = typer.Option(None, "--out", help="Output directory (default ./ldpopt-out/NAME/).")
 QuickOpt = typer.Option(False, "--quick", help="Reduced run for CI (clearly labelled in every output).")
+KOpt: Any = typer.Option(None, "--k", help="Alphabet size; repeat for several panels (default 6 and 100).")
+DirichletSeedOpt: Any = typer.Option(0, "--seed", help="NumPy seed of the Dirichlet draws.")
+SprSolverOpt: Any = typer.Option(
+    "auto", "--spr-solver", help="auto (ldpopt.sweep if available), sweep or loop."
+)
+PaperP0Opt: Any = typer.Option(
+    None, "--p0", help="P0: comma-separated numbers or label=value pairs (default: the paper's p)."
+)
+PaperP1Opt: Any = typer.Option(
+    None, "--p1", help="P1: comma-separated numbers or label=value pairs (default: the paper's q)."
+)
+
+
+def _trials_opt(default: int, quick: int) -> Any:
+    return typer.Option(
+        None, "--trials", help=f"Dirichlet pairs T (default {default}; {quick} with --quick)."
+    )
+
+
+def _eps_step_opt(default: float, quick: float) -> Any:
+    return typer.Option(
+        None, "--eps-step", help=f"Grid step on [0, 10] (default {default:g}; {quick:g} with --quick)."
+    )
+
+
+def _resamples_opt(default: int, quick: int) -> Any:
+    return typer.Option(
+        None, "--resamples", help=f"Bootstrap resamples (default {default}; {quick} with --quick)."
+    )
+
+
+TrialsOpt: Any = _trials_opt(TRIALS, QUICK_TRIALS)
+EpsStepOpt: Any = _eps_step_opt(EPS_STEP, QUICK_EPS_STEP)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,8 +227,8 @@ def _utility_command(
     from ldpopt.plots import plot_utility_curves
 
     ks = list(k) if k else [6, 100]
-    trials = trials if trials is not None else (QUICK_TRIALS if quick else 100)
-    step = eps_step if eps_step is not None else (QUICK_EPS_STEP if quick else 0.1)
+    trials = trials if trials is not None else (QUICK_TRIALS if quick else TRIALS)
+    step = eps_step if eps_step is not None else (QUICK_EPS_STEP if quick else EPS_STEP)
     grid = _eps_grid(step)
     _needs_extras()
     outdir = _outdir(out, name)
@@ -188,7 +236,7 @@ def _utility_command(
     try:
         with ProgressBar(total, f"{name}: k = {', '.join(map(str, ks))}, T = {trials}") as bar:
             if name == "fig6":
-                res = resamples if resamples is not None else (QUICK_RESAMPLES if quick else 5000)
+                res = resamples if resamples is not None else (QUICK_RESAMPLES if quick else RESAMPLES)
                 exp = ex.fig6(
                     ks,
                     trials,
@@ -214,19 +262,11 @@ def _utility_command(
 @reproduce_app.command("fig1")
 def fig1_cmd(
     *,
-    k: list[int] | None = typer.Option(
-        None, "--k", help="Alphabet size; repeat for several panels (default 6 and 100)."
-    ),
-    trials: int | None = typer.Option(
-        None, "--trials", help="Dirichlet pairs T (default 100; 10 with --quick)."
-    ),
-    seed: int = typer.Option(0, "--seed", help="NumPy seed of the Dirichlet draws."),
-    eps_step: float | None = typer.Option(
-        None, "--eps-step", help="Grid step on [0, 10] (default 0.1; 0.5 with --quick)."
-    ),
-    spr_solver: str = typer.Option(
-        "auto", "--spr-solver", help="auto (ldpopt.sweep if available), sweep or loop."
-    ),
+    k: list[int] | None = KOpt,
+    trials: int | None = TrialsOpt,
+    seed: int = DirichletSeedOpt,
+    eps_step: float | None = EpsStepOpt,
+    spr_solver: str = SprSolverOpt,
     out: Path | None = OutOpt,
     quick: bool = QuickOpt,
     json_out: Path | None = JsonOpt,
@@ -249,22 +289,12 @@ def fig1_cmd(
 @reproduce_app.command("fig6")
 def fig6_cmd(
     *,
-    k: list[int] | None = typer.Option(
-        None, "--k", help="Alphabet size; repeat for several panels (default 6 and 100)."
-    ),
-    trials: int | None = typer.Option(
-        None, "--trials", help="Dirichlet pairs T (default 100; 10 with --quick)."
-    ),
-    seed: int = typer.Option(0, "--seed", help="NumPy seed of the Dirichlet draws."),
-    eps_step: float | None = typer.Option(
-        None, "--eps-step", help="Grid step on [0, 10] (default 0.1; 0.5 with --quick)."
-    ),
-    resamples: int | None = typer.Option(
-        None, "--resamples", help="Bootstrap resamples (default 5000; 500 with --quick)."
-    ),
-    spr_solver: str = typer.Option(
-        "auto", "--spr-solver", help="auto (ldpopt.sweep if available), sweep or loop."
-    ),
+    k: list[int] | None = KOpt,
+    trials: int | None = TrialsOpt,
+    seed: int = DirichletSeedOpt,
+    eps_step: float | None = EpsStepOpt,
+    resamples: int | None = _resamples_opt(RESAMPLES, QUICK_RESAMPLES),
+    spr_solver: str = SprSolverOpt,
     out: Path | None = OutOpt,
     quick: bool = QuickOpt,
     json_out: Path | None = JsonOpt,
@@ -310,12 +340,8 @@ def _pair(
 @reproduce_app.command("fig3")
 def fig3_cmd(
     *,
-    p0: str | None = typer.Option(
-        None, "--p0", help="P0 as comma-separated probabilities (default: the paper's p)."
-    ),
-    p1: str | None = typer.Option(
-        None, "--p1", help="P1 as comma-separated probabilities (default: the paper's q)."
-    ),
+    p0: str | None = PaperP0Opt,
+    p1: str | None = PaperP1Opt,
     eps: float = typer.Option(2.0, "--eps", help="Privacy level."),
     source: Path | None = FromOpt,
     p0_col: str = P0ColOpt,
@@ -348,8 +374,8 @@ def fig3_cmd(
 @reproduce_app.command("fig5")
 def fig5_cmd(
     *,
-    p0: str | None = typer.Option(None, "--p0", help="P0 (default: the paper's p)."),
-    p1: str | None = typer.Option(None, "--p1", help="P1 (default: the paper's q)."),
+    p0: str | None = PaperP0Opt,
+    p1: str | None = PaperP1Opt,
     eps: list[float] | None = typer.Option(
         None, "--eps", help="Privacy level per panel; repeat (default 0.4, 2, 5)."
     ),
@@ -486,29 +512,13 @@ def robust_cmd(
 # ---------------------------------------------------------------------------------------------
 # chernoff
 # ---------------------------------------------------------------------------------------------
-#: --quick: five pairs on the grid {0, 2.5, ..., 10}, 200 bootstrap resamples (a few seconds)
-CHERNOFF_QUICK_TRIALS = 5
-CHERNOFF_QUICK_EPS_STEP = 2.5
-CHERNOFF_QUICK_RESAMPLES = 200
-#: the default run: 100 pairs on {0, 0.5, ..., 10} for k = 6 and 100
-CHERNOFF_EPS_STEP = 0.5
-
-
 @reproduce_app.command("chernoff")
 def chernoff_cmd(
-    k: list[int] | None = typer.Option(
-        None, "--k", help="Alphabet size; repeat for several panels (default 6 and 100)."
-    ),
-    trials: int | None = typer.Option(
-        None, "--trials", help="Dirichlet pairs T (default 100; 5 with --quick)."
-    ),
-    seed: int = typer.Option(0, "--seed", help="NumPy seed of the Dirichlet draws."),
-    eps_step: float | None = typer.Option(
-        None, "--eps-step", help="Grid step on [0, 10] (default 0.5; 2.5 with --quick)."
-    ),
-    resamples: int | None = typer.Option(
-        None, "--resamples", help="Bootstrap resamples (default 1000; 200 with --quick)."
-    ),
+    k: list[int] | None = KOpt,
+    trials: int | None = _trials_opt(TRIALS, CHERNOFF_QUICK_TRIALS),
+    seed: int = DirichletSeedOpt,
+    eps_step: float | None = _eps_step_opt(CHERNOFF_EPS_STEP, CHERNOFF_QUICK_EPS_STEP),
+    resamples: int | None = _resamples_opt(CHERNOFF_RESAMPLES, CHERNOFF_QUICK_RESAMPLES),
     out: Path | None = OutOpt,
     quick: bool = QuickOpt,
     json_out: Path | None = JsonOpt,
@@ -518,10 +528,10 @@ def chernoff_cmd(
     from ldpopt.plots import plot_chernoff_curves
 
     ks = list(k) if k else [6, 100]
-    trials = trials if trials is not None else (CHERNOFF_QUICK_TRIALS if quick else 100)
+    trials = trials if trials is not None else (CHERNOFF_QUICK_TRIALS if quick else TRIALS)
     step = eps_step if eps_step is not None else (CHERNOFF_QUICK_EPS_STEP if quick else CHERNOFF_EPS_STEP)
     grid = _eps_grid(step)
-    res = resamples if resamples is not None else (CHERNOFF_QUICK_RESAMPLES if quick else 1000)
+    res = resamples if resamples is not None else (CHERNOFF_QUICK_RESAMPLES if quick else CHERNOFF_RESAMPLES)
     _needs_extras()
     outdir = _outdir(out, "chernoff")
     try:
