@@ -13,6 +13,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 import ldpopt
 
 #: the server answers within this many seconds of starting (the imports take about one)
@@ -24,16 +26,17 @@ def _env() -> dict:
     return dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+def _free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
-def test_studio_command_serves_and_stops_on_ctrl_c(tmp_path):
-    port = _free_port()
+@pytest.mark.parametrize("host, in_url", [("127.0.0.1", "127.0.0.1"), ("::1", "[::1]")], ids=["IPv4", "IPv6"])
+def test_studio_command_serves_and_stops_on_ctrl_c(tmp_path, host, in_url):
+    port = _free_port(host)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ldpopt", "studio", "--port", str(port)],
+        [sys.executable, "-m", "ldpopt", "studio", "--port", str(port), "--host", host],
         cwd=tmp_path,
         env=_env(),
         stdout=subprocess.PIPE,
@@ -45,7 +48,7 @@ def test_studio_command_serves_and_stops_on_ctrl_c(tmp_path):
         while True:
             assert proc.poll() is None, proc.communicate()
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/options", timeout=5) as resp:
+                with urllib.request.urlopen(f"http://{in_url}:{port}/api/options", timeout=5) as resp:
                     options = json.loads(resp.read())
                 break
             except OSError:
@@ -58,7 +61,7 @@ def test_studio_command_serves_and_stops_on_ctrl_c(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert f"http://127.0.0.1:{port}/" in out
+    assert f"http://{in_url}:{port}/" in out
     assert "Traceback" not in err
     assert list(tmp_path.iterdir()) == []  # nothing written in the working directory
 

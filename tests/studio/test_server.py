@@ -349,3 +349,79 @@ def test_nothing_is_written_to_disk(server):
     finally:
         _Writes.on = False
     assert _Writes.seen == []
+
+
+# ---------------------------------------------------------------------------------------------
+# the host check: names and IPv4/IPv6 addresses in any spelling of a Host header
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "header, host",
+    [
+        ("localhost", "localhost"),
+        ("LocalHost:8765", "localhost"),
+        ("127.0.0.1:8765", "127.0.0.1"),
+        ("[::1]:8765", "::1"),
+        ("[::1]", "::1"),
+        ("::1", "::1"),  # a bare IPv6 address (no port can follow it)
+        ("[0:0:0:0:0:0:0:1]:80", "::1"),
+        ("[2001:DB8::5]:8765", "2001:db8::5"),
+        ("[::1", None),
+        ("[::1]8765", None),
+        ("[::1]:", None),
+        ("[::1]:x", None),
+        ("localhost:", None),
+        ("localhost:x", None),
+        (":8765", None),
+        ("", None),
+    ],
+)
+def test_host_of_header(header, host):
+    assert studio_app.host_of_header(header) == host
+
+
+def _status(app, host_header: str) -> int:
+    """The status of GET /api/options with this Host header, straight through the ASGI app."""
+    import asyncio
+
+    sent: list[dict] = []
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/api/options",
+        "raw_path": b"/api/options",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", host_header.encode())],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 8765),
+    }
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    return sent[0]["status"]
+
+
+def test_ipv6_hosts_are_served_and_others_refused():
+    for host in ("2001:db8::5", "[2001:DB8:0::5]"):  # --host as typed, with or without brackets
+        app = studio_app.create_app(host)
+        for header in ("[2001:db8::5]:8765", "[2001:db8:0:0::5]", "[::1]:8765", "localhost:8765"):
+            assert _status(app, header) == 200, (host, header)
+        for header in ("[2001:db8::6]:8765", "attacker.example", "[::1", "2001:db8::5:8765"):
+            assert _status(app, header) == 400, (host, header)
+    assert _status(studio_app.create_app("::"), "anything.example") == 200  # every address: no check
+
+
+def test_page_url_brackets_ipv6_and_reads_wildcards_as_this_machine():
+    assert studio_app.page_url("127.0.0.1", 8765) == "http://127.0.0.1:8765/"
+    assert studio_app.page_url("localhost", 1) == "http://localhost:1/"
+    assert studio_app.page_url("::1", 8765) == studio_app.page_url("[::1]", 8765) == "http://[::1]:8765/"
+    assert studio_app.page_url("0.0.0.0", 80) == "http://127.0.0.1:80/"
+    assert studio_app.page_url("::", 80) == "http://[::1]:80/"

@@ -25,9 +25,9 @@ def studio(
         fail(str(exc))
     if not 0 < port < 65536:
         fail(f"--port must be between 1 and 65535, got {port}")
-    from ldpopt.studio.app import serve
+    from ldpopt.studio.app import page_url, serve
 
-    console.print(f"ldpopt studio on http://{host}:{port}/ (Ctrl-C stops it)", highlight=False)
+    console.print(f"ldpopt studio on {page_url(host, port)} (Ctrl-C stops it)", highlight=False)
     try:
         serve(host, port, open_browser)
     except OSError as exc:

@@ -21,33 +21,46 @@ body over the size limit):
 ========================  =====================================================================
 
 Security: the server binds to 127.0.0.1 unless told otherwise and answers only requests whose
-Host header names the address it serves (no DNS rebinding); it reads nothing from disk but its
+Host header names the address it serves or this machine (no DNS rebinding; IPv6 addresses in any
+spelling, ``[::1]:8765``); it reads nothing from disk but its
 own package files and writes nothing; request bodies are capped (:data:`MAX_UPLOAD_BYTES`).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import threading
 import webbrowser
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from importlib import resources
 from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ldpopt._json import loads_strict
 from ldpopt.deploy.pairs import read_pair
 from ldpopt.studio import core
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MAX_UPLOAD_BYTES", "MAX_REQUEST_BYTES", "create_app", "serve"]
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "MAX_UPLOAD_BYTES",
+    "MAX_REQUEST_BYTES",
+    "create_app",
+    "host_name",
+    "host_of_header",
+    "page_url",
+    "serve",
+]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -70,8 +83,71 @@ _HEADERS = {
 }
 
 
+#: the names of this machine, always answered (as :func:`host_name` spells them)
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+#: hosts that bind every address: the server then answers any Host header
+_WILDCARDS = frozenset({"0.0.0.0", "::", ""})
+
+
 class _TooLarge(Exception):
     pass
+
+
+def host_name(host: str) -> str:
+    """A host name or address in one spelling: lower case, an IP address in its compressed form
+    and without the brackets of a URL (``"[0:0::1]"`` -> ``"::1"``)."""
+    name = host.strip().lower()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    try:
+        return ipaddress.ip_address(name).compressed
+    except ValueError:
+        return name
+
+
+def host_of_header(header: str) -> str | None:
+    """The host a Host header names (``name``, ``name:port``, ``[IPv6]``, ``[IPv6]:port``, or a bare
+    IPv6 address, which no port can follow) as :func:`host_name` spells it; None when malformed."""
+    text = header.strip()
+    if text.startswith("["):
+        end = text.find("]")
+        port = text[end + 1 :]
+        if end < 0 or (port and not (port[0] == ":" and port[1:].isdigit())):
+            return None
+        return host_name(text[1:end])
+    if text.count(":") > 1:
+        return host_name(text)
+    name, sep, port = text.partition(":")
+    if not name or (sep and not port.isdigit()):
+        return None
+    return host_name(name)
+
+
+class _HostCheck:
+    """Answer only requests whose Host header names one of ``allowed`` (:func:`host_name`
+    spellings); others get a plain 400.  (Starlette's TrustedHostMiddleware compares the header's
+    host as text, so ``[0:0::1]`` is not ``::1``, and the older releases that the ``studio`` extra
+    admits cut ``[::1]:8765`` at its first colon.)"""
+
+    def __init__(self, app: ASGIApp, allowed: Collection[str]) -> None:
+        self.app = app
+        self.allowed = frozenset(allowed)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            header = Headers(scope=scope).get("host")
+            if header is None or host_of_header(header) not in self.allowed:
+                await PlainTextResponse("Invalid host header", status_code=400)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def page_url(host: str, port: int) -> str:
+    """The page's address for a browser: a wildcard host reads as this machine, an IPv6 address
+    goes in brackets."""
+    name = host_name(host)
+    name = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(name, name)
+    return f"http://[{name}]:{port}/" if ":" in name else f"http://{name}:{port}/"
 
 
 def _package_file(name: str) -> bytes:
@@ -223,21 +299,23 @@ def create_app(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> Starlette:
         Route("/api/mechanism", _mechanism, methods=["POST"]),
         Route("/api/decide", _decide, methods=["POST"]),
     ]
-    wildcard = host in ("0.0.0.0", "::", "")
-    allowed = ["*"] if wildcard else sorted({host, "127.0.0.1", "localhost", "[::1]"})
-    return Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=allowed)])
+    name = host_name(host)
+    if name in _WILDCARDS:
+        return Starlette(routes=routes)
+    return Starlette(routes=routes, middleware=[Middleware(_HostCheck, allowed=_LOOPBACK | {name})])
 
 
 def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, open_browser: bool = False) -> None:
     """Run the studio until interrupted; ``open_browser``: open the page once the server is up."""
-    server = uvicorn.Server(uvicorn.Config(create_app(host, port), host=host, port=port, log_level="warning"))
+    bind = host_name(host)  # "[::1]" binds as "::1"
+    server = uvicorn.Server(uvicorn.Config(create_app(host, port), host=bind, port=port, log_level="warning"))
     if open_browser:
 
         def opener() -> None:
             while not server.started and not server.should_exit:
                 threading.Event().wait(0.05)
             if server.started:
-                webbrowser.open(f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}/")
+                webbrowser.open(page_url(host, port))
 
         threading.Thread(target=opener, daemon=True).start()
     server.run()
