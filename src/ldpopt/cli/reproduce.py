@@ -317,21 +317,13 @@ def fig6_cmd(
 # ---------------------------------------------------------------------------------------------
 # fig3
 # ---------------------------------------------------------------------------------------------
-def _pair(
-    p0: str | None,
-    p1: str | None,
-    source: Path | None,
-    p0_col: str,
-    p1_col: str,
-    label_col: str | None,
-    normalize: bool,
-):
-    """P0, P1 as given inline or by --from FILE (plain arrays in the file's order), else the paper's."""
+def _paper_pair(pair: Any) -> Any:
+    """P0, P1 as given (``load_pair``: inline or by --from FILE; plain arrays in the given order),
+    else the paper's."""
     import numpy as np
 
     from ldpopt.experiments import PAPER_P, PAPER_Q
 
-    pair = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
     if pair is None:
         return PAPER_P, PAPER_Q
     return tuple(np.array(list(v.values()) if isinstance(v, dict) else v, dtype=float) for v in pair)
@@ -356,7 +348,7 @@ def fig3_cmd(
     from ldpopt import experiments as ex
     from ldpopt.plots import plot_joint_range
 
-    a, b = _pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
+    a, b = _paper_pair(load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize))
     _needs_extras()
     outdir = _outdir(out, "fig3")
     try:
@@ -401,7 +393,7 @@ def fig5_cmd(
     from ldpopt import experiments as ex
     from ldpopt.plots import plot_hull_check
 
-    a, b = _pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
+    a, b = _paper_pair(load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize))
     eps_values = list(eps) if eps else list(ex.FIG5_EPS)
     n = samples if samples is not None else (QUICK_SAMPLES if quick else ex.FIG5_SAMPLES)
     _needs_extras()
