@@ -277,10 +277,11 @@ def solve_inner(M: np.ndarray, div: FDivergence, sides, start) -> Certified:
     if n == 0 or first.upper - first.lower <= _DONE_RTOL * first.upper:
         return first
     rr = block_rr(M)
-    if rr is not None:  # k-RR, binary, SPR: the separable barrier solve proposes the pair
-        first = _best([first] + [_certify(M, div, sides, p) for p in solve_block_rr(rr, div, sides)])
-        if first.upper - first.lower <= _DONE_RTOL * first.upper:
-            return first
+    if rr is not None:  # k-RR, binary, SPR: the separable barrier solve proposes the pairs
+        for pair in solve_block_rr(rr, div, sides):
+            first = _best([first, _certify(M, div, sides, pair)])
+            if first.upper - first.lower <= _DONE_RTOL * first.upper:
+                return first
         start = first.pair
     scale = 1.0 / max(first.upper, 1e-300)
 

@@ -29,6 +29,7 @@ only make the bounds looser, never wrong.  The barrier method leaves a duality g
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -54,6 +55,8 @@ _LEVEL_RTOL = 1e-12
 _GAP_RTOL = 1e-12
 #: the split TV form (class _Side) is solved to this gap bound, relative, before its orthant is fixed
 _SIGN_RTOL = 1e-6
+#: the split solve's TV budget counts as used up when its slack is below this fraction of r
+_BUDGET_ACTIVE = 1e-4
 #: t grows by this factor per centring (the number of Newton steps per centring grows like
 #: log of it; 20 is in the flat middle of the usual 10..100 range)
 _MU = 20.0
@@ -74,6 +77,8 @@ _ACTIVE_TOLS = (1e-9, 1e-11, 1e-7)
 #: relative singular-value cutoff of its (Jacobi-scaled) least-squares KKT solve
 _POLISH_STEPS = 8
 _POLISH_RCOND = 1e-13
+#: iterative-refinement steps of each Newton system (its conditioning reaches ~1e20 at the end)
+_REFINE = 2
 #: fraction of the step to the boundary of the barrier's domain that is taken at most
 _TO_BOUNDARY = 0.99
 #: Armijo constant and the slack of its comparison (barrier values reach ~1e14 at the end;
@@ -158,31 +163,40 @@ class _Side:
     floating point; the signed form, on the orthant the split solve found, is not, and is a
     subset of the ball, so its minimiser is feasible whatever the signs."""
 
-    def __init__(self, nb: Neighbourhood, c: np.ndarray, col: int, signs: np.ndarray | None = None):
+    def __init__(
+        self, nb: Neighbourhood, c: np.ndarray, col: int, signs: np.ndarray | None = None, exact: bool = False
+    ):
         self.model, self.c, self.r, self.col = nb.model, c, nb.radius, col
         k = c.size
-        self.signs = signs
+        self.signs, self.exact = signs, exact
         if self.r == 0.0:
             self.nv = 0
         else:
             self.nv = 2 if self.model == "tv" and signs is None else 1
         self.lo = np.zeros((k, self.nv))
         self.hi = np.full((k, self.nv), math.inf)
-        self.base, self.rhs = c, 0.0
+        self.base = c
         self.jac = np.ones((k, self.nv))
+        self.eqs: list[tuple[np.ndarray, float]] = []  # rows sum(coef * v) = rhs
         if self.nv == 0:
             return
         if self.model == "contamination":  # x = (1 - r) c + v, v >= 0
             self.base = (1.0 - min(self.r, 1.0)) * c
-            self.rhs = 1.0 - math.fsum(self.base.tolist())
+            self.eqs = [(self.jac, 1.0 - math.fsum(self.base.tolist()))]
         elif self.model == "tv" and signs is not None:  # x = c + sign v
             self.jac[:, 0] = signs
             self.hi[:, 0] = np.where(signs < 0, c, math.inf)
+            if exact:  # exactly r moved: sum over each sign = r
+                self.eqs = [((signs > 0)[:, None] * 1.0, self.r), ((signs < 0)[:, None] * 1.0, self.r)]
+            else:
+                self.eqs = [(self.jac, 0.0)]
         elif self.model == "tv":  # x = c + u - w
             self.jac[:, 1] = -1.0
             self.hi[:, 1] = c
+            self.eqs = [(self.jac, 0.0)]
         else:  # kl: x = v >= 0
-            self.base, self.rhs = np.zeros(k), 1.0
+            self.base = np.zeros(k)
+            self.eqs = [(self.jac, 1.0)]
 
     def x(self, V: np.ndarray) -> np.ndarray:
         return self.base + np.sum(V[:, self.col : self.col + self.nv] * self.jac, axis=1)
@@ -191,10 +205,13 @@ class _Side:
         """A strictly feasible point."""
         k, c, r = self.c.size, self.c, self.r
         if self.model == "contamination":
-            return np.full((k, 1), self.rhs / k)
+            return np.full((k, 1), self.eqs[0][1] / k)
         if self.model == "tv" and self.signs is not None:
             down = self.signs < 0
             up = ~down
+            if self.exact:
+                cd = math.fsum(c[down].tolist())
+                return np.where(down, c * (r / cd), r / max(int(up.sum()), 1))[:, None]
             theta = min(0.5, r / 2.0 / max(math.fsum(c[down].tolist()), 1e-300))
             v = np.where(down, theta * c, theta * math.fsum(c[down].tolist()) / max(int(up.sum()), 1))
             return v[:, None]
@@ -206,7 +223,7 @@ class _Side:
 
     def coupling(self, V: np.ndarray):
         """(s, ds/dv (k, nv), d2s/dv2 diagonal (k, nv) or None) of the coupling s >= 0, or None."""
-        if self.nv == 0 or self.model == "contamination":
+        if self.nv == 0 or self.model == "contamination" or self.exact:
             return None
         v = V[:, self.col : self.col + self.nv]
         if self.model == "tv":  # 2 r - sum |x - c| (sum (u + w) in the split form)
@@ -240,10 +257,10 @@ class _Problem:
         self.J = J
         eq = []
         for s in sides:
-            if s.nv:
+            for coef, rhs in s.eqs:
                 row = np.zeros((k, self.nb))
-                row[:, s.col : s.col + s.nv] = s.jac
-                eq.append((np.where(self.fixed, 0.0, row), s.rhs))
+                row[:, s.col : s.col + s.nv] = coef
+                eq.append((np.where(self.fixed, 0.0, row), rhs))
         self.eq = eq
         self.nu = np.zeros(len(eq))
         self.scale = 1.0
@@ -317,14 +334,25 @@ class _Problem:
         diag = np.where(self.fixed, 1.0, diag)
         g = np.where(self.fixed, 0.0, g)
         B = B + diag[:, :, None] * np.eye(self.nb)[None]
-        rhs = np.stack([g] + cols, axis=2)  # (k, nb, 1 + m)
         # symmetric Jacobi scaling first: the diagonal spans ~1e30 (slacks at the float floor)
         dsc = 1.0 / np.sqrt(np.einsum("kii->ki", B))
-        sol = dsc[:, :, None] * np.linalg.solve(dsc[:, :, None] * B * dsc[:, None, :], dsc[:, :, None] * rhs)
+        Bs = dsc[:, :, None] * B * dsc[:, None, :]
         Gm = np.stack(cols, axis=2) if cols else np.zeros(V.shape + (0,))
-        S = np.einsum("kvi,kvj->ij", Gm, sol[:, :, 1:]) + np.diag(dm)
-        lam = np.linalg.solve(S, -np.einsum("kvi,kv->i", Gm, sol[:, :, 0]))
-        dV = -sol[:, :, 0] - sol[:, :, 1:] @ lam
+        BiG = dsc[:, :, None] * np.linalg.solve(Bs, dsc[:, :, None] * Gm)
+        S = np.einsum("kvi,kvj->ij", Gm, BiG) + np.diag(dm)
+        dmv = np.array(dm)
+
+        def solve(r1, r2):  # B x + Gm mu = r1, Gm^T x - diag(dm) mu = r2 (Schur complement)
+            bi = dsc * np.linalg.solve(Bs, (dsc * r1)[:, :, None])[:, :, 0]
+            mu = np.linalg.solve(S, np.einsum("kvi,kv->i", Gm, bi) - r2)
+            return bi - BiG @ mu, mu
+
+        dV, lam = solve(-g, np.zeros(len(dm)))
+        for _ in range(_REFINE):  # iterative refinement on the residual of the full system
+            r1 = -g - np.einsum("kvw,kw->kv", B, dV) - Gm @ lam
+            r2 = -(np.einsum("kvi,kv->i", Gm, dV) - dmv * lam)
+            ddV, dlam = solve(np.where(self.fixed, 0.0, r1), r2)
+            dV, lam = dV + ddV, lam + dlam
         dV = np.where(self.fixed, 0.0, dV)
         return dV, -float(np.sum(g * dV)), lam[len(lam) - len(self.eq) :]
 
@@ -373,9 +401,10 @@ def _barrier(prob: _Problem, V: np.ndarray, t: float, rtol: float) -> tuple[np.n
     return V, t
 
 
-def _signed_sides(sides, cs, V, old):
+def _signed_sides(sides, cs, V, old, exact: bool):
     """The signed TV form on the orthant of the split solution ``V`` (see :class:`_Side`), and a
-    strictly feasible start in it: halfway between the split solution and the form's own start."""
+    strictly feasible start in it: halfway between the split solution and the form's own start.
+    ``exact``: where the split solution used up the budget, move exactly r instead."""
     out, starts, col = [], [], 0
     for nb, c, side in zip(sides, cs, old, strict=True):
         if side.model != "tv" or side.nv == 0:
@@ -384,9 +413,15 @@ def _signed_sides(sides, cs, V, old):
         else:
             d = side.x(V) - c
             signs = np.where(d >= 0, 1.0, -1.0)
-            if np.all(signs > 0) or not np.any((signs < 0) & (c > 0)):
+            cd = math.fsum(c[signs < 0].tolist())
+            if np.all(signs > 0) or not cd > 0:
                 new = _Side(Neighbourhood(nb.model, nb.center, 0.0), c, col)  # the orthant is {c}
                 starts.append(np.zeros((c.size, 0)))
+            elif exact and side.coupling(V)[0] <= _BUDGET_ACTIVE * side.r and side.r < cd:
+                # the budget is used up: move exactly r (two equalities; the inequality form is
+                # degenerate there, its gradient dependent on the sum's at the optimum)
+                new = _Side(nb, c, col, signs, exact=True)
+                starts.append(new.start())
             else:
                 new = _Side(nb, c, col, signs)
                 starts.append(0.5 * np.abs(d)[:, None] + 0.5 * new.start())
@@ -464,28 +499,42 @@ def _polish(prob: _Problem, V: np.ndarray, tol: float) -> np.ndarray:
 
 def solve_block_rr(
     rr: BlockRR, div: FDivergence, sides: tuple[Neighbourhood, Neighbourhood]
-) -> list[tuple[np.ndarray, np.ndarray]]:
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(Nearly) minimising pairs of the inner problem of a block-RR channel (module docstring),
-    lifted to the input alphabet: the barrier solution and, for the polytopes, its polished
-    version; the caller repairs and certifies each."""
+    lifted to the input alphabet, best guess first: the barrier solution and, for the polytopes,
+    its polished versions; for TV balls then the same on the exact-budget form.  The caller
+    repairs and certifies each and stops when one closes the gap."""
     cs = (rr.aggregate(sides[0].center), rr.aggregate(sides[1].center))
     s0 = _Side(sides[0], cs[0], 0)
     bside = (s0, _Side(sides[1], cs[1], s0.nv))
     prob = _Problem(bside, rr.a, rr.b, div)
     if prob.nb == 0:
-        return [(sides[0].center, sides[1].center)]
+        yield sides[0].center, sides[1].center
+        return
     V = np.concatenate([s.start() for s in bside], axis=1)
     prob.scale = 1.0 / max(prob.objective(V), 1e-300)
     split = any(s.model == "tv" and s.nv == 2 for s in bside)
     V, t = _barrier(prob, V, 1.0, _SIGN_RTOL if split else _GAP_RTOL)
-    if split:
-        signed, V = _signed_sides(sides, cs, V, bside)
-        scale = prob.scale
-        prob = _Problem(signed, rr.a, rr.b, div)
-        prob.scale = scale
-        if prob.nb:
-            V, t = _barrier(prob, V, t / _MU, _GAP_RTOL)
-    pairs = [prob.xy(V)]
-    if all(side.model != "kl" or side.nv == 0 for side in prob.sides):
-        pairs += [prob.xy(_polish(prob, V, tol)) for tol in _ACTIVE_TOLS]
-    return [(rr.lift(x, sides[0].center), rr.lift(y, sides[1].center)) for x, y in pairs]
+    if not split:
+        yield from _candidates(rr, sides, prob, V)
+        return
+    for exact in (False, True):
+        signed, V1 = _signed_sides(sides, cs, V, bside, exact)
+        if exact and not any(side.exact for side in signed):
+            return
+        sub = _Problem(signed, rr.a, rr.b, div)
+        sub.scale = prob.scale
+        if sub.nb:  # the exact form's start is its own, not the split solution's
+            V1, _ = _barrier(sub, V1, 1.0 if exact else t / _MU, _GAP_RTOL)
+        yield from _candidates(rr, sides, sub, V1)
+
+
+def _candidates(rr: BlockRR, sides, prob: _Problem, V: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The barrier solution, then (linear sets) its polished versions, lifted to the inputs."""
+    x, y = prob.xy(V)
+    yield rr.lift(x, sides[0].center), rr.lift(y, sides[1].center)
+    if any(side.model == "kl" and side.nv for side in prob.sides):
+        return
+    for tol in _ACTIVE_TOLS:
+        x, y = prob.xy(_polish(prob, V, tol))
+        yield rr.lift(x, sides[0].center), rr.lift(y, sides[1].center)
