@@ -53,8 +53,6 @@ _LEVEL_RTOL = 1e-12
 #: the barrier method stops when its duality-gap bound m/t is below this fraction of the
 #: objective: 100 times tighter than the 1e-10 the caller accepts without another solve
 _GAP_RTOL = 1e-12
-#: the split TV form (class _Side) is solved to this gap bound, relative, before its orthant is fixed
-_SIGN_RTOL = 1e-6
 #: the split solve's TV budget counts as used up when its slack is below this fraction of r
 _BUDGET_ACTIVE = 1e-4
 #: t grows by this factor per centring (the number of Newton steps per centring grows like
@@ -63,6 +61,9 @@ _MU = 20.0
 #: a centring stops when the Newton decrement lambda^2 / 2 is below this (quadratic convergence:
 #: the step that reaches it is followed by one at the float resolution) ...
 _NEWTON_TOL = 1e-14
+#: ... or below this fraction of the barrier value (its rounding: the excess it bounds is then
+#: ~1e-14 / t of the scaled objective, far below the duality-gap bound m / t) ...
+_CENTER_RTOL = 1e-14
 #: ... or after this many Newton steps; and the whole solve after this many centrings
 _NEWTON_MAXITER = 60
 _OUTER_MAXITER = 40
@@ -376,10 +377,12 @@ def _center(prob: _Problem, V, t: float, scale: float) -> np.ndarray:
     for _ in range(_NEWTON_MAXITER):
         dV, dec, dnu = prob.newton(V, t, scale)
         prob.nu = prob.nu + dnu
-        if not dec > 2.0 * _NEWTON_TOL:
+        f0 = prob.barrier(V, t, scale)
+        # lambda^2 / 2 bounds the barrier value's excess over the centre's, whose rounding is
+        # ~1e-16 |f0|: below either there is nothing left to gain
+        if not dec > 2.0 * max(_NEWTON_TOL, _CENTER_RTOL * abs(f0)):
             break
         step = min(1.0, _TO_BOUNDARY * prob.max_step(V, dV))
-        f0 = prob.barrier(V, t, scale)
         for _ in range(_BACKTRACK_MAX):
             f1 = prob.barrier(V + step * dV, t, scale)
             if f1 <= f0 - _ARMIJO * step * dec + _ARMIJO_SLACK * abs(f0):
@@ -502,8 +505,9 @@ def solve_block_rr(
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(Nearly) minimising pairs of the inner problem of a block-RR channel (module docstring),
     lifted to the input alphabet, best guess first: the barrier solution and, for the polytopes,
-    its polished versions; for TV balls then the same on the exact-budget form.  The caller
-    repairs and certifies each and stops when one closes the gap."""
+    its polished versions; for TV balls then the same on the signed form of the solution's
+    orthant and on its exact-budget form.  The caller repairs and certifies each and stops when
+    one closes the gap."""
     cs = (rr.aggregate(sides[0].center), rr.aggregate(sides[1].center))
     s0 = _Side(sides[0], cs[0], 0)
     bside = (s0, _Side(sides[1], cs[1], s0.nv))
@@ -513,10 +517,9 @@ def solve_block_rr(
         return
     V = np.concatenate([s.start() for s in bside], axis=1)
     prob.scale = 1.0 / max(prob.objective(V), 1e-300)
-    split = any(s.model == "tv" and s.nv == 2 for s in bside)
-    V, t = _barrier(prob, V, 1.0, _SIGN_RTOL if split else _GAP_RTOL)
-    if not split:
-        yield from _candidates(rr, sides, prob, V)
+    V, _ = _barrier(prob, V, 1.0, _GAP_RTOL)
+    yield from _candidates(rr, sides, prob, V)
+    if not any(s.model == "tv" and s.nv == 2 for s in bside):
         return
     for exact in (False, True):
         signed, V1 = _signed_sides(sides, cs, V, bside, exact)
@@ -524,8 +527,8 @@ def solve_block_rr(
             return
         sub = _Problem(signed, rr.a, rr.b, div)
         sub.scale = prob.scale
-        if sub.nb:  # the exact form's start is its own, not the split solution's
-            V1, _ = _barrier(sub, V1, 1.0 if exact else t / _MU, _GAP_RTOL)
+        if sub.nb:
+            V1, _ = _barrier(sub, V1, 1.0, _GAP_RTOL)
         yield from _candidates(rr, sides, sub, V1)
 
 
