@@ -132,3 +132,34 @@ def test_k100_certified(no_slsqp, name, u, eps):
         a, b = draw_in(rng, u.model, p0, u.r0), draw_in(rng, u.model, p1, u.r1)
         worst = min(worst, fn(a @ mech.matrix, b @ mech.matrix))
     assert worst >= w.value - EVAL_ATOL
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize("r", [0.03, 0.3])
+def test_every_tv_candidate_is_feasible_and_brackets_the_independent_value(r):
+    """All candidates of the generator (barrier, polishes, signed and exact-budget forms), not
+    only the first: each lifted pair, repaired, lies in the sets, and its certificate brackets
+    the independent solver's value."""
+    k, eps = 6, 3.0
+    p0, p1 = _pair(k, 7)
+    M = np.asarray(ldpopt.randomized_response(k, eps).matrix)
+    sides = unc.total_variation(r, r).sides(p0, p1)
+    div = ldpopt.get_divergence("kl")
+    w_ind = independent_worst_case(M, "kl", "tv", p0, p1, r, r)
+    count = 0
+    for pair in _separable.solve_block_rr(_separable.block_rr(M), div, sides):
+        cert = _inner._certify(M, div, sides, pair)
+        assert in_set("tv", p0, r, cert.pair[0]) and in_set("tv", p1, r, cert.pair[1])
+        assert cert.lower <= w_ind + 5e-9 and cert.upper >= w_ind - INDEP_ATOL
+        count += 1
+    assert count >= 4  # the barrier solution and its three polishes at least
+
+
+def test_falls_back_to_slsqp_when_the_separable_pairs_do_not_close(monkeypatch):
+    p0, p1 = _pair(4, 2)
+    mech = ldpopt.randomized_response(4, 2.0)
+    u = unc.total_variation(0.05, 0.05)
+    monkeypatch.setattr(_inner, "solve_block_rr", lambda rr, div, sides: iter([(p0, p1)]))
+    w = ldpopt.worst_case(mech, p0, p1, u, "kl")
+    w_ind = independent_worst_case(np.asarray(mech.matrix), "kl", "tv", p0, p1, 0.05, 0.05)
+    assert w.value <= w_ind + 5e-9 and w_ind - w.value <= INDEP_ATOL

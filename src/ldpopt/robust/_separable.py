@@ -375,7 +375,10 @@ class _Problem:
 
 def _center(prob: _Problem, V, t: float, scale: float) -> np.ndarray:
     for _ in range(_NEWTON_MAXITER):
-        dV, dec, dnu = prob.newton(V, t, scale)
+        try:
+            dV, dec, dnu = prob.newton(V, t, scale)
+        except np.linalg.LinAlgError:  # a singular system (degenerate form): keep the point
+            break
         prob.nu = prob.nu + dnu
         f0 = prob.barrier(V, t, scale)
         # lambda^2 / 2 bounds the barrier value's excess over the centre's, whose rounding is
