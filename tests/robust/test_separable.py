@@ -50,6 +50,12 @@ def test_block_rr_detection():
     assert _separable.block_rr(m / m.sum(axis=1, keepdims=True)) is None
     r = np.asarray(ldpopt.randomized_response(4, 1.0).matrix)
     assert _separable.block_rr(np.hstack([0.5 * r, 0.5 * r[:, ::-1]])) is None
+    # RR on 3 block labels (4 inputs); the same with a label no input favours (an empty block)
+    lo, hi = 1 / (math.e + 2), math.e / (math.e + 2)
+    rows = [[hi, lo, lo], [lo, hi, lo], [lo, lo, hi], [hi, lo, lo]]
+    blocks = _separable.block_rr(np.array(rows))
+    assert blocks is not None and np.array_equal(blocks.block, [0, 1, 2, 0])
+    assert _separable.block_rr(np.array([rows[0], rows[1], rows[3]])) is None
 
 
 def test_lift_keeps_block_masses_and_the_sets():

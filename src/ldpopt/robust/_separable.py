@@ -146,6 +146,8 @@ def block_rr(M: np.ndarray) -> BlockRR | None:
         return None
     if np.any(np.abs(hi - h) > tol) or np.any(np.abs(M[lo_mask] - lo) > tol):
         return None
+    if np.any(np.bincount(hi_idx, minlength=l) == 0):  # an output no input favours: not a block
+        return None
     return BlockRR(hi_idx.astype(np.intp), l, h - lo, lo)
 
 
