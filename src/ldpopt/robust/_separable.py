@@ -16,8 +16,11 @@ and every set is separable except for a few coupling constraints: the two sums t
 budget, the KL radius.  The problem is solved on the block masses by a primal log-barrier
 method: Newton steps whose Hessian is block diagonal (one small block per symbol) plus a
 rank-one term per coupling constraint and the equality rows, solved through a Schur complement
-of size <= 4, so one step costs O(l).  The block masses are lifted back to a pair in the
-original sets.
+of size <= 4 (Jacobi-scaled, with iterative refinement), so one step costs O(l).  The block
+masses are lifted back to a pair in the original sets.  Further candidates, produced only while
+the caller's gap is open: Newton on the face of the solution (polytopes) and, for TV balls, the
+same problem on the orthant of the solution (the signed form, and the exact-budget form when
+the budget is used up; see :class:`_Side`).
 
 This module only *finds* the pair.  The caller certifies it exactly as any other point, on the
 original channel: the tangent-plane lower bound and F at the repaired pair
@@ -67,9 +70,6 @@ _CENTER_RTOL = 1e-14
 #: ... or after this many Newton steps; and the whole solve after this many centrings
 _NEWTON_MAXITER = 60
 _OUTER_MAXITER = 40
-#: relative singular-value cutoff of the (Jacobi-scaled, <= 4 x 4) Schur complement: directions
-#: below it are dependent constraints, determined by rounding only
-_SCHUR_RCOND = 1e-12
 #: the face of the barrier solution: bounds and couplings within this (probability units) are
 #: taken as tight; the final barrier leaves active slacks ~1e-12..1e-10 and inactive ones
 #: >> 1e-6, and a degenerate optimum blurs the line, so each value gives a candidate
