@@ -56,6 +56,9 @@ _LEVEL_RTOL = 1e-12
 #: the barrier method stops when its duality-gap bound m/t is below this fraction of the
 #: objective: 100 times tighter than the 1e-10 the caller accepts without another solve
 _GAP_RTOL = 1e-12
+#: ... or when the objective falls below this fraction of its start: the transformed sets meet
+#: (a relative gap cannot close at F* = 0; the caller reports the bounds uncertified)
+_ZERO_RTOL = 1e-20
 #: the split solve's TV budget counts as used up when its slack is below this fraction of r
 _BUDGET_ACTIVE = 1e-4
 #: t grows by this factor per centring (the number of Newton steps per centring grows like
@@ -403,7 +406,8 @@ def _barrier(prob: _Problem, V: np.ndarray, t: float, rtol: float) -> tuple[np.n
     """Centrings for t, t mu, ... until the duality-gap bound m/t is below ``rtol`` of the objective."""
     for _ in range(_OUTER_MAXITER):
         V = _center(prob, V, t, prob.scale)
-        if prob.m / t <= rtol * prob.scale * prob.objective(V):
+        phi = prob.scale * prob.objective(V)
+        if prob.m / t <= rtol * phi or phi <= _ZERO_RTOL:  # the sets (nearly) meet: F* ~ 0
             break
         t *= _MU
     return V, t
