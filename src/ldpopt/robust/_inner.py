@@ -15,7 +15,10 @@ oracle (LMO) of the sets,
 (the Frank-Wolfe duality-gap bound).  That is the proven lower bound reported as the value;
 the point P only decides how tight it is.  P comes from SLSQP on a parametrisation of the sets
 (``scipy.optimize``, imported on first use); F at the repaired (feasible) point is a proven
-upper bound on W(M), and their difference is the certificate's gap.
+upper bound on W(M), and their difference is the certificate's gap.  For a block
+randomized-response channel (k-ary RR, binary, SPR) the problem is separable and the point comes
+from the barrier method of :mod:`ldpopt.robust._separable` instead (SLSQP only if that leaves a
+gap), certified the same way.
 
 The gradient of the perspective: :math:`\partial_x g = f'(t)`,
 :math:`\partial_y g = f(t)-tf'(t)` with :math:`t=x/y`; both are finite because every used
@@ -43,6 +46,7 @@ from ldpopt.divergences import (
     FDivergence,
 )
 from ldpopt.robust._piecewise import PIECEWISE, solve_piecewise
+from ldpopt.robust._separable import block_rr, derivatives, solve_block_rr
 from ldpopt.robust.uncertainty import Neighbourhood
 
 __all__ = [
@@ -87,23 +91,8 @@ def check_divergence(div: FDivergence) -> None:
 
 def _tangent(div: FDivergence, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(f'(t), f(t) - t f'(t)) of the generator (normalised to f'(1) = 0), t > 0."""
-    code, a = div.code, div.param
-    if code == CODE_KL:  # t log t - t + 1
-        return np.log(t), 1.0 - t
-    if code == CODE_REVERSE_KL:  # t - 1 - log t
-        return 1.0 - 1.0 / t, -np.log(t)
-    if code == CODE_CHI2:  # (t - 1)^2
-        return 2.0 * (t - 1.0), (1.0 - t) * (1.0 + t)
-    if code == CODE_HELLINGER:  # (sqrt t - 1)^2
-        r = np.sqrt(t)
-        return 1.0 - 1.0 / r, 1.0 - r
-    if code == CODE_JS:  # (t log t - (1 + t) log((1 + t) / 2)) / 2
-        return 0.5 * np.log(2.0 * t / (1.0 + t)), 0.5 * np.log(2.0 / (1.0 + t))
-    ta = t**a
-    if code == CODE_POWER_UP:  # t^a - 1 - a (t - 1)
-        return a * (ta / t - 1.0), (1.0 - a) * (ta - 1.0)
-    # CODE_POWER_DOWN: 1 - t^a + a (t - 1)
-    return a * (1.0 - ta / t), (1.0 - a) * (1.0 - ta)
+    fp, fv, _ = derivatives(div, t)
+    return fp, fv
 
 
 def objective(M: np.ndarray, div: FDivergence, p0: np.ndarray, p1: np.ndarray) -> float:
@@ -256,6 +245,12 @@ def _certify(M, div, sides, x_pair) -> Certified:
     return Certified(min(lo, up), up, (q0, q1))
 
 
+def _best(certs: list[Certified]) -> Certified:
+    """The largest of the (all valid) lower bounds and the smallest upper bound with its pair."""
+    top = min(certs, key=lambda c: c.upper)
+    return Certified(min(max(c.lower for c in certs), top.upper), top.upper, top.pair)
+
+
 def _slsqp(fun, jac, x0, bounds, cons):
     from scipy.optimize import minimize
 
@@ -281,6 +276,13 @@ def solve_inner(M: np.ndarray, div: FDivergence, sides, start) -> Certified:
     first = _certify(M, div, sides, start)
     if n == 0 or first.upper - first.lower <= _DONE_RTOL * first.upper:
         return first
+    rr = block_rr(M)
+    if rr is not None:  # k-RR, binary, SPR: the separable barrier solve proposes the pairs
+        for pair in solve_block_rr(rr, div, sides):
+            first = _best([first, _certify(M, div, sides, pair)])
+            if first.upper - first.lower <= _DONE_RTOL * first.upper:
+                return first
+        start = first.pair
     scale = 1.0 / max(first.upper, 1e-300)
 
     def fun(x):
