@@ -190,6 +190,16 @@ def optimal_mechanism(
     l_user = check_positive_int(max_outputs, "max_outputs", allow_none=True)
     if method not in ("auto", "dp", "fast"):
         raise ValueError(f"method must be 'auto', 'dp' or 'fast', got method={method!r}")
+    if method != "dp" and _compiled().small_path(div, u.shape[0]):
+        # small alphabets: reduction, prefix sums and solve in one compiled call (None: the
+        # likelihood ratios have near-ties, which the exact reduction below merges)
+        small = _compiled().solve_small(u, v, eps, div, l_user)
+        if small is not None:
+            red, raw, cuts, used, input_div = small
+            if _policy.power_far(div, raw):
+                l = red.k if l_user is None else min(l_user, red.k)
+                cuts = _solve_power_far(red.p, red.q, eps, div, l, cuts, True)
+            return _build_result(red, raw, cuts, eps, div, l_user, u, v, labels, used, input_div)
     red = _reduce(u, v)
     l = red.k if l_user is None else min(l_user, red.k)
     if is_chernoff(div):
@@ -329,7 +339,10 @@ def _build_result(
     v: np.ndarray,
     labels,
     method: str,
+    input_div: float | None = None,
 ) -> OptimalMechanismResult:
+    """The result of the optimum ``(raw, cuts)`` of the reduced instance ``red`` (``input_div``:
+    D_f(u || v) when the solver computed it, else ``div(u, v)``)."""
     partition = red.lift_blocks(cuts)
     mech = spr_mechanism(partition, red.k_original, eps, labels=labels)
     return OptimalMechanismResult(
@@ -340,7 +353,7 @@ def _build_result(
         eps=eps,
         divergence=div.name,
         max_outputs=l_user,
-        input_divergence=div(u, v),
+        input_divergence=div(u, v) if input_div is None else input_div,
         method=method,
         labels=labels,
     )

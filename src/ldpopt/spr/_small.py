@@ -1,0 +1,228 @@
+r"""Single solves of small alphabets in one compiled call (``optimal_mechanism``'s fast path).
+
+For ``n <= SMALL_MAX_K`` symbols and a built-in divergence, :func:`small_solve` runs the whole
+solve in one compiled call: the likelihood-ratio reduction (when no two likelihood ratios are
+within ``reduction._NEAR_TIE_RTOL`` of each other; else the caller runs
+:func:`ldpopt.spr.reduction._reduce`, whose exact rational merging this kernel does not repeat),
+the compensated prefix table of :class:`ldpopt.spr.reduction._Prefix` (the same sequential
+Neumaier steps, bit for bit), the block sums and score bounds of the score cache, and the
+decisions of :func:`ldpopt.spr._kernels.solve_ws` over that cache (best two blocks, then
+Dinkelbach's iteration with :func:`ldpopt.spr._kernels.cached_pass`), plus the terms of the
+input divergence :math:`D_f(P_0\|P_1)`.  A binding budget (or an infinite score, or near-ties
+between block counts: ``_policy.settle``) is finished by :func:`ldpopt.spr._kernels.budget_dp`
+from Python, compiled only when a solve needs it.
+
+Same kernels, same operations as the pruned path of :func:`ldpopt.spr._fast.solve` with a
+score cache (``path="pruned"``, k <= ``SCORE_CACHE_MAX_K``), so the optimum, its partition and
+the tie-breaking between equally good partitions (largest value, then fewest blocks, then
+smallest split points, ``cached_pass``) are that path's, bit for bit (tested).  Only the
+kernels this path calls are compiled on first use (not the cache-free passes of large k).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ldpopt.spr import _kernels as K
+from ldpopt.spr import _policy
+from ldpopt.spr.reduction import _NEAR_TIE_RTOL, DH, PH, PRE_ROWS, PX, QH, QX, SDH, SPH, SQH
+
+__all__ = ["SMALL_MAX_K", "small_solve", "prefix_table", "cached_solve"]
+
+#: alphabets of at most this many symbols (before the reduction) take this path: the score
+#: cache of ``_kernels.cached_pass`` holds k (k + 1) / 2 blocks (its size limit)
+SMALL_MAX_K = K.SCORE_CACHE_MAX_K
+#: ``small_solve``'s status: solved; near-tied ratios (the caller reduces exactly)
+SOLVED, NEAR_TIES = 0, 1
+
+
+@njit(cache=True, error_model="numpy")
+def _neumaier(x, n, step, first, t, row_hi, keep_every, reverse):
+    """Neumaier sums of ``x[first], x[first + step], ...`` (n terms) into ``t[row_hi]`` (hi) and
+    ``t[row_hi + 1]`` (lo), the partial sum after every ``keep_every`` terms, at increasing
+    column indices (``reverse``: decreasing from the last column) - ``reduction._neumaier_rows``
+    step for step: ``s + x``, the error of the step from its own operands, both sums from 0.0."""
+    s = 0.0
+    comp = 0.0
+    cols = t.shape[1]
+    col = cols - 1 if reverse else 0
+    t[row_hi, col] = 0.0
+    t[row_hi + 1, col] = 0.0
+    for j in range(n):
+        xv = x[first + j * step]
+        tt = s + xv
+        if abs(s) >= abs(xv):
+            e = (s - tt) + xv
+        else:
+            e = (xv - tt) + s
+        comp = comp + e
+        s = tt
+        if (j + 1) % keep_every == 0:
+            col = col - 1 if reverse else col + 1
+            t[row_hi, col] = s
+            t[row_hi + 1, col] = comp
+
+
+@njit(cache=True, error_model="numpy")
+def prefix_table(p, q):
+    """``reduction._Prefix(p, q).table``, bit for bit (compensated prefix and suffix sums of p, q and
+    p - q, then p and q themselves), in one compiled pass per row."""
+    k = p.shape[0]
+    t = np.zeros((PRE_ROWS, k + 1))
+    inter = np.empty(2 * k)  # p[0], -q[0], p[1], -q[1], ...: the order of the sums of p - q
+    rinter = np.empty(2 * k)  # the same of the reversed alphabet
+    for i in range(k):
+        inter[2 * i] = p[i]
+        inter[2 * i + 1] = -q[i]
+        rinter[2 * i] = p[k - 1 - i]
+        rinter[2 * i + 1] = -q[k - 1 - i]
+    _neumaier(p, k, 1, 0, t, PH, 1, False)
+    _neumaier(q, k, 1, 0, t, QH, 1, False)
+    _neumaier(p, k, -1, k - 1, t, SPH, 1, True)
+    _neumaier(q, k, -1, k - 1, t, SQH, 1, True)
+    _neumaier(inter, 2 * k, 1, 0, t, DH, 2, False)
+    _neumaier(rinter, 2 * k, 1, 0, t, SDH, 2, True)
+    for i in range(k):
+        t[PX, i] = p[i]
+        t[QX, i] = q[i]
+    return t
+
+
+@njit(cache=True, error_model="numpy")
+def _dinkelbach_cached(pre, pos, sp, sq, val, state, sc, bounds, nb):
+    """``_kernels.dinkelbach_ws`` with a fresh score cache and no hints, step for step (its
+    cache-free branch is left out, so the cache-free passes are not compiled): ``(raw, nb)``."""
+    c = sc[2]
+    m = pos.shape[0] - 1
+    H = np.empty(m + 1)
+    cnt = np.empty(m + 1, dtype=np.int64)
+    par = np.empty(m + 1, dtype=np.int64)
+    cand = np.empty(m + 1, dtype=np.int64)
+    K.fill_cache(pre, pos, sp, sq, val, state, sc)
+    if c == 0.0:
+        # every partition has denominator 1: one unpenalised pass is the optimum
+        K.cached_pass(pre, pos, sp, sq, val, state, sc, 0.0, H, cnt, par, False)
+        nb = K._traceback(pos, par, cnt, bounds)
+        return K.partition_ratio(pre, bounds, nb, sc), nb
+    lam = K.partition_ratio(pre, bounds, nb, sc)
+    passes = 0
+    hinted = False
+    while passes < K.MAX_DINKELBACH_STEPS and not math.isinf(lam):
+        K.cached_pass(pre, pos, sp, sq, val, state, sc, lam * c, H, cnt, par, hinted)
+        passes += 1
+        hinted = True  # the previous pass's split points
+        nb2 = K._traceback(pos, par, cnt, cand)
+        r = K.partition_ratio(pre, cand, nb2, sc)
+        if not r >= lam:
+            break
+        # r == lam: the pass's maximiser (fewest blocks, smallest cuts) replaces an equal one
+        improved = r > lam
+        lam = r
+        nb = nb2
+        for j in range(nb + 1):
+            bounds[j] = cand[j]
+        if not improved:
+            break
+    return lam, nb
+
+
+@njit(cache=True, error_model="numpy")
+def cached_solve(pre, k, l, sc, bounds):
+    """``_kernels.solve_ws`` for k <= ``SCORE_CACHE_MAX_K`` with a fresh cache and no warm start,
+    up to the budget program: ``(raw, nb, method, budget)``; ``budget > 0`` asks the caller for
+    ``_kernels.budget_dp(pre, k, budget, sc, bounds)`` (``_policy.settle``)."""
+    c = sc[2]
+    first = K._start(k, l, c)
+    if first == _policy.START_SINGLE:
+        bounds[0] = 0
+        bounds[1] = k
+        return K.score(pre, np.int64(0), k, sc) / 1.0, np.int64(1), np.int64(_policy.SINGLE), np.int64(0)
+    if first == _policy.START_UNPENALISED:
+        nb = np.int64(1)
+        bounds[0] = 0
+        bounds[1] = k
+    else:
+        nb = K.best_two_blocks(pre, k, sc, bounds)
+    pos = np.arange(k + 1)
+    sp, sq, val, state = K._new_cache(pre, pos)
+    raw, nb = _dinkelbach_cached(pre, pos, sp, sq, val, state, sc, bounds, nb)
+    budget, method = K._settle(raw, nb, k, l, c)
+    return raw, nb, np.int64(method), np.int64(budget)
+
+
+@njit(cache=True, error_model="numpy")
+def _reduce_no_ties(u, v):
+    """The reduction of ``reduction._reduce`` when it merges nothing: ``(ok, members)``, ``ok``
+    false when two sorted log-ratios are within ``_NEAR_TIE_RTOL`` (the exact path decides)."""
+    n = u.shape[0]
+    m = 0
+    for i in range(n):
+        if u[i] > 0.0 or v[i] > 0.0:
+            m += 1
+    idx = np.empty(m, dtype=np.int64)
+    key = np.empty(m)
+    j = 0
+    for i in range(n):
+        if u[i] > 0.0 or v[i] > 0.0:
+            idx[j] = i
+            key[j] = np.log(u[i]) - np.log(v[i])  # -inf for p = 0, +inf for q = 0
+            j += 1
+    perm = np.argsort(key, kind="mergesort")
+    members = np.empty(m, dtype=np.int64)
+    for j in range(m):
+        members[j] = idx[perm[j]]
+    for j in range(m - 1):
+        a = key[perm[j]]
+        b = key[perm[j + 1]]
+        if a == b:
+            return False, members
+        if math.isfinite(a) and math.isfinite(b):
+            scale = max(1.0, max(abs(a), abs(b)))
+            if abs(b - a) <= _NEAR_TIE_RTOL * scale:
+                return False, members
+    return True, members
+
+
+@njit(cache=True, error_model="numpy")
+def small_solve(u, v, l_user, code, param, c, A, lf, input_terms):
+    """Reduction, prefix table and :func:`cached_solve` of the validated pair ``(u, v)`` in one call.
+
+    Returns ``(status, members, dropped, p, q, pre, raw, nb, method, budget, bounds, terms,
+    terms_inf)``: ``status`` ``NEAR_TIES`` means nothing was solved (the rest is empty);
+    ``members`` the reduced symbols in likelihood-ratio order (one original symbol each),
+    ``dropped`` the symbols of mass 0 under both, ``p, q`` the reduced pair, ``pre`` its prefix
+    table, ``bounds[:nb + 1]`` the block boundaries, ``budget`` as :func:`cached_solve`;
+    ``terms`` the perspective terms of the input divergence when ``input_terms`` (else empty)
+    and ``terms_inf`` whether one is +inf.  ``l_user`` <= 0: no budget.
+    """
+    n = u.shape[0]
+    terms = np.empty(n if input_terms else 0)
+    terms_inf = False
+    for i in range(terms.shape[0]):
+        terms[i] = K.perspective(code, param, u[i], v[i], u[i] - v[i], -math.inf)
+        terms_inf = terms_inf or terms[i] == math.inf
+    ok, members = _reduce_no_ties(u, v)
+    k = members.shape[0]
+    dropped = np.empty(n - k, dtype=np.int64)
+    j = 0
+    for i in range(n):
+        if not (u[i] > 0.0 or v[i] > 0.0):
+            dropped[j] = i
+            j += 1
+    p = np.empty(k)
+    q = np.empty(k)
+    for j in range(k):
+        p[j] = u[members[j]]
+        q[j] = v[members[j]]
+    bounds = np.zeros(k + 1, dtype=np.int64)
+    if not ok:
+        z = np.int64(0)
+        pre = np.empty((PRE_ROWS, 0))
+        return np.int64(NEAR_TIES), members, dropped, p, q, pre, 0.0, z, z, z, bounds, terms, terms_inf
+    pre = prefix_table(p, q)
+    l = k if l_user <= 0 else min(l_user, k)
+    raw, nb, method, budget = cached_solve(pre, np.int64(k), np.int64(l), (code, param, c, A, lf), bounds)
+    return np.int64(SOLVED), members, dropped, p, q, pre, raw, nb, method, budget, bounds, terms, terms_inf
