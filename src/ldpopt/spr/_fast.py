@@ -32,7 +32,7 @@ from ldpopt.divergences import CODE_POWER_DOWN, CODE_POWER_UP, FDivergence, is_c
 from ldpopt.spr import _kernels as K
 from ldpopt.spr import _policy, _small
 from ldpopt.spr._policy import METHOD_NAMES
-from ldpopt.spr.reduction import LRReduction, _Prefix
+from ldpopt.spr.reduction import PX, QX, LRReduction, _Prefix
 
 __all__ = [
     "supports",
@@ -148,28 +148,31 @@ def small_path(div: FDivergence, n: int) -> bool:
 
 
 def solve_small(u: np.ndarray, v: np.ndarray, eps: float, div: FDivergence, l_user: int | None):
-    r"""``(reduction, raw, cuts, method, input divergence)`` of a validated pair, or ``None``.
+    r"""The optimum of a validated pair by one compiled call, or ``None``.
 
-    One call of :func:`ldpopt.spr._small.small_solve` (reduction, prefix table, the cached solve
-    and the terms of :math:`D_f(u\|v)`); ``None`` when two likelihood ratios are within the
-    reduction's near-tie tolerance (the caller reduces exactly and solves by :func:`solve`).
-    Same result as ``solve(reduction.p, reduction.q, eps, div, l)`` (the same kernels on the same
-    prefix table).  The input divergence is the sum of the kernel's terms by ``math.fsum`` (as
-    ``FDivergence.raw``; libm terms) for every built-in but Renyi, whose reported value comes from
-    ``renyi_value``.
+    :func:`ldpopt.spr._small.small_solve` (reduction, prefix table, the cached solve and the terms
+    of :math:`D_f(u\|v)`), then the budget program when it asks for it.  Returns ``None`` when two
+    likelihood ratios are within the reduction's near-tie tolerance (the caller reduces exactly
+    and solves by :func:`solve`), else ``(reduction, raw, cuts, method, input divergence,
+    block_of)`` with ``block_of`` the output of every original symbol.  Same result as
+    ``solve(reduction.p, reduction.q, eps, div, l)`` (the same kernels on the same prefix table).
+    The input divergence is the sum of the kernel's terms by ``math.fsum`` (as ``FDivergence.raw``;
+    libm terms) for every built-in but Renyi, whose reported value is ``renyi_value``'s.
     """
     c, A, lf = rescale(float(eps))
     code = int(div.code)
     renyi = code in (CODE_POWER_UP, CODE_POWER_DOWN)
     l_arg = 0 if l_user is None else int(l_user)
-    status, members, dropped, p, q, pre, raw, nb, method, budget, bounds, terms, terms_inf = (
-        _small.small_solve(u, v, l_arg, code, float(div.param), c, A, lf, not renyi)
+    status, order, pre, raw, nb, method, budget, bounds, block_of, terms, terms_inf = _small.small_solve(
+        u, v, l_arg, code, float(div.param), c, A, lf, not renyi
     )
     if status != _small.SOLVED:
         return None
-    k = members.shape[0]
+    k = pre.shape[1] - 1
     if budget > 0:
         raw, nb = K.budget_dp(pre, np.int64(k), np.int64(budget), (code, float(div.param), c, A, lf), bounds)
+        block_of[:] = 0
+        block_of[order[:k]] = np.repeat(np.arange(nb), np.diff(bounds[: nb + 1]))
     if renyi:
         input_div = div(u, v)
     elif terms_inf:
@@ -179,15 +182,15 @@ def solve_small(u: np.ndarray, v: np.ndarray, eps: float, div: FDivergence, l_us
     nb = int(nb)
     b = bounds[: nb + 1].tolist()
     red = LRReduction(
-        p=p,
-        q=q,
-        members=members,
+        p=pre[PX, :k],
+        q=pre[QX, :k],
+        members=order[:k],
         starts=np.arange(k + 1, dtype=np.int64),
-        dropped=tuple(dropped.tolist()),
+        dropped=tuple(order[k:].tolist()),
         k_original=int(u.shape[0]),
     )
     cuts = [(b[j], b[j + 1]) for j in range(nb)]
-    return red, float(raw), cuts, METHOD_NAMES[int(method)], input_div
+    return red, float(raw), cuts, METHOD_NAMES[int(method)], input_div, block_of
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,9 +28,9 @@ from numba import njit
 
 from ldpopt.spr import _kernels as K
 from ldpopt.spr import _policy
-from ldpopt.spr.reduction import _NEAR_TIE_RTOL, DH, PH, PRE_ROWS, PX, QH, QX, SDH, SPH, SQH
+from ldpopt.spr.reduction import _NEAR_TIE_RTOL, DH, PH, PL, PRE_ROWS, PX, QH, QL, QX, SDH, SPH, SPL, SQH, SQL
 
-__all__ = ["SMALL_MAX_K", "small_solve", "prefix_table", "cached_solve"]
+__all__ = ["SMALL_MAX_K", "small_solve", "prefix_table", "sums_tables", "cached_solve"]
 
 #: alphabets of at most this many symbols (before the reduction) take this path: the score
 #: cache of ``_kernels.cached_pass`` holds k (k + 1) / 2 blocks (its size limit)
@@ -91,6 +91,48 @@ def prefix_table(p, q):
     return t
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _side_sums(pre, rh, rl, rsh, rsl, rx, i, base, out):
+    """Sums of one distribution over the blocks [t, i), t < i, into ``out[base + t]``: those of
+    ``_kernels.block_sums`` (``_interval``), bit for bit, with its branch hoisted out of the loop.
+
+    ``_interval`` sums [t, i) from the prefix when ``pre[rh, i] <= pre[rsh, t]``, else from the
+    suffix.  The suffix sums ``pre[rsh]`` are non-increasing in t (running float sums of
+    nonnegative masses never decrease), so that holds exactly for t < T and fails for t >= T:
+    two branch-free loops (which the compiler vectorises) perform the same operations.
+    """
+    hb = pre[rh, i]
+    T = 0
+    while T < i and hb <= pre[rsh, T]:
+        T += 1
+    lb = pre[rl, i]
+    fb = pre[rx, i - 1]
+    for t in range(T):
+        tot = (hb - pre[rh, t]) + (lb - pre[rl, t])
+        fl = max(pre[rx, t], fb)
+        out[base + t] = tot if tot >= fl else fl
+    sb = pre[rsh, i]
+    slb = pre[rsl, i]
+    for t in range(T, i):
+        tot = (pre[rsh, t] - sb) + (pre[rsl, t] - slb)
+        fl = max(pre[rx, t], fb)
+        out[base + t] = tot if tot >= fl else fl
+
+
+@njit(cache=True, error_model="numpy")
+def sums_tables(pre, k):
+    """``_kernels.sums_tables(pre, arange(k + 1))``, bit for bit (:func:`_side_sums`): (dP, dQ) of
+    every block [t, i), packed at ``i (i - 1) / 2 + t``."""
+    n = k * (k + 1) // 2
+    sp = np.empty(n)
+    sq = np.empty(n)
+    for i in range(1, k + 1):
+        base = i * (i - 1) // 2
+        _side_sums(pre, PH, PL, SPH, SPL, PX, i, base, sp)
+        _side_sums(pre, QH, QL, SQH, SQL, QX, i, base, sq)
+    return sp, sq
+
+
 @njit(cache=True, error_model="numpy")
 def _dinkelbach_cached(pre, pos, sp, sq, val, state, sc, bounds, nb):
     """``_kernels.dinkelbach_ws`` with a fresh score cache and no hints, step for step (its
@@ -147,7 +189,9 @@ def cached_solve(pre, k, l, sc, bounds):
     else:
         nb = K.best_two_blocks(pre, k, sc, bounds)
     pos = np.arange(k + 1)
-    sp, sq, val, state = K._new_cache(pre, pos)
+    sp, sq = sums_tables(pre, k)  # the score cache of _kernels._new_cache
+    val = np.empty(sp.shape[0])
+    state = np.zeros(sp.shape[0], dtype=np.uint8)
     raw, nb = _dinkelbach_cached(pre, pos, sp, sq, val, state, sc, bounds, nb)
     budget, method = K._settle(raw, nb, k, l, c)
     return raw, nb, np.int64(method), np.int64(budget)
@@ -190,13 +234,14 @@ def _reduce_no_ties(u, v):
 def small_solve(u, v, l_user, code, param, c, A, lf, input_terms):
     """Reduction, prefix table and :func:`cached_solve` of the validated pair ``(u, v)`` in one call.
 
-    Returns ``(status, members, dropped, p, q, pre, raw, nb, method, budget, bounds, terms,
-    terms_inf)``: ``status`` ``NEAR_TIES`` means nothing was solved (the rest is empty);
-    ``members`` the reduced symbols in likelihood-ratio order (one original symbol each),
-    ``dropped`` the symbols of mass 0 under both, ``p, q`` the reduced pair, ``pre`` its prefix
-    table, ``bounds[:nb + 1]`` the block boundaries, ``budget`` as :func:`cached_solve`;
-    ``terms`` the perspective terms of the input divergence when ``input_terms`` (else empty)
-    and ``terms_inf`` whether one is +inf.  ``l_user`` <= 0: no budget.
+    Returns ``(status, order, pre, raw, nb, method, budget, bounds, block_of, terms, terms_inf)``:
+    ``status`` ``NEAR_TIES`` means nothing was solved (``pre`` is empty); ``order`` lists the k
+    reduced symbols in likelihood-ratio order (one original symbol each), then the symbols of
+    mass 0 under both; ``pre`` is the reduced pair's prefix table (rows ``PX``, ``QX``: the pair),
+    ``bounds[:nb + 1]`` the block boundaries, ``budget`` as :func:`cached_solve`, ``block_of``
+    the block of every original symbol (those of mass 0 in block 0); ``terms`` the perspective
+    terms of the input divergence when ``input_terms`` (else empty) and ``terms_inf`` whether one
+    is +inf.  ``l_user`` <= 0: no budget.
     """
     n = u.shape[0]
     terms = np.empty(n if input_terms else 0)
@@ -206,23 +251,39 @@ def small_solve(u, v, l_user, code, param, c, A, lf, input_terms):
         terms_inf = terms_inf or terms[i] == math.inf
     ok, members = _reduce_no_ties(u, v)
     k = members.shape[0]
-    dropped = np.empty(n - k, dtype=np.int64)
-    j = 0
+    order = np.empty(n, dtype=np.int64)
+    order[:k] = members
+    j = k
     for i in range(n):
         if not (u[i] > 0.0 or v[i] > 0.0):
-            dropped[j] = i
+            order[j] = i
             j += 1
+    bounds = np.zeros(k + 1, dtype=np.int64)
+    block_of = np.zeros(n, dtype=np.int64)
+    z = np.int64(0)
+    if not ok:
+        return (
+            np.int64(NEAR_TIES),
+            order,
+            np.empty((PRE_ROWS, 0)),
+            0.0,
+            z,
+            z,
+            z,
+            bounds,
+            block_of,
+            terms,
+            terms_inf,
+        )
     p = np.empty(k)
     q = np.empty(k)
     for j in range(k):
         p[j] = u[members[j]]
         q[j] = v[members[j]]
-    bounds = np.zeros(k + 1, dtype=np.int64)
-    if not ok:
-        z = np.int64(0)
-        pre = np.empty((PRE_ROWS, 0))
-        return np.int64(NEAR_TIES), members, dropped, p, q, pre, 0.0, z, z, z, bounds, terms, terms_inf
     pre = prefix_table(p, q)
     l = k if l_user <= 0 else min(l_user, k)
     raw, nb, method, budget = cached_solve(pre, np.int64(k), np.int64(l), (code, param, c, A, lf), bounds)
-    return np.int64(SOLVED), members, dropped, p, q, pre, raw, nb, method, budget, bounds, terms, terms_inf
+    for b in range(nb):
+        for r in range(bounds[b], bounds[b + 1]):
+            block_of[members[r]] = b
+    return np.int64(SOLVED), order, pre, raw, nb, method, budget, bounds, block_of, terms, terms_inf

@@ -45,7 +45,7 @@ from ldpopt.divergences import (
     power_log_terms,
     renyi_value,
 )
-from ldpopt.mechanism import Mechanism, spr_mechanism
+from ldpopt.mechanism import Mechanism, spr_mechanism, spr_mechanism_from_assignment
 from ldpopt.spr import _policy, chernoff
 from ldpopt.spr.reduction import LRReduction, _Prefix, _reduce
 from ldpopt.spr.reference import _dp_readable
@@ -195,11 +195,26 @@ def optimal_mechanism(
         # likelihood ratios have near-ties, which the exact reduction below merges)
         small = _compiled().solve_small(u, v, eps, div, l_user)
         if small is not None:
-            red, raw, cuts, used, input_div = small
+            red, raw, cuts, used, input_div, block_of = small
             if _policy.power_far(div, raw):
                 l = red.k if l_user is None else min(l_user, red.k)
                 cuts = _solve_power_far(red.p, red.q, eps, div, l, cuts, True)
-            return _build_result(red, raw, cuts, eps, div, l_user, u, v, labels, used, input_div)
+                return _build_result(red, raw, cuts, eps, div, l_user, u, v, labels, used, input_div)
+            # the partition and the mechanism from the solver's assignment (the same blocks as
+            # red.lift_blocks(cuts): ascending symbols, those of mass 0 in block 0)
+            mech = spr_mechanism_from_assignment(block_of, eps, labels=labels)
+            return OptimalMechanismResult(
+                value=_partition_value(red.p, red.q, eps, div, cuts, raw),
+                mechanism=mech,
+                partition=mech.partition,
+                num_outputs=len(cuts),
+                eps=eps,
+                divergence=div.name,
+                max_outputs=l_user,
+                input_divergence=input_div,
+                method=used,
+                labels=labels,
+            )
     red = _reduce(u, v)
     l = red.k if l_user is None else min(l_user, red.k)
     if is_chernoff(div):
