@@ -153,11 +153,12 @@ def solve_small(u: np.ndarray, v: np.ndarray, eps: float, div: FDivergence, l_us
     :func:`ldpopt.spr._small.small_solve` (reduction, prefix table, the cached solve and the terms
     of :math:`D_f(u\|v)`), then the budget program when it asks for it.  Returns ``None`` when two
     likelihood ratios are within the reduction's near-tie tolerance (the caller reduces exactly
-    and solves by :func:`solve`), else ``(reduction, raw, cuts, method, input divergence,
-    block_of)`` with ``block_of`` the output of every original symbol.  Same result as
-    ``solve(reduction.p, reduction.q, eps, div, l)`` (the same kernels on the same prefix table).
-    The input divergence is the sum of the kernel's terms by ``math.fsum`` (as ``FDivergence.raw``;
-    libm terms) for every built-in but Renyi, whose reported value is ``renyi_value``'s.
+    and solves by :func:`solve`), else ``(raw, nb, method, input divergence, block_of, reduced)``:
+    ``block_of`` the output of every original symbol, ``reduced()`` the reduction and the cuts
+    (built on demand).  Same result as ``solve(reduction.p, reduction.q, eps, div, l)`` (the same
+    kernels on the same prefix table).  The input divergence is the sum of the kernel's terms by
+    ``math.fsum`` (as ``FDivergence.raw``; libm terms) for every built-in but Renyi, whose
+    reported value is ``renyi_value``'s.
     """
     c, A, lf = rescale(float(eps))
     code = int(div.code)
@@ -180,17 +181,20 @@ def solve_small(u: np.ndarray, v: np.ndarray, eps: float, div: FDivergence, l_us
     else:
         input_div = div.transform(max(math.fsum(terms.tolist()), 0.0))
     nb = int(nb)
-    b = bounds[: nb + 1].tolist()
-    red = LRReduction(
-        p=pre[PX, :k],
-        q=pre[QX, :k],
-        members=order[:k],
-        starts=np.arange(k + 1, dtype=np.int64),
-        dropped=tuple(order[k:].tolist()),
-        k_original=int(u.shape[0]),
-    )
-    cuts = [(b[j], b[j + 1]) for j in range(nb)]
-    return red, float(raw), cuts, METHOD_NAMES[int(method)], input_div, block_of
+
+    def reduced():
+        red = LRReduction(
+            p=pre[PX, :k],
+            q=pre[QX, :k],
+            members=order[:k],
+            starts=np.arange(k + 1, dtype=np.int64),
+            dropped=tuple(order[k:].tolist()),
+            k_original=int(u.shape[0]),
+        )
+        b = bounds[: nb + 1].tolist()
+        return red, [(b[j], b[j + 1]) for j in range(nb)]
+
+    return float(raw), nb, METHOD_NAMES[int(method)], input_div, block_of, reduced
 
 
 # ---------------------------------------------------------------------------------------------

@@ -195,26 +195,7 @@ def optimal_mechanism(
         # likelihood ratios have near-ties, which the exact reduction below merges)
         small = _compiled().solve_small(u, v, eps, div, l_user)
         if small is not None:
-            red, raw, cuts, used, input_div, block_of = small
-            if _policy.power_far(div, raw):
-                l = red.k if l_user is None else min(l_user, red.k)
-                cuts = _solve_power_far(red.p, red.q, eps, div, l, cuts, True)
-                return _build_result(red, raw, cuts, eps, div, l_user, u, v, labels, used, input_div)
-            # the partition and the mechanism from the solver's assignment (the same blocks as
-            # red.lift_blocks(cuts): ascending symbols, those of mass 0 in block 0)
-            mech = spr_mechanism_from_assignment(block_of, eps, labels=labels)
-            return OptimalMechanismResult(
-                value=_partition_value(red.p, red.q, eps, div, cuts, raw),
-                mechanism=mech,
-                partition=mech.partition,
-                num_outputs=len(cuts),
-                eps=eps,
-                divergence=div.name,
-                max_outputs=l_user,
-                input_divergence=input_div,
-                method=used,
-                labels=labels,
-            )
+            return _small_result(small, u, v, eps, div, l_user, labels)
     red = _reduce(u, v)
     l = red.k if l_user is None else min(l_user, red.k)
     if is_chernoff(div):
@@ -223,6 +204,33 @@ def optimal_mechanism(
         return replace(res, lam=sol.lam, upper_bound=sol.upper_bound)
     raw, cuts, used = _solve_reduced(red.p, red.q, eps, div, l, method)
     return _build_result(red, raw, cuts, eps, div, l_user, u, v, labels, used)
+
+
+def _small_result(small, u, v, eps, div, l_user, labels) -> OptimalMechanismResult:
+    """The result of ``_fast.solve_small``'s optimum: the partition and the mechanism from the
+    solver's assignment of symbols to outputs (the blocks ``red.lift_blocks(cuts)`` would give:
+    ascending symbols, those of mass 0 in block 0); Renyi through the reduction (its value is
+    evaluated from the blocks, far from S = 1 after a second solve)."""
+    raw, nb, used, input_div, block_of, reduced = small
+    if div.code in (CODE_POWER_UP, CODE_POWER_DOWN):
+        red, cuts = reduced()
+        if _policy.power_far(div, raw):
+            l = red.k if l_user is None else min(l_user, red.k)
+            cuts = _solve_power_far(red.p, red.q, eps, div, l, cuts, True)
+        return _build_result(red, raw, cuts, eps, div, l_user, u, v, labels, used, input_div)
+    mech = spr_mechanism_from_assignment(block_of, eps, labels=labels)
+    return OptimalMechanismResult(
+        value=_partition_value(None, None, eps, div, None, raw),
+        mechanism=mech,
+        partition=mech.partition,
+        num_outputs=nb,
+        eps=eps,
+        divergence=div.name,
+        max_outputs=l_user,
+        input_divergence=input_div,
+        method=used,
+        labels=labels,
+    )
 
 
 def _solve_reduced(p, q, eps, div, l, method):
