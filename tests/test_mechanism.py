@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import ldpopt
-from ldpopt.mechanism import spr_mechanism_from_assignment
 from _errmodel import KL, R_FN, U, fdiv_bound, naive_bound, within, within_all
 from _valuebounds import C_RR_ENTRY
+from ldpopt.mechanism import spr_mechanism_from_assignment
 from reference import rr_on_blocks
 
 #: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
