@@ -39,52 +39,49 @@ SMALL_MAX_K = K.SCORE_CACHE_MAX_K
 SOLVED, NEAR_TIES = 0, 1
 
 
-@njit(cache=True, error_model="numpy")
-def _neumaier(x, n, step, first, t, row_hi, keep_every, reverse):
-    """Neumaier sums of ``x[first], x[first + step], ...`` (n terms) into ``t[row_hi]`` (hi) and
-    ``t[row_hi + 1]`` (lo), the partial sum after every ``keep_every`` terms, at increasing
-    column indices (``reverse``: decreasing from the last column) - ``reduction._neumaier_rows``
-    step for step: ``s + x``, the error of the step from its own operands, both sums from 0.0."""
-    s = 0.0
-    comp = 0.0
-    cols = t.shape[1]
-    col = cols - 1 if reverse else 0
-    t[row_hi, col] = 0.0
-    t[row_hi + 1, col] = 0.0
-    for j in range(n):
-        xv = x[first + j * step]
-        tt = s + xv
-        if abs(s) >= abs(xv):
-            e = (s - tt) + xv
-        else:
-            e = (xv - tt) + s
-        comp = comp + e
-        s = tt
-        if (j + 1) % keep_every == 0:
-            col = col - 1 if reverse else col + 1
-            t[row_hi, col] = s
-            t[row_hi + 1, col] = comp
+#: the six compensated sums of ``reduction._Prefix``, one row of each array per sum: the source
+#: (0: p, 1: q, 2: p - q interleaved as p[0], -q[0], p[1], ...), summed backwards (suffix sums),
+#: the table row of its hi part (lo in the next row)
+_SUM_SRC = np.array([0, 1, 0, 1, 2, 2], dtype=np.int64)
+_SUM_BACK = np.array([0, 0, 1, 1, 0, 1], dtype=np.int64)
+_SUM_ROW = np.array([PH, QH, SPH, SQH, DH, SDH], dtype=np.int64)
 
 
 @njit(cache=True, error_model="numpy")
 def prefix_table(p, q):
-    """``reduction._Prefix(p, q).table``, bit for bit (compensated prefix and suffix sums of p, q and
-    p - q, then p and q themselves), in one compiled pass per row."""
+    """``reduction._Prefix(p, q).table``, bit for bit: the same sequential Neumaier steps
+    (``reduction._neumaier_rows``: ``s + x``, the error of each step from its own operands, both
+    sums from 0.0) of p, q, their reversals and p - q (the sums after every pair p[i], -q[i]), then
+    p and q themselves.  Suffix sums are stored backwards (entry i sums symbols i..k-1)."""
     k = p.shape[0]
     t = np.zeros((PRE_ROWS, k + 1))
-    inter = np.empty(2 * k)  # p[0], -q[0], p[1], -q[1], ...: the order of the sums of p - q
-    rinter = np.empty(2 * k)  # the same of the reversed alphabet
-    for i in range(k):
-        inter[2 * i] = p[i]
-        inter[2 * i + 1] = -q[i]
-        rinter[2 * i] = p[k - 1 - i]
-        rinter[2 * i + 1] = -q[k - 1 - i]
-    _neumaier(p, k, 1, 0, t, PH, 1, False)
-    _neumaier(q, k, 1, 0, t, QH, 1, False)
-    _neumaier(p, k, -1, k - 1, t, SPH, 1, True)
-    _neumaier(q, k, -1, k - 1, t, SQH, 1, True)
-    _neumaier(inter, 2 * k, 1, 0, t, DH, 2, False)
-    _neumaier(rinter, 2 * k, 1, 0, t, SDH, 2, True)
+    for r in range(6):
+        src = _SUM_SRC[r]
+        back = _SUM_BACK[r] == 1
+        row = _SUM_ROW[r]
+        per = 2 if src == 2 else 1  # terms per symbol
+        s = 0.0
+        comp = 0.0
+        for j in range(per * k):
+            i = j // per  # the symbol of this term, in summation order
+            sym = k - 1 - i if back else i
+            if src == 0 or (src == 2 and j % 2 == 0):
+                x = p[sym]
+            elif src == 1:
+                x = q[sym]
+            else:
+                x = -q[sym]
+            tt = s + x
+            if abs(s) >= abs(x):
+                e = (s - tt) + x
+            else:
+                e = (x - tt) + s
+            comp = comp + e
+            s = tt
+            if (j + 1) % per == 0:
+                col = k - 1 - i if back else i + 1
+                t[row, col] = s
+                t[row + 1, col] = comp
     for i in range(k):
         t[PX, i] = p[i]
         t[QX, i] = q[i]
@@ -144,14 +141,14 @@ def _dinkelbach_cached(pre, pos, sp, sq, val, state, sc, bounds, nb):
     par = np.empty(m + 1, dtype=np.int64)
     cand = np.empty(m + 1, dtype=np.int64)
     K.fill_cache(pre, pos, sp, sq, val, state, sc)
+    hinted = m < 0  # False, but not a literal: one compiled specialisation of cached_pass
     if c == 0.0:
         # every partition has denominator 1: one unpenalised pass is the optimum
-        K.cached_pass(pre, pos, sp, sq, val, state, sc, 0.0, H, cnt, par, False)
+        K.cached_pass(pre, pos, sp, sq, val, state, sc, 0.0, H, cnt, par, hinted)
         nb = K._traceback(pos, par, cnt, bounds)
         return K.partition_ratio(pre, bounds, nb, sc), nb
     lam = K.partition_ratio(pre, bounds, nb, sc)
     passes = 0
-    hinted = False
     while passes < K.MAX_DINKELBACH_STEPS and not math.isinf(lam):
         K.cached_pass(pre, pos, sp, sq, val, state, sc, lam * c, H, cnt, par, hinted)
         passes += 1
@@ -214,7 +211,9 @@ def _reduce_no_ties(u, v):
             idx[j] = i
             key[j] = np.log(u[i]) - np.log(v[i])  # -inf for p = 0, +inf for q = 0
             j += 1
-    perm = np.argsort(key, kind="mergesort")
+    # any sort: the keys are distinct unless there are near-ties, which return below (numpy's
+    # default kind compiles without the string handling of ``kind=``)
+    perm = np.argsort(key)
     members = np.empty(m, dtype=np.int64)
     for j in range(m):
         members[j] = idx[perm[j]]
@@ -252,7 +251,8 @@ def small_solve(u, v, l_user, code, param, c, A, lf, input_terms):
     ok, members = _reduce_no_ties(u, v)
     k = members.shape[0]
     order = np.empty(n, dtype=np.int64)
-    order[:k] = members
+    for j in range(k):  # (a slice assignment would compile numba's string formatting of its errors)
+        order[j] = members[j]
     j = k
     for i in range(n):
         if not (u[i] > 0.0 or v[i] > 0.0):
