@@ -508,9 +508,10 @@ def spr_mechanism_from_assignment(block_of: Any, eps: float, labels: Sequence | 
         raise TypeError(f"block_of must hold integers, got {_short(block_of)}")
     if b.ndim != 1 or b.size == 0:
         raise ValueError(f"block_of must be a non-empty 1-D array, got {_short(block_of)}")
-    if int(b.min()) < 0:
-        raise ValueError(f"block_of must hold block indices >= 0, found {int(b.min())}")
-    counts = np.bincount(b)
+    try:
+        counts = np.bincount(b)
+    except ValueError:  # a negative entry
+        raise ValueError(f"block_of must hold block indices >= 0, found {int(b.min())}") from None
     if not counts.all():
         empty = int(np.argmin(counts))
         raise ValueError(f"block_of must use every block 0..{counts.size - 1}, block {empty} is empty")

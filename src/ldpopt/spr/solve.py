@@ -190,10 +190,11 @@ def optimal_mechanism(
     l_user = check_positive_int(max_outputs, "max_outputs", allow_none=True)
     if method not in ("auto", "dp", "fast"):
         raise ValueError(f"method must be 'auto', 'dp' or 'fast', got method={method!r}")
-    if method != "dp" and _compiled().small_path(div, u.shape[0]):
+    fast = _compiled() if method != "dp" else None
+    if fast is not None and fast.small_path(div, u.shape[0]):
         # small alphabets: reduction, prefix sums and solve in one compiled call (None: the
         # likelihood ratios have near-ties, which the exact reduction below merges)
-        small = _compiled().solve_small(u, v, eps, div, l_user)
+        small = fast.solve_small(u, v, eps, div, l_user)
         if small is not None:
             return _small_result(small, u, v, eps, div, l_user, labels)
     red = _reduce(u, v)
