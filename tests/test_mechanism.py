@@ -10,6 +10,7 @@ import pytest
 import ldpopt
 from _errmodel import KL, R_FN, U, fdiv_bound, naive_bound, within, within_all
 from _valuebounds import C_RR_ENTRY
+from ldpopt.mechanism import spr_mechanism_from_assignment
 from reference import rr_on_blocks
 
 #: the numerics tests: CI also runs them on numpy's AVX2 and baseline loops (.ci/npy_disable.py)
@@ -323,3 +324,29 @@ def test_to_opendp_without_opendp_names_the_extra(monkeypatch, build):
     err = info.value
     assert (err.extra, err.missing) == ("opendp", "opendp")
     assert 'pip install "ldpopt[opendp]"' in str(err)
+
+
+def test_spr_mechanism_from_assignment_is_spr_mechanism_of_its_blocks():
+    rng = np.random.default_rng(70)
+    for _ in range(20):
+        k, s = int(rng.integers(1, 12)), int(rng.integers(1, 5))
+        block_of = np.concatenate((np.arange(min(s, k)), rng.integers(0, min(s, k), k - min(s, k))))
+        rng.shuffle(block_of)
+        eps = float(rng.choice([0.3, 2.0, 50.0, math.inf]))
+        labels = [f"x{i}" for i in range(k)]
+        got = spr_mechanism_from_assignment(block_of, eps, labels=labels)
+        part = [sorted(np.flatnonzero(block_of == j).tolist()) for j in range(int(block_of.max()) + 1)]
+        ref = ldpopt.spr_mechanism(part, k, eps, labels=labels)
+        assert np.array_equal(got.matrix, ref.matrix) and got.partition == ref.partition
+        assert got.labels == ref.labels and got.eps == ref.eps and got.name == ref.name
+        assert not got.matrix.flags.writeable
+    with pytest.raises(TypeError, match="block_of"):
+        spr_mechanism_from_assignment(np.array([0.0, 1.0]), 1.0)
+    with pytest.raises(ValueError, match="block_of"):
+        spr_mechanism_from_assignment(np.array([[0, 1]]), 1.0)
+    with pytest.raises(ValueError, match="block_of"):
+        spr_mechanism_from_assignment(np.array([0, -1]), 1.0)
+    with pytest.raises(ValueError, match="block 1 is empty"):
+        spr_mechanism_from_assignment(np.array([0, 2, 2]), 1.0)
+    with pytest.raises(ValueError, match="eps"):
+        spr_mechanism_from_assignment(np.array([0, 1]), -1.0)

@@ -43,6 +43,7 @@ __all__ = [
     "randomized_response",
     "binary_mechanism",
     "spr_mechanism",
+    "spr_mechanism_from_assignment",
     "two_set_mechanism",
     "LDP_RTOL",
     "ROW_SUM_TOL",
@@ -495,6 +496,38 @@ def spr_mechanism(
     # ``Mechanism.__post_init__`` (row sums, privacy level, partition against the matrix) are
     # O(k s) of Python and numpy calls that every solve would pay for nothing
     return Mechanism._trusted(m, eps, lab, tuple(blocks), "spr")
+
+
+def spr_mechanism_from_assignment(block_of: Any, eps: float, labels: Sequence | None = None) -> Mechanism:
+    r"""SPR mechanism in which symbol i is in block ``block_of[i]`` (s-ary RR on the block label).
+
+    The same mechanism as ``spr_mechanism(partition, len(block_of), eps, labels)`` with block j
+    the symbols i with ``block_of[i] == j`` (ascending): ``block_of`` holds integers in
+    ``range(s)``, every one of them used, s the number of outputs.  Checked in O(k) vectorised
+    steps, which suits solvers that produce the assignment (``optimal_mechanism``).
+    """
+    eps = check_eps(eps)
+    b = np.asarray(block_of)
+    if b.dtype.kind not in "iu":
+        raise TypeError(f"block_of must hold integers, got {_short(block_of)}")
+    if b.ndim != 1 or b.size == 0:
+        raise ValueError(f"block_of must be a non-empty 1-D array, got {_short(block_of)}")
+    try:
+        counts = np.bincount(b)
+    except ValueError:  # a negative entry
+        raise ValueError(f"block_of must hold block indices >= 0, found {int(b.min())}") from None
+    if not counts.all():
+        empty = int(np.argmin(counts))
+        raise ValueError(f"block_of must use every block 0..{counts.size - 1}, block {empty} is empty")
+    k = b.shape[0]
+    order = np.argsort(b, kind="stable").tolist()  # block by block, ascending symbols
+    ends = np.cumsum(counts).tolist()
+    blocks = tuple(tuple(order[a:e]) for a, e in zip([0, *ends[:-1]], ends, strict=True))
+    m = _block_matrix(b, counts.size, eps)
+    m.setflags(write=False)
+    lab = None if labels is None else _check_labels(labels, "labels", k, "rows")
+    # valid by construction, as spr_mechanism's
+    return Mechanism._trusted(m, eps, lab, blocks, "spr")
 
 
 def _spr_block_of(blocks: list[tuple[int, ...]], k: int) -> np.ndarray:

@@ -28,6 +28,7 @@ from _valuebounds import (
 )
 from ldpopt.divergences import get_divergence
 from ldpopt.errors import LdpoptWarning
+from ldpopt.spr import _policy
 from ldpopt.spr import grid as spr_grid
 from ldpopt.spr._policy import power_far as _power_far
 from ldpopt.spr.reduction import _reduce
@@ -244,6 +245,9 @@ def test_sweep_accepts_labelled_pairs_and_normalize():
 
 @pytest.mark.nojit
 def test_user_divergence_falls_back_with_one_warning(monkeypatch):
+    # above the table path's size a user's divergence runs the readable program (lowered here
+    # so that pairs of 5 symbols take it; tests/spr/test_small.py tests the table path itself)
+    monkeypatch.setattr(_policy, "USER_TABLE_MAX_K", 4)
     monkeypatch.setattr(spr_grid, "_warned_user_divergence", False)
     user = ldpopt.FDivergence(lambda t: (np.sqrt(t) - 1.0) ** 2, name="my-hellinger")
     rng = np.random.default_rng(23)

@@ -7,7 +7,7 @@ ldpopt's perspectives or solvers is used): the outputs of s-ary randomized respo
 block label are :math:`(1 + (e^\\varepsilon - 1) P(B_j)) / (e^\\varepsilon + s - 1)` (SPR
 eq. 11, the block masses themselves at eps = inf).  ldpopt's value must agree to ``REL_TOL``
 relative for the readable program (``method="dp"``), the default single solve (``"fast"``,
-the table path) and ``ldpopt.sweep`` (the compiled kernels), with and without budgets, and
+the compiled small path) and ``ldpopt.sweep`` (the compiled kernels), with and without budgets, and
 the input divergence ``D_f(P0||P1)`` too.  The measured errors are tabulated in docs/spr.md.
 
 Runtime: ~10 s; ``test_many_random_instances`` (40 more instances) is marked ``slow`` (~12 s)

@@ -363,21 +363,21 @@ _COMPILED_KERNELS = """
 import json, sys
 import numpy as np
 import ldpopt
-from ldpopt.spr import _kernels as K
+from ldpopt.spr import _kernels as K, _small as S
 rng = np.random.default_rng(0)
 p, q = rng.dirichlet(np.ones(40)), rng.dirichlet(np.ones(40))
 for eps, l in ((2.0, None), (9.0, 2), (float("inf"), None), (40.0, None)):
     ldpopt.optimal_mechanism(p, q, eps, "kl", l)
-print(json.dumps(sorted(n for n in dir(K) if getattr(getattr(K, n), "signatures", None))))
+print(json.dumps([sorted(n for n in dir(M) if getattr(getattr(M, n), "signatures", None)) for M in (K, S)]))
 """
 
 
-def test_small_single_solves_touch_only_the_table_kernels():
-    """The first solve of a small problem compiles three small kernels, none of the pruned ones.
+def test_small_single_solves_touch_only_the_small_kernels():
+    """A small solve is one call of ``_small.small_solve`` (its callees come linked into it), plus
+    the budget program when a budget binds: no sweep driver, no cache-free pass, no table kernel.
 
-    This is what keeps a first call with an empty numba cache at about a second (the pruned
-    kernels take 10-15 s to compile; benchmarks/bench_fast.py measures it).  Run in a fresh
-    process: it lists every kernel that was compiled or loaded from the on-disk cache.
+    Run in a fresh process: it lists every kernel that was compiled or loaded from the on-disk
+    cache.
     """
     env = {key: val for key, val in os.environ.items() if key != "NUMBA_DISABLE_JIT"}
     out = (
@@ -387,7 +387,7 @@ def test_small_single_solves_touch_only_the_table_kernels():
         .stdout.strip()
         .splitlines()[-1]
     )
-    assert json.loads(out) == ["table_args", "table_budget_dp", "table_pass"]
+    assert json.loads(out) == [["budget_dp"], ["small_solve"]]
 
 
 _CACHED_RUN = """
@@ -411,7 +411,7 @@ import ldpopt
 from ldpopt.spr import _kernels as K
 
 rng = np.random.default_rng(0)
-for k in (40, 1100):  # the table path, then the large single solve (no score cache)
+for k in (40, 1100):  # the small path (score cache), then the large single solve (no cache)
     p, q = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))
     ldpopt.optimal_mechanism(p, q, 2.0, "kl")
 used = sorted(n for n in dir(K) if getattr(getattr(K, n), "signatures", None))
@@ -422,9 +422,9 @@ print(json.dumps({"compiles": len(compiles), "hits": hits, "used": used}))
 
 def test_a_second_process_loads_every_kernel_from_the_cache(tmp_path):
     """Two fresh processes share one empty numba cache directory: the first compiles, the
-    second only loads (no ``numba:compile`` event, numba's cache hit counters > 0).  The large
-    single solve compiles the uncached pass and the scoring kernels, not the score-cache
-    kernels or the compiled drivers that only sweeps need."""
+    second only loads (no ``numba:compile`` event, numba's cache hit counters > 0).  The small
+    solve compiles the score-cache kernels, the large one the uncached pass and the scoring
+    kernels; neither compiles the drivers that only sweeps need."""
     env = {key: val for key, val in os.environ.items() if key != "NUMBA_DISABLE_JIT"}
     env["NUMBA_CACHE_DIR"] = str(tmp_path)
     runs = []
@@ -438,15 +438,7 @@ def test_a_second_process_loads_every_kernel_from_the_cache(tmp_path):
     assert second["compiles"] == 0 and second["hits"] > 0
     assert set(second["used"]) <= set(first["used"])  # callees come linked into their callers
     assert "uncached_pass" in first["used"]
-    sweep_only = {
-        "cached_pass",
-        "dinkelbach_ws",
-        "_coarse_start",
-        "solve_ws",
-        "sums_tables",
-        "fill_cache",
-        "_pass",
-    }
+    sweep_only = {"dinkelbach_ws", "_coarse_start", "solve_ws", "_pass", "carry_bounds", "solve_item"}
     assert not sweep_only & set(first["used"])
 
 

@@ -28,17 +28,32 @@ import math
 import numpy as np
 
 from ldpopt._numerics import rescale
-from ldpopt.divergences import FDivergence, perspective_array
+from ldpopt.divergences import CODE_POWER_DOWN, CODE_POWER_UP, FDivergence, is_chernoff, perspective_array
 from ldpopt.spr import _kernels as K
-from ldpopt.spr import _policy
+from ldpopt.spr import _policy, _small
 from ldpopt.spr._policy import METHOD_NAMES
-from ldpopt.spr.reduction import _Prefix
+from ldpopt.spr.reduction import PX, QX, LRReduction, _Prefix
 
-__all__ = ["supports", "solve", "solve_scores", "score_table", "METHOD_NAMES", "TABLE_MAX_K", "PATHS"]
+__all__ = [
+    "supports",
+    "solve",
+    "solve_scores",
+    "score_table",
+    "small_path",
+    "solve_small",
+    "METHOD_NAMES",
+    "TABLE_MAX_K",
+    "PATHS",
+]
 
-#: single solves with at most this many reduced symbols take the table path: its packed score
-#: table has k (k + 1) / 2 entries (4.2 MB at the threshold), like the pruned path's cache
-TABLE_MAX_K = K.SCORE_CACHE_MAX_K
+#: ``path="auto"`` takes the table path for a built-in divergence up to this many reduced
+#: symbols: none by default (0).  The pruned path with a score cache (``_small.cached_solve``,
+#: k <= ``SCORE_CACHE_MAX_K``) is several times faster from k ~ 20 on: it scores only the blocks
+#: its bounds cannot rule out (libm scores, within the error model of the readable program's),
+#: where the table path scores all k (k + 1) / 2 blocks with numpy (the readable program's scores
+#: bit for bit).  A user's divergence always takes the table path (up to
+#: ``_policy.USER_TABLE_MAX_K``); tests raise this to route built-ins through it too.
+TABLE_MAX_K = 0
 #: the table's scores are evaluated by numpy in chunks of this many blocks, which bounds the
 #: temporaries of the vectorised perspective (and keeps them in cache)
 TABLE_CHUNK = 1 << 15
@@ -107,13 +122,79 @@ def _solve_pruned(p, q, k, l, code, param, c, A, lf):
     if k > K.SCORE_CACHE_MAX_K:
         raw, nb, code = _solve_uncached(pre, k, l, sc, bounds)
         return raw, bounds, nb, code
-    sp, sq, val, state = K._new_cache(pre, np.arange(k + 1, dtype=np.int64))
-    # ``solve_ws`` runs as Python here and calls the compiled kernels: each of them is then
-    # compiled only when first needed (the budget program only if a budget binds), which keeps
-    # the first call short; the overhead is a few us
-    solve_ws = getattr(K.solve_ws, "py_func", K.solve_ws)  # (a plain function with NUMBA_DISABLE_JIT)
-    raw, nb, code = solve_ws(pre, k, l, sc, bounds, 0, sp, sq, val, state, np.empty(0, dtype=np.int64))
+    # k <= SCORE_CACHE_MAX_K: the score cache (the compiled drivers of _kernels.solve_ws are not
+    # needed: _small.cached_solve takes its decisions, compiling only the cached kernels)
+    raw, nb, code = _cached(pre, k, l, sc, bounds)
     return raw, bounds, nb, code
+
+
+def _cached(pre, k, l, sc, bounds):
+    """``_kernels.solve_ws`` with a score cache and no warm start (``_small.cached_solve``, then the
+    budget program when ``_policy.settle`` asks for it): ``(raw, nb, method)``."""
+    raw, nb, code, budget = _small.cached_solve(pre, np.int64(k), np.int64(l), sc, bounds)
+    if budget > 0:
+        raw, nb = K.budget_dp(pre, np.int64(k), np.int64(budget), sc, bounds)
+    return float(raw), int(nb), int(code)
+
+
+# ---------------------------------------------------------------------------------------------
+# Small single solves: one compiled call from the validated pair to the optimum
+# ---------------------------------------------------------------------------------------------
+def small_path(div: FDivergence, n: int) -> bool:
+    """True when ``optimal_mechanism`` solves a pair of ``n`` symbols by :func:`solve_small`: a
+    built-in f-divergence, ``n <= _small.SMALL_MAX_K``, and ``path="auto"`` would not take the
+    table path (it never does unless a test raises ``TABLE_MAX_K``)."""
+    return bool(div.is_builtin) and not is_chernoff(div) and n <= _small.SMALL_MAX_K and TABLE_MAX_K < 1
+
+
+def solve_small(u: np.ndarray, v: np.ndarray, eps: float, div: FDivergence, l_user: int | None):
+    r"""The optimum of a validated pair by one compiled call, or ``None``.
+
+    :func:`ldpopt.spr._small.small_solve` (reduction, prefix table, the cached solve and the terms
+    of :math:`D_f(u\|v)`), then the budget program when it asks for it.  Returns ``None`` when two
+    likelihood ratios are within the reduction's near-tie tolerance (the caller reduces exactly
+    and solves by :func:`solve`), else ``(raw, nb, method, input divergence, block_of, reduced)``:
+    ``block_of`` the output of every original symbol, ``reduced()`` the reduction and the cuts
+    (built on demand).  Same result as ``solve(reduction.p, reduction.q, eps, div, l)`` (the same
+    kernels on the same prefix table).  The input divergence is the sum of the kernel's terms by
+    ``math.fsum`` (as ``FDivergence.raw``; libm terms) for every built-in but Renyi, whose
+    reported value is ``renyi_value``'s.
+    """
+    c, A, lf = rescale(float(eps))
+    code = int(div.code)
+    renyi = code in (CODE_POWER_UP, CODE_POWER_DOWN)
+    l_arg = 0 if l_user is None else int(l_user)
+    status, order, pre, raw, nb, method, budget, bounds, block_of, terms, terms_inf = _small.small_solve(
+        u, v, l_arg, code, float(div.param), c, A, lf, not renyi
+    )
+    if status != _small.SOLVED:
+        return None
+    k = pre.shape[1] - 1
+    if budget > 0:
+        raw, nb = K.budget_dp(pre, np.int64(k), np.int64(budget), (code, float(div.param), c, A, lf), bounds)
+        block_of[:] = 0
+        block_of[order[:k]] = np.repeat(np.arange(nb), np.diff(bounds[: nb + 1]))
+    if renyi:
+        input_div = div(u, v)
+    elif terms_inf:
+        input_div = math.inf
+    else:
+        input_div = div.transform(max(math.fsum(terms.tolist()), 0.0))
+    nb = int(nb)
+
+    def reduced():
+        red = LRReduction(
+            p=pre[PX, :k],
+            q=pre[QX, :k],
+            members=order[:k],
+            starts=np.arange(k + 1, dtype=np.int64),
+            dropped=tuple(order[k:].tolist()),
+            k_original=int(u.shape[0]),
+        )
+        b = bounds[: nb + 1].tolist()
+        return red, [(b[j], b[j + 1]) for j in range(nb)]
+
+    return float(raw), nb, METHOD_NAMES[int(method)], input_div, block_of, reduced
 
 
 # ---------------------------------------------------------------------------------------------

@@ -73,7 +73,8 @@ class SweepResult:
     input_divergence : ndarray, shape (T,)
         :math:`D_f(P_0\\|P_1)` of every pair (the non-private value).
     method : str
-        ``"fast"`` (compiled kernels) or ``"dp"`` (readable program, user divergences).
+        ``"fast"`` (compiled kernels) or ``"dp"`` (readable program: user divergences over more
+        than 1024 reduced symbols).
     """
 
     values: np.ndarray
@@ -165,8 +166,10 @@ def sweep(
         Privacy levels, each > 0 (``math.inf`` allowed).
     divergence : str or FDivergence
         Any built-in name or factory (``"kl"``, ``"tv"``, ``"egamma:1.5"``, ``"renyi:2"``...);
-        a user's Python :class:`~ldpopt.FDivergence` runs on the readable solver (with a
-        one-time :class:`~ldpopt.errors.LdpoptWarning`).
+        a user's Python :class:`~ldpopt.FDivergence` takes the single solver's table path (its
+        own vectorised perspective scores every block, the compiled passes solve: the readable
+        program's optimum exactly) up to 1024 reduced symbols per pair, and the readable solver
+        above (with a one-time :class:`~ldpopt.errors.LdpoptWarning`).
     max_outputs : int, optional
         Output budget l for every cell (``None``: no budget).
     return_partitions : bool
@@ -210,6 +213,11 @@ def sweep(
         method = "fast"
     elif div.is_builtin:
         raw, nb, bounds = _sweep_fast(reds, ls, grid, div, bool(return_partitions), progress)
+        method = "fast"
+    elif max(r.k for r in reds) <= _policy.USER_TABLE_MAX_K:
+        # a user's divergence: the table path, every block scored by its own vectorised
+        # perspective (optimal_mechanism's path for it: the readable program's optimum exactly)
+        raw, nb, bounds = _sweep_small(reds, ls, grid, div, bool(return_partitions), progress)
         method = "fast"
     else:
         _warn_user_divergence(div)
@@ -274,8 +282,9 @@ def _warn_user_divergence(div: FDivergence) -> None:
     if not _warned_user_divergence:
         _warned_user_divergence = True
         warnings.warn(
-            f"divergence {div.name!r} is a Python FDivergence without a compiled kernel; sweep falls back "
-            "to the readable O(l k^2) program (same optimum, much slower). Use a built-in name or factory "
+            f"divergence {div.name!r} is a Python FDivergence and a pair has more than "
+            f"{_policy.USER_TABLE_MAX_K} reduced symbols; sweep falls back to the readable O(l k^2) "
+            "program (same optimum, much slower). Use a built-in name or factory "
             "(kl, reverse_kl, tv, chi2, hellinger, js, egamma, renyi) for speed.",
             LdpoptWarning,
             stacklevel=3,
@@ -400,23 +409,29 @@ def _small(reds, E: int) -> bool:
     return kmax <= _policy.USER_TABLE_MAX_K and len(reds) * E * kmax * kmax <= SMALL_SWEEP_WORK
 
 
-def _sweep_small(reds, ls, grid, div, keep_bounds):
-    """A small sweep cell by cell through the single solver (``optimal_mechanism``'s table path
-    up to 1024 symbols): its three small kernels, not the batched ones, so a first sweep in a
-    fresh process compiles about a second instead of the batched kernels' 10-20 s, and every
-    cell is ``optimal_mechanism``'s own answer."""
+def _sweep_small(reds, ls, grid, div, keep_bounds, progress=False):
+    """A sweep cell by cell through the table path of the single solver (``_fast.solve(...,
+    path="table")``, up to 1024 symbols): small sweeps of a built-in divergence (its three small
+    kernels, not the batched ones, so a first sweep in a fresh process compiles about a second
+    instead of the batched kernels' 10-20 s) and every sweep of a user's divergence (scored by its
+    own vectorised perspective: the readable program's optimum and partition exactly)."""
     T, E = len(reds), grid.shape[0]
     raw = np.empty((T, E))
     nb = np.empty((T, E), dtype=np.int64)
     cuts_all: list[list[Any]] | None = [[None] * E for _ in range(T)] if keep_bounds else None
     solve = _compiled().solve
-    for t, r in enumerate(reds):
-        for e, eps in enumerate(grid):
-            value, cuts, _ = solve(r.p, r.q, float(eps), div, int(ls[t]))
-            raw[t, e] = value
-            nb[t, e] = len(cuts)
-            if cuts_all is not None:
-                cuts_all[t][e] = cuts
+    bar = _progress_bar(T * E, progress, f"sweep {T} x {E} ({div.name})")
+    try:
+        for t, r in enumerate(reds):
+            for e, eps in enumerate(grid):
+                value, cuts, _ = solve(r.p, r.q, float(eps), div, int(ls[t]), path="table")
+                raw[t, e] = value
+                nb[t, e] = len(cuts)
+                if cuts_all is not None:
+                    cuts_all[t][e] = cuts
+                bar.advance(1)
+    finally:
+        bar.close()
     return raw, nb, cuts_all
 
 

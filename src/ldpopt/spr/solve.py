@@ -45,7 +45,7 @@ from ldpopt.divergences import (
     power_log_terms,
     renyi_value,
 )
-from ldpopt.mechanism import Mechanism, spr_mechanism
+from ldpopt.mechanism import Mechanism, spr_mechanism, spr_mechanism_from_assignment
 from ldpopt.spr import _policy, chernoff
 from ldpopt.spr.reduction import LRReduction, _Prefix, _reduce
 from ldpopt.spr.reference import _dp_readable
@@ -190,6 +190,13 @@ def optimal_mechanism(
     l_user = check_positive_int(max_outputs, "max_outputs", allow_none=True)
     if method not in ("auto", "dp", "fast"):
         raise ValueError(f"method must be 'auto', 'dp' or 'fast', got method={method!r}")
+    fast = _compiled() if method != "dp" else None
+    if fast is not None and fast.small_path(div, u.shape[0]):
+        # small alphabets: reduction, prefix sums and solve in one compiled call (None: the
+        # likelihood ratios have near-ties, which the exact reduction below merges)
+        small = fast.solve_small(u, v, eps, div, l_user)
+        if small is not None:
+            return _small_result(small, u, v, eps, div, l_user, labels)
     red = _reduce(u, v)
     l = red.k if l_user is None else min(l_user, red.k)
     if is_chernoff(div):
@@ -198,6 +205,33 @@ def optimal_mechanism(
         return replace(res, lam=sol.lam, upper_bound=sol.upper_bound)
     raw, cuts, used = _solve_reduced(red.p, red.q, eps, div, l, method)
     return _build_result(red, raw, cuts, eps, div, l_user, u, v, labels, used)
+
+
+def _small_result(small, u, v, eps, div, l_user, labels) -> OptimalMechanismResult:
+    """The result of ``_fast.solve_small``'s optimum: the partition and the mechanism from the
+    solver's assignment of symbols to outputs (the blocks ``red.lift_blocks(cuts)`` would give:
+    ascending symbols, those of mass 0 in block 0); Renyi through the reduction (its value is
+    evaluated from the blocks, far from S = 1 after a second solve)."""
+    raw, nb, used, input_div, block_of, reduced = small
+    if div.code in (CODE_POWER_UP, CODE_POWER_DOWN):
+        red, cuts = reduced()
+        if _policy.power_far(div, raw):
+            l = red.k if l_user is None else min(l_user, red.k)
+            cuts = _solve_power_far(red.p, red.q, eps, div, l, cuts, True)
+        return _build_result(red, raw, cuts, eps, div, l_user, u, v, labels, used, input_div)
+    mech = spr_mechanism_from_assignment(block_of, eps, labels=labels)
+    return OptimalMechanismResult(
+        value=_partition_value(None, None, eps, div, None, raw),
+        mechanism=mech,
+        partition=mech.partition,
+        num_outputs=nb,
+        eps=eps,
+        divergence=div.name,
+        max_outputs=l_user,
+        input_divergence=input_div,
+        method=used,
+        labels=labels,
+    )
 
 
 def _solve_reduced(p, q, eps, div, l, method):
@@ -329,7 +363,10 @@ def _build_result(
     v: np.ndarray,
     labels,
     method: str,
+    input_div: float | None = None,
 ) -> OptimalMechanismResult:
+    """The result of the optimum ``(raw, cuts)`` of the reduced instance ``red`` (``input_div``:
+    D_f(u || v) when the solver computed it, else ``div(u, v)``)."""
     partition = red.lift_blocks(cuts)
     mech = spr_mechanism(partition, red.k_original, eps, labels=labels)
     return OptimalMechanismResult(
@@ -340,7 +377,7 @@ def _build_result(
         eps=eps,
         divergence=div.name,
         max_outputs=l_user,
-        input_divergence=div(u, v),
+        input_divergence=div(u, v) if input_div is None else input_div,
         method=method,
         labels=labels,
     )
