@@ -46,6 +46,8 @@ TABLE_CHUNK = 1 << 15
 PATHS = ("auto", "table", "pruned")
 #: the kernels' traceback as a plain function (it is one already with NUMBA_DISABLE_JIT)
 _TRACEBACK = getattr(K._traceback, "py_func", K._traceback)
+#: the coarse start's refinement width as a plain function (scalar arithmetic, not worth a compile)
+_REFINE_WIDTH = getattr(K._refine_width, "py_func", K._refine_width)
 
 
 def supports(div: FDivergence) -> bool:
@@ -159,18 +161,19 @@ def _coarse_start(pre, k, sc, bounds) -> int:
     pos = (np.arange(g + 1, dtype=np.int64) * k) // g
     bounds[0], bounds[1] = 0, k
     nb = 1
-    for rnd in range(2):
+    for rnd in range(K.COARSE_REFINES + 1):
+        prev = bounds[: nb + 1].copy()
         nb = _dinkelbach_uncached(pre, pos, sc, bounds, nb)[1]
-        if rnd == 1:
+        if rnd > 0 and np.array_equal(bounds[: nb + 1], prev):
             break
-        # refine: allow every cut within two groups of a coarse cut
-        w = 2 * ((k + g - 1) // g)
+        w = int(_REFINE_WIDTH(k, g, nb))
+        if rnd == K.COARSE_REFINES or w < 1:
+            break
+        # refine: allow every cut within w of a cut
         mark = np.zeros(k + 1, dtype=bool)
         mark[0] = mark[k] = True
         for j in range(1, nb):
             mark[max(0, bounds[j] - w) : min(k, bounds[j] + w) + 1] = True
-        if int(mark.sum()) - 1 > K.SCORE_CACHE_MAX_K:
-            break
         pos = np.flatnonzero(mark).astype(np.int64)
     return nb
 

@@ -85,6 +85,8 @@ MAX_DINKELBACH_STEPS = 200
 COARSEN_MIN_K = 4096
 #: number of groups of the coarse grid
 COARSE_GROUPS = 1024
+#: at most this many refinements of the coarse optimum (each an O(m^2) solve over <= 1025 cuts)
+COARSE_REFINES = 3
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1074,11 +1076,27 @@ def budget_dp(pre, k, l, sc, bounds):
 # One solve: unconstrained first, the budget program only when it is needed
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy")
+def _refine_width(k, g, nb):
+    """Half-width of the windows around the ``nb - 1`` cuts of a coarse optimum (0: do not refine).
+
+    Two coarse groups, narrowed so that the windows hold at most ``SCORE_CACHE_MAX_K + 1`` cut
+    points (an O(m^2) pass over them stays cheap): with many blocks the windows shrink rather
+    than the refinement being skipped.
+    """
+    if nb < 2:
+        return 0
+    w = 2 * ((k + g - 1) // g)
+    return min(w, (SCORE_CACHE_MAX_K // (nb - 1) - 1) // 2)
+
+
+@njit(cache=True, error_model="numpy")
 def _coarse_start(pre, k, sc, bounds):
     """Start for large k: the optimum over cuts on a coarse grid, refined around its cuts.
 
-    Any partition is a valid Dinkelbach start; a good one saves full O(k^2) passes.
-    Returns the block count written to ``bounds``.
+    Any partition is a valid Dinkelbach start; a good one saves full O(k^2) passes.  The
+    refinement (every cut within :func:`_refine_width` of a current cut) is repeated until the
+    cuts stop moving, at most ``COARSE_REFINES`` times.  Returns the block count written to
+    ``bounds``.
     """
     g = min(COARSE_GROUPS, k)
     pos = np.empty(g + 1, dtype=np.int64)
@@ -1087,13 +1105,23 @@ def _coarse_start(pre, k, sc, bounds):
     bounds[0] = 0
     bounds[1] = k
     nb = np.int64(1)
-    for rnd in range(2):
+    prev = np.empty(k + 1, dtype=np.int64)
+    for rnd in range(COARSE_REFINES + 1):
+        nb_prev = nb
+        for j in range(nb + 1):
+            prev[j] = bounds[j]
         sp, sq, val, state = _new_cache(pre, pos)
         nb = dinkelbach_ws(pre, pos, sp, sq, val, state, np.empty(0, dtype=np.int64), sc, bounds, nb)[1]
-        if rnd == 1:
+        if rnd > 0 and nb == nb_prev:
+            moved = False
+            for j in range(nb + 1):
+                moved = moved or bounds[j] != prev[j]
+            if not moved:
+                break
+        w = _refine_width(k, g, nb)
+        if rnd == COARSE_REFINES or w < 1:
             break
-        # refine: allow every cut within two groups of a coarse cut
-        w = 2 * ((k + g - 1) // g)
+        # refine: allow every cut within w of a cut
         mark = np.zeros(k + 1, dtype=np.bool_)
         mark[0] = True
         mark[k] = True
@@ -1103,8 +1131,6 @@ def _coarse_start(pre, k, sc, bounds):
         m = 0
         for t in range(k + 1):
             m += mark[t]
-        if m - 1 > SCORE_CACHE_MAX_K:
-            break
         pos = np.empty(m, dtype=np.int64)
         m = 0
         for t in range(k + 1):
