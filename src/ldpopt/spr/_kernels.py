@@ -601,18 +601,21 @@ SUPER = GROUP * GROUP
 
 
 @njit(cache=True, error_model="numpy")
-def _box_prunes(pre, pos, ta, tb, b, hmax, best, sc, pen):
-    r"""True when no split point t in ``pos[ta..tb]`` can reach ``best`` for the end point ``b``.
+def _rect_prunes(pre, pos, ta, tb, b0, b1, hmax, best, sc, pen):
+    r"""True when no split point t in ``pos[ta..tb]`` can reach ``best`` for any end point
+    ``b`` in ``[b0, b1]`` (symbol indices, ``pos[tb] < b0``).
 
-    The block sums of [pos_t, b) lie in the box [dP(tb), dP(ta)] x [dQ(tb), dQ(ta)] (they
-    shrink as t grows) and the score g is convex in them, so it is at most its largest
-    corner value; each corner is bounded by :func:`score_bound`.  With ``hmax`` >= every
-    H[t] of the range, ``hmax + max corner - pen`` (plus the rounding budget of the scores,
-    1e-12 relative + 1e-11 per unit of block mass) bounds every candidate's computed value.
+    The block sums of [pos_t, b) lie in the box [dP(pos_tb, b0), dP(pos_ta, b1)] x
+    [dQ(pos_tb, b0), dQ(pos_ta, b1)] (they shrink as t grows and as b falls) and the score g
+    is convex in them, so it is at most its largest corner value; each corner is bounded by
+    :func:`score_bound`.  With ``hmax`` >= every H[t] of the range, ``hmax + max corner - pen``
+    (plus the rounding budget of the scores, 1e-12 relative + 1e-11 per unit of block mass,
+    covering also that computed block sums may leave the box by an ulp) bounds every
+    candidate's computed value (rounding is monotone).
     """
     code, param, c, A, lf = sc
-    pa, qa = block_sums(pre, pos[ta], b)
-    pb, qb = block_sums(pre, pos[tb], b)
+    pa, qa = block_sums(pre, pos[ta], b1)
+    pb, qb = block_sums(pre, pos[tb], b0)
     v1, _ = score_bound(code, param, c + A * pa, c + A * qa, A * (pa - qa), lf)
     v2, _ = score_bound(code, param, c + A * pa, c + A * qb, A * (pa - qb), lf)
     v3, _ = score_bound(code, param, c + A * pb, c + A * qa, A * (pb - qa), lf)
@@ -626,12 +629,158 @@ def _box_prunes(pre, pos, ta, tb, b, hmax, best, sc, pen):
 
 
 @njit(cache=True, error_model="numpy")
-def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH):
+def _box_prunes(pre, pos, ta, tb, b, hmax, best, sc, pen):
+    """True when no split point t in ``pos[ta..tb]`` can reach ``best`` for the end point ``b``
+    (:func:`_rect_prunes` with one end point)."""
+    return _rect_prunes(pre, pos, ta, tb, b, b, hmax, best, sc, pen)
+
+
+@njit(cache=True, error_model="numpy")
+def _chunk_prunes(pre, pos, i0, i1, sc, pen, H, par, hinted, GH, SH, live, slive):
+    """Mark the complete groups and super groups of split points before ``i0`` that no end point
+    ``i0 <= i < i1`` needs (``live[g]``/``slive[sg]`` False; :func:`_uncached_row` skips them).
+
+    Every end point i of the chunk gets one exactly scored candidate (its hint when that is
+    before ``i0``, else the last split point found, ``par[i0 - 1]``), computed as the row
+    computes it, so ``L``, the smallest of these values, is at most every row's final best;
+    a range whose :func:`_rect_prunes` bound over all the chunk's end points is below ``L``
+    holds no maximiser and no tie of any row of the chunk.
+    """
+    code, param, c, A, lf = sc
+    L = math.inf
+    for i in range(i0, i1):
+        t = par[i] if hinted else -1
+        if t < 0 or t >= i0:
+            t = par[i0 - 1]
+        dp, dq = block_sums(pre, pos[t], pos[i])
+        w = perspective(code, param, c + A * dp, c + A * dq, A * block_diff(pre, pos[t], pos[i], dp, dq), lf)
+        L = min(L, H[t] + (w - pen))
+    if not L > -math.inf:  # NaN or -inf: prune nothing
+        for sg in range(i0 // SUPER):
+            slive[sg] = True
+        for g in range(i0 // GROUP):
+            live[g] = True
+        return
+    b0 = pos[i0]
+    b1 = pos[i1 - 1]
+    for sg in range(i0 // SUPER):
+        slive[sg] = not _rect_prunes(pre, pos, sg * SUPER, sg * SUPER + SUPER - 1, b0, b1, SH[sg], L, sc, pen)
+    for g in range(i0 // GROUP):
+        sg = g // GROUP
+        if sg < i0 // SUPER and not slive[sg]:
+            continue  # the row skips the whole super group
+        live[g] = not _rect_prunes(pre, pos, g * GROUP, g * GROUP + GROUP - 1, b0, b1, GH[g], L, sc, pen)
+
+
+#: slack per unit of block mass of the tangent bound (:func:`_tangent_prunes`): the scores'
+#: error budget (BOUND_SLACK_FAR), once more for the block sums of [t, b) differing from the
+#: sums of [tb, b) plus [t, tb) by a few ulp of the mass (times |grad g| <= 1 + |log(x/y)| <= 700
+#: where the bound applies: < 1e-12 per unit), and a margin
+TANGENT_SLACK_MASS = 3 * BOUND_SLACK_FAR
+
+
+@njit(cache=True, error_model="numpy")
+def group_sums(pre, pos, GS):
+    """``GS[0, t], GS[1, t]``: (dP, dQ) of [pos[t], pos[tb]) with ``tb`` the last position of t's
+    group of ``GROUP`` (0 for t = tb; complete groups only): the part of a block [pos[t], b)
+    before the group's last cut, which does not depend on the end point (:func:`_tangent_prunes`)."""
+    m = pos.shape[0] - 1
+    for g in range((m + 1) // GROUP):
+        tb = g * GROUP + GROUP - 1
+        GS[0, tb] = 0.0
+        GS[1, tb] = 0.0
+        for t in range(g * GROUP, tb):
+            dp, dq = block_sums(pre, pos[t], pos[tb])
+            GS[0, t] = dp
+            GS[1, t] = dq
+
+
+@njit(cache=True, error_model="numpy")
+def _tangent_prunes(pre, pos, ta, tb, b, H, GS, best, sc, pen):
+    r"""True when no split point t in ``pos[ta..tb]`` can reach ``best`` for the end point ``b`` (KL).
+
+    A bound that keeps the split point's value and its score together (the box bound of
+    :func:`_box_prunes` takes the largest ``H`` and the largest score separately, which loses
+    to first order in the group's mass next to the optimum).  With
+    :math:`z_t = (c + A\,dP[t, b), c + A\,dQ[t, b))`, :math:`z_t = z_b + A (P_t, Q_t)` where
+    :math:`z_b = z_{tb}` and :math:`(P_t, Q_t) \ge 0` are the sums of [t, tb) (``GS``,
+    :func:`group_sums`).  The KL perspective :math:`g(x, y) = x \log(x/y) - x + y` is the
+    supremum of the lines :math:`\theta x - (e^\theta - 1) y` (touching at
+    :math:`\theta = \log(x/y)`), so with :math:`\rho_t` the ratio at :math:`z_t` and
+    :math:`\theta_t = \log \rho_t`:
+
+    .. math:: g(z_t) = \theta_t x_b - (\rho_t - 1) y_b + A h_t(\theta_t) \le g(z_b) + A h_t(\theta_t),
+              \quad h_t(\theta) = \theta P_t - (e^\theta - 1) Q_t.
+
+    For any :math:`\rho_0 > 0`, :math:`\theta_0 = \log\rho_0`:
+    :math:`h_t(\theta_t) - h_t(\theta_0) = (\theta_t - \theta_0) P_t - (\rho_t - \rho_0) Q_t`,
+    and :math:`\rho_t \in [r_{lo}, r_{hi}] = [x_b / (y_b + A Q_{max}), (x_b + A P_{max}) / y_b]`,
+    with :math:`\log(r_{hi}/\rho_0) \le r_{hi}/\rho_0 - 1`.  Hence every candidate has
+
+    .. math:: H_t + g(z_t) \le g(z_b) + \max_t [H_t + A\theta_0 P_t - A(\rho_0 - 1) Q_t]
+              + A [(r_{hi}/\rho_0 - 1)_+ P_{max} + (\rho_0 - r_{lo})_+ Q_{max}],
+
+    whose last term is of second order in the group's mass (:math:`\rho_0 = x_b / y_b`; its
+    value is any float: nothing depends on its accuracy).  Rounding: the computed scores are
+    within ``BOUND_SLACK_REL`` relative plus ``BOUND_SLACK_FAR`` per unit of mass of the exact
+    perspective at their computed arguments (the error budget of :func:`score_bound`), the
+    computed block sums of [t, b) differ from z_b + A (P_t, Q_t) by a few ulp of the mass
+    (``TANGENT_SLACK_MASS``), and the few roundings of this bound, of the candidate's
+    ``H[t] + (w - pen)`` and of the final comparison are each below 4 ulp of one of the
+    magnitudes summed in ``mag`` (1e-12 of it is ~4500 ulp).  Returns False (no decision) for
+    other divergences, a zero mass, an extreme ratio, or a NaN.
+    """
+    code, param, c, A, lf = sc
+    if code != CODE_KL:
+        return False
+    pb, qb = block_sums(pre, pos[tb], b)
+    xb = c + A * pb
+    yb = c + A * qb
+    if not (xb > 0.0 and yb > 0.0):
+        return False
+    rho = xb / yb
+    if not (_Z_MIN < rho < _Z_MAX):
+        return False
+    a1 = A * math.log(rho)
+    a2 = A * (rho - 1.0)
+    mx = -math.inf
+    hm = 0.0
+    pmax = 0.0
+    qmax = 0.0
+    for t in range(ta, tb + 1):
+        ht = H[t]
+        if ht != ht:
+            return False
+        if ht == -math.inf:
+            continue  # no partition ends at t (the budget program's first split points)
+        pt = GS[0, t]
+        qt = GS[1, t]
+        mx = max(mx, ht + (a1 * pt - a2 * qt))
+        hm = max(hm, abs(ht))
+        pmax = max(pmax, pt)
+        qmax = max(qmax, qt)
+    if mx == -math.inf:
+        return best > -math.inf
+    if not mx < math.inf:
+        return False
+    wb = perspective(code, param, xb, yb, A * block_diff(pre, pos[tb], b, pb, qb), lf)
+    e1 = (xb + A * pmax) / (yb * rho) - 1.0
+    e2 = rho - xb / (yb + A * qmax)
+    u = wb + mx + A * (max(e1, 0.0) * pmax + max(e2, 0.0) * qmax)
+    mag = abs(wb) + abs(u) + 2.0 * hm + abs(pen) + abs(a1) * pmax + abs(a2) * qmax + A * (pmax + rho * qmax)
+    mass = xb + yb + A * (pmax + qmax)
+    u = u + (BOUND_SLACK_REL * mag + TANGENT_SLACK_MASS * mass)
+    return u - pen < best
+
+
+@njit(cache=True, error_model="numpy")
+def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, live, slive):
     """``(best, count, split)`` of end point ``i`` without a score cache (O(m) memory).
 
     The hint ``h`` is scored first (the incumbent); super groups, then groups, of split points
-    are skipped by :func:`_box_prunes`; the rest are pruned one by one by :func:`score_bound`.
-    Ties as :func:`uncached_pass`.
+    are skipped by :func:`_box_prunes` (groups also by :func:`_tangent_prunes`); the rest are
+    pruned one by one by :func:`score_bound`.  Ranges marked dead for the whole chunk of end
+    points (``live``/``slive``, :func:`_chunk_prunes`) are skipped.  Ties as :func:`uncached_pass`.
     """
     code, param, c, A, lf = sc
     b = pos[i]
@@ -643,12 +792,19 @@ def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH):
     for sg in range(i // SUPER + 1):
         s0 = sg * SUPER
         s1 = min(s0 + SUPER, i)
+        if not slive[sg]:
+            continue
         if s1 - s0 == SUPER and _box_prunes(pre, pos, s0, s1 - 1, b, SH[sg], best, sc, pen):
             continue
         for g in range(s0 // GROUP, (s1 + GROUP - 1) // GROUP):
             t0 = g * GROUP
             t1 = min(t0 + GROUP, s1)
-            if t1 - t0 == GROUP and _box_prunes(pre, pos, t0, t1 - 1, b, GH[g], best, sc, pen):
+            if not live[g]:
+                continue
+            if t1 - t0 == GROUP and (
+                _box_prunes(pre, pos, t0, t1 - 1, b, GH[g], best, sc, pen)
+                or (not t0 <= h < t1 and _tangent_prunes(pre, pos, t0, t1 - 1, b, H, GS, best, sc, pen))
+            ):
                 continue
             for t in range(t0, t1):
                 if t == h:
@@ -675,7 +831,7 @@ def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH):
 
 
 @njit(cache=True, error_model="numpy")
-def uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH):
+def uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH, GS):
     r"""One Dinkelbach step without a score cache: :math:`H[i] = \max_{t<i} H[t] + (\mu'[pos_t:pos_i) - pen)`.
 
     Only the cut points listed in ``pos`` (increasing, ``pos[0] = 0``, ``pos[-1] = k``) are
@@ -683,18 +839,23 @@ def uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH):
     the order of :func:`ldpopt.spr.reference._dp_readable`.  Fills ``H``, ``cnt`` (block count)
     and ``par`` (start of the last block, as a position index).  Nothing of size m^2 exists:
     :func:`_uncached_row` bounds whole groups of split points at once, with the maxima of H per
-    group and super group kept in ``GH``/``SH`` (O(m) memory); pruning is exact as in
-    :func:`cached_pass`.
+    group and super group kept in ``GH``/``SH`` (O(m) memory) and the sums of :func:`group_sums`
+    in ``GS``; pruning is exact as in :func:`cached_pass`.
     """
     m = pos.shape[0] - 1
     H[0] = 0.0
     cnt[0] = 0
     par[0] = 0
+    live = np.ones(GH.shape[0], dtype=np.bool_)
+    slive = np.ones(SH.shape[0], dtype=np.bool_)
     for i in range(1, m + 1):
+        if i % GROUP == 0 and i >= 2 * GROUP:
+            # a chunk of GROUP end points: drop the ranges of split points none of them needs
+            _chunk_prunes(pre, pos, i, min(i + GROUP, m + 1), sc, pen, H, par, hinted, GH, SH, live, slive)
         h = par[i] if hinted else par[i - 1]
         if h < 0 or h >= i:
             h = i - 1
-        best, bc, bt = _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH)
+        best, bc, bt = _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, live, slive)
         H[i] = best
         cnt[i] = bc
         par[i] = bt
@@ -794,12 +955,12 @@ def cached_pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted):
 
 
 @njit(cache=True, error_model="numpy")
-def _pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted, GH, SH):
+def _pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted, GH, SH, GS):
     """One penalised pass: :func:`cached_pass` when there is a score cache, else :func:`uncached_pass`."""
     if val.shape[0] > 0:
         cached_pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted)
     else:
-        uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH)
+        uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH, GS)
 
 
 @njit(cache=True, error_model="numpy")
@@ -843,6 +1004,9 @@ def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, sc, bounds, nb):
     nr = 0 if val.shape[0] > 0 else m // GROUP + 1
     GH = np.empty(nr)
     SH = np.empty(nr // GROUP + 1)
+    GS = np.empty((2, m + 1 if nr > 0 else 0))
+    if nr > 0:
+        group_sums(pre, pos, GS)
     hinted = hint.shape[0] == m + 1
     if hinted:
         for i in range(m + 1):
@@ -852,14 +1016,14 @@ def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, sc, bounds, nb):
         fill_cache(pre, pos, sp, sq, val, state, sc)
     if c == 0.0:
         # every partition has denominator 1: one unpenalised pass is the optimum
-        _pass(pre, pos, sp, sq, val, state, sc, 0.0, H, cnt, par, hinted, GH, SH)
+        _pass(pre, pos, sp, sq, val, state, sc, 0.0, H, cnt, par, hinted, GH, SH, GS)
         nb = _traceback(pos, par, cnt, bounds)
         lam = partition_ratio(pre, bounds, nb, sc)
     else:
         lam = partition_ratio(pre, bounds, nb, sc)
         passes = 0
         while passes < MAX_DINKELBACH_STEPS and not math.isinf(lam):
-            _pass(pre, pos, sp, sq, val, state, sc, lam * c, H, cnt, par, hinted, GH, SH)
+            _pass(pre, pos, sp, sq, val, state, sc, lam * c, H, cnt, par, hinted, GH, SH, GS)
             passes += 1
             hinted = True  # the previous pass's split points
             nb2 = _traceback(pos, par, cnt, cand)

@@ -1,0 +1,206 @@
+"""The pruning of the large-alphabet kernels (no score cache): group, rectangle and tangent bounds.
+
+Every bound is checked against the quantity it bounds, computed by the kernels' own scoring
+(``_kernels.score``, the function every pass evaluates): a bound that prunes a range must leave
+every candidate of the range strictly below the incumbent, so it may never prune at an incumbent
+equal to the range's best computed candidate value.  The passes that use the bounds are then
+compared with the cached pass (other pruning, the same maximiser: bit for bit) and the solves with
+the readable program (``tests/spr/test_kernels.py``'s error model).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_kernels import assert_raw_optimum, random_instance
+
+from ldpopt._numerics import rescale
+from ldpopt.divergences import get_divergence
+from ldpopt.spr import _fast
+from ldpopt.spr import _kernels as K
+from ldpopt.spr.reduction import _Prefix, _reduce
+from ldpopt.spr.reference import _dp_readable
+
+pytestmark = pytest.mark.numerics
+
+G = K.GROUP
+
+
+def _instance(seed: int, k: int, conc: float):
+    rng = np.random.default_rng(seed)
+    p, q = random_instance(rng, k, conc)
+    red = _reduce(p, q)
+    return rng, red, _Prefix(red.p, red.q).table
+
+
+def _h_values(rng, n: int, scale: float) -> np.ndarray:
+    """Arbitrary prefix values (the bounds hold for any H): smooth, noisy, some -inf."""
+    h = np.cumsum(rng.normal(0.0, scale, n)) * rng.choice([0.0, 0.1, 1.0])
+    h[rng.random(n) < 0.1] = -math.inf
+    return h
+
+
+@settings(max_examples=60)
+@given(
+    st.integers(0, 10**6),
+    st.integers(2 * G + 2, 6 * G),
+    st.sampled_from([0.05, 0.3, 1.0]),
+    st.sampled_from([1e-3, 0.3, 1.0, 3.0, 8.0, 30.0]),
+    st.sampled_from(["kl", "reverse_kl", "js", "chi2", "hellinger", "tv"]),
+)
+def test_rectangle_bound_never_prunes_a_reachable_incumbent(seed, k, conc, eps, divergence):
+    """``_rect_prunes`` over split points ``[ta, tb]`` and end points ``[b0, b1]``: at an incumbent
+    equal to the largest computed candidate value ``H[t] + (score(t, b) - pen)`` it must not prune."""
+    rng, red, pre = _instance(seed, k, conc)
+    if red.k < G + 2:
+        return
+    div = get_divergence(divergence)
+    c, A, lf = rescale(eps)
+    sc = (div.code, div.param, c, A, lf)
+    pos = np.arange(red.k + 1, dtype=np.int64)
+    g = int(rng.integers(0, (red.k - 1) // G))
+    ta, tb = g * G, g * G + G - 1
+    b0 = int(rng.integers(tb + 1, red.k + 1))
+    b1 = int(rng.integers(b0, red.k + 1))
+    H = _h_values(rng, red.k + 1, 0.01)
+    pen = float(rng.choice([0.0, 0.05 * c, c]))
+    u = [
+        H[t] + (K.score(pre, np.int64(t), np.int64(b), sc) - pen)
+        for t in range(ta, tb + 1)
+        for b in range(b0, b1 + 1)
+    ]
+    best = max(u)
+    hmax = float(np.max(H[ta : tb + 1]))
+    if not best > -math.inf:
+        return
+    assert not K._rect_prunes(pre, pos, ta, tb, b0, b1, hmax, best, sc, pen), (seed, k, eps, divergence)
+    # a range with one end point is _box_prunes
+    assert not K._box_prunes(pre, pos, ta, tb, b1, hmax, max(u[b1 - b0 :: b1 - b0 + 1]), sc, pen)
+
+
+@settings(max_examples=80)
+@given(
+    st.integers(0, 10**6),
+    st.integers(2 * G + 2, 8 * G),
+    st.sampled_from([0.05, 0.3, 1.0, 5.0]),
+    st.sampled_from([1e-6, 1e-3, 0.3, 1.0, 3.0, 8.0, 30.0, 200.0]),
+    st.sampled_from([0.0, 1e-6, 1e-2, 1.0]),
+)
+def test_tangent_bound_never_prunes_a_reachable_incumbent(seed, k, conc, eps, hscale):
+    """``_tangent_prunes`` (KL): never prunes at the largest computed candidate value, for any H."""
+    rng, red, pre = _instance(seed, k, conc)
+    if red.k < G + 2:
+        return
+    div = get_divergence("kl")
+    c, A, lf = rescale(eps)
+    sc = (div.code, div.param, c, A, lf)
+    pos = np.arange(red.k + 1, dtype=np.int64)
+    GS = np.zeros((2, red.k + 1))
+    K.group_sums(pre, pos, GS)
+    g = int(rng.integers(0, (red.k - 1) // G))
+    ta, tb = g * G, g * G + G - 1
+    b = int(rng.integers(tb + 1, red.k + 1))
+    H = _h_values(rng, red.k + 1, hscale)
+    pen = float(rng.choice([0.0, 0.05 * c, c]))
+    u = [H[t] + (K.score(pre, np.int64(t), np.int64(b), sc) - pen) for t in range(ta, tb + 1)]
+    best = max(u)
+    if not best > -math.inf:
+        return
+    assert not K._tangent_prunes(pre, pos, ta, tb, b, H, GS, best, sc, pen), (seed, k, eps)
+
+
+def test_tangent_bound_prunes_next_to_the_optimum_where_the_box_bound_cannot():
+    """Not a vacuous bound: on a real pass (H of the penalised program at the optimal ratio), the
+    tangent bound drops groups of split points next to the last cut that the box bound keeps."""
+    _, red, pre = _instance(5, 4000, 1.0)
+    k = red.k
+    div = get_divergence("kl")
+    c, A, lf = rescale(1.0)
+    sc = (div.code, div.param, c, A, lf)
+    pos = np.arange(k + 1, dtype=np.int64)
+    lam, _ = _dinkelbach(pre, k, sc, False, 2)
+    H, cnt, par = np.empty(k + 1), np.empty(k + 1, dtype=np.int64), np.empty(k + 1, dtype=np.int64)
+    GH, GS = np.empty(k // G + 1), np.empty((2, k + 1))
+    SH = np.empty(GH.shape[0] // G + 1)
+    K.group_sums(pre, pos, GS)
+    K.uncached_pass(pre, pos, sc, lam * c, H, cnt, par, False, GH, SH, GS)
+    best = H[k]
+    tangent_only = 0
+    for g in range(k // G - 1):
+        ta, tb = g * G, g * G + G - 1
+        if ta <= par[k] <= tb:
+            continue
+        box = K._box_prunes(pre, pos, ta, tb, k, float(np.max(H[ta : tb + 1])), best, sc, lam * c)
+        tangent = K._tangent_prunes(pre, pos, ta, tb, k, H, GS, best, sc, lam * c)
+        tangent_only += tangent and not box
+    assert tangent_only >= 5
+
+
+def test_group_sums_are_the_block_sums_before_each_groups_last_cut():
+    _, red, pre = _instance(3, 5 * G + 7, 0.5)
+    pos = np.arange(red.k + 1, dtype=np.int64)
+    GS = np.full((2, red.k + 1), np.nan)
+    K.group_sums(pre, pos, GS)
+    for t in range((red.k + 1) // G * G):
+        tb = t // G * G + G - 1
+        want = (0.0, 0.0) if t == tb else K.block_sums(pre, np.int64(t), np.int64(tb))
+        assert (GS[0, t], GS[1, t]) == want
+
+
+def _dinkelbach(pre, k, sc, cached: bool, start_blocks: int):
+    pos = np.arange(k + 1, dtype=np.int64)
+    if cached:
+        sp, sq, val, state = K._new_cache(pre, pos)
+    else:
+        sp = sq = val = np.empty(0)
+        state = np.empty(0, dtype=np.uint8)
+    bounds = np.zeros(k + 1, dtype=np.int64)
+    nb = min(start_blocks, k)
+    bounds[: nb + 1] = (np.arange(nb + 1) * k) // nb
+    raw, nb = K.dinkelbach_ws(
+        pre, pos, sp, sq, val, state, np.empty(0, dtype=np.int64), sc, bounds, np.int64(nb)
+    )
+    return raw, list(bounds[: nb + 1])
+
+
+@pytest.mark.parametrize("divergence", ["kl", "js", "reverse_kl"])
+def test_chunked_tangent_pass_equals_cached_pass(divergence):
+    """The O(k) pass (chunk, group, super-group and tangent pruning, several hinted passes from a
+    poor start) returns bit for bit what the cached pass returns, with many blocks."""
+    div = get_divergence(divergence)
+    for seed, k, conc, eps in ((1, 1500, 1.0, 5.0), (2, 1300, 0.3, 10.0), (3, 1100, 1.0, 1.0)):
+        _, red, pre = _instance(seed, k, conc)
+        c, A, lf = rescale(eps)
+        sc = (div.code, div.param, c, A, lf)
+        for start in (1, 7):
+            a = _dinkelbach(pre, red.k, sc, True, start)
+            b = _dinkelbach(pre, red.k, sc, False, start)
+            assert a == b, (divergence, seed, eps, start)
+
+
+def test_coarse_start_mirror_and_many_blocks_against_readable():
+    """Above COARSEN_MIN_K with many blocks (the refinement windows shrink to the cut budget):
+    the Python mirror of the coarse start equals the compiled one, and the solve is the readable
+    optimum."""
+    rng = np.random.default_rng(21)
+    k = K.COARSEN_MIN_K + 200
+    p, q = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))
+    red = _reduce(p, q)
+    pre = _Prefix(red.p, red.q).table
+    div = get_divergence("kl")
+    eps = 6.0
+    c, A, lf = rescale(eps)
+    sc = (div.code, div.param, c, A, lf)
+    a = np.zeros(red.k + 1, dtype=np.int64)
+    b = np.zeros(red.k + 1, dtype=np.int64)
+    na = _fast._coarse_start(pre, red.k, sc, a)
+    nb = K._coarse_start(pre, red.k, sc, b)
+    assert na == nb >= 5 and list(a[: na + 1]) == list(b[: nb + 1])
+    raw, cuts, method = _fast.solve(red.p, red.q, eps, div, red.k)
+    assert method == "dinkelbach" and len(cuts) >= 5
+    ref_raw, ref_cuts = _dp_readable(red.p, red.q, eps, div, len(cuts) + 1)
+    assert_raw_optimum(red, eps, "kl", len(cuts) + 1, raw, cuts, method, "pruned", ref_raw, ref_cuts)
