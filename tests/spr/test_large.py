@@ -82,6 +82,24 @@ def test_rectangle_bound_never_prunes_a_reachable_incumbent(seed, k, conc, eps, 
     assert not K._box_prunes(pre, pos, ta, tb, b1, hmax, max(u[b1 - b0 :: b1 - b0 + 1]), sc, pen)
 
 
+_NO_EXT = np.zeros(0)
+
+
+def _tangent_setup(seed, k, conc, eps):
+    rng, red, pre = _instance(seed, k, conc)
+    div = get_divergence("kl")
+    c, A, lf = rescale(eps)
+    pos = np.arange(red.k + 1, dtype=np.int64)
+    GS, GR = np.zeros((2, red.k + 1)), np.zeros((4, red.k // G + 1))
+    K.group_sums(pre, pos, GS)
+    K.super_sums(pre, pos, GS, GR)
+    return rng, red.k, pre, pos, (div.code, div.param, c, A, lf), GS, GR
+
+
+def _score(pre, t, b, sc):
+    return K.score(pre, np.int64(t), np.int64(b), sc)
+
+
 @settings(max_examples=80)
 @given(
     st.integers(0, 10**6),
@@ -89,45 +107,74 @@ def test_rectangle_bound_never_prunes_a_reachable_incumbent(seed, k, conc, eps, 
     st.sampled_from([0.05, 0.3, 1.0, 5.0]),
     st.sampled_from([1e-6, 1e-3, 0.3, 1.0, 3.0, 8.0, 30.0, 200.0]),
     st.sampled_from([0.0, 1e-6, 1e-2, 1.0]),
+    st.booleans(),
 )
-def test_tangent_bound_never_prunes_a_reachable_incumbent(seed, k, conc, eps, hscale):
-    """``_tangent_prunes`` (KL): never prunes at the largest computed candidate value, for any H."""
-    rng, red, pre = _instance(seed, k, conc)
-    if red.k < G + 2:
+def test_tangent_bound_never_prunes_a_reachable_incumbent(seed, k, conc, eps, hscale, chunk):
+    """``_tangent_prunes`` over a group (KL): never prunes at the largest computed candidate value,
+    for any H; over a chunk of end points, never when one end point's incumbent is its largest
+    candidate value (the others unbounded)."""
+    rng, k, pre, pos, sc, GS, GR = _tangent_setup(seed, k, conc, eps)
+    if k < G + 2:
         return
-    div = get_divergence("kl")
-    c, A, lf = rescale(eps)
-    sc = (div.code, div.param, c, A, lf)
-    pos = np.arange(red.k + 1, dtype=np.int64)
-    GS = np.zeros((2, red.k + 1))
-    K.group_sums(pre, pos, GS)
-    g = int(rng.integers(0, (red.k - 1) // G))
+    c = sc[2]
+    g = int(rng.integers(0, (k - 1) // G))
     ta, tb = g * G, g * G + G - 1
-    b = int(rng.integers(tb + 1, red.k + 1))
-    H = _h_values(rng, red.k + 1, hscale)
+    b = int(rng.integers(tb + 1, k + 1))
+    H = _h_values(rng, k + 1, hscale)
+    GH = np.array([np.max(H[j * G : j * G + G]) for j in range(k // G + 1)])
     pen = float(rng.choice([0.0, 0.05 * c, c]))
-    u = [H[t] + (K.score(pre, np.int64(t), np.int64(b), sc) - pen) for t in range(ta, tb + 1)]
-    best = max(u)
-    if not best > -math.inf:
+    if not chunk:
+        best = max(H[t] + (_score(pre, t, b, sc) - pen) for t in range(ta, tb + 1))
+        if best > -math.inf:
+            args = (H, GH, GS, GR, False, _NO_EXT, _NO_EXT, _NO_EXT, best, sc, pen)
+            assert not K._tangent_prunes(pre, pos, ta, tb, b, *args), (seed, k, eps)
         return
-    assert not K._tangent_prunes(pre, pos, ta, tb, b, H, GS, best, sc, pen), (seed, k, eps)
+    ends = np.arange(b, min(k, b + G - 1) + 1)
+    EP = np.array([0.0 if e == b else K.block_sums(pre, np.int64(b), np.int64(e))[0] for e in ends])
+    EQ = np.array([0.0 if e == b else K.block_sums(pre, np.int64(b), np.int64(e))[1] for e in ends])
+    j = int(rng.integers(0, len(ends)))
+    INC = np.full(len(ends), math.inf)
+    INC[j] = max(H[t] + (_score(pre, t, ends[j], sc) - pen) for t in range(ta, tb + 1))
+    if INC[j] > -math.inf:
+        args = (H, GH, GS, GR, False, EP, EQ, INC, float(INC[j]), sc, pen)
+        assert not K._tangent_prunes(pre, pos, ta, tb, b, *args), (seed, k, eps, j)
+
+
+@settings(max_examples=25)
+@given(
+    st.integers(0, 10**6),
+    st.sampled_from([0.3, 1.0, 5.0]),
+    st.sampled_from([1e-3, 0.3, 1.0, 3.0, 8.0, 30.0]),
+    st.sampled_from([0.0, 1e-6, 1e-2, 1.0]),
+)
+def test_super_tangent_bound_never_prunes_a_reachable_incumbent(seed, conc, eps, hscale):
+    """``_tangent_prunes`` over a super group of 1024 split points (bounded from its groups' maxima
+    of H and the sums of ``super_sums``): never prunes at the largest computed candidate value."""
+    rng, k, pre, pos, sc, GS, GR = _tangent_setup(seed, K.SUPER + 3 * G + seed % 500, conc, eps)
+    if k < K.SUPER + 2:
+        return
+    c = sc[2]
+    H = _h_values(rng, k + 1, hscale)
+    GH = np.array([np.max(H[j * G : j * G + G]) for j in range(k // G + 1)])
+    b = int(rng.integers(K.SUPER, k + 1))
+    pen = float(rng.choice([0.0, 0.05 * c, c]))
+    u = H[: K.SUPER] + (np.array([_score(pre, t, b, sc) for t in range(K.SUPER)]) - pen)
+    best = float(np.max(u))
+    if best > -math.inf:
+        args = (H, GH, GS, GR, True, _NO_EXT, _NO_EXT, _NO_EXT, best, sc, pen)
+        assert not K._tangent_prunes(pre, pos, 0, K.SUPER - 1, b, *args), (seed, eps)
 
 
 def test_tangent_bound_prunes_next_to_the_optimum_where_the_box_bound_cannot():
     """Not a vacuous bound: on a real pass (H of the penalised program at the optimal ratio), the
     tangent bound drops groups of split points next to the last cut that the box bound keeps."""
-    _, red, pre = _instance(5, 4000, 1.0)
-    k = red.k
-    div = get_divergence("kl")
-    c, A, lf = rescale(1.0)
-    sc = (div.code, div.param, c, A, lf)
-    pos = np.arange(k + 1, dtype=np.int64)
+    _, k, pre, pos, sc, GS, GR = _tangent_setup(5, 4000, 1.0, 1.0)
+    c = sc[2]
     lam, _ = _dinkelbach(pre, k, sc, False, 2)
     H, cnt, par = np.empty(k + 1), np.empty(k + 1, dtype=np.int64), np.empty(k + 1, dtype=np.int64)
-    GH, GS = np.empty(k // G + 1), np.empty((2, k + 1))
+    GH = np.empty(k // G + 1)
     SH = np.empty(GH.shape[0] // G + 1)
-    K.group_sums(pre, pos, GS)
-    K.uncached_pass(pre, pos, sc, lam * c, H, cnt, par, False, GH, SH, GS)
+    K.uncached_pass(pre, pos, sc, lam * c, H, cnt, par, False, GH, SH, GS, GR)
     best = H[k]
     tangent_only = 0
     for g in range(k // G - 1):
@@ -135,8 +182,8 @@ def test_tangent_bound_prunes_next_to_the_optimum_where_the_box_bound_cannot():
         if ta <= par[k] <= tb:
             continue
         box = K._box_prunes(pre, pos, ta, tb, k, float(np.max(H[ta : tb + 1])), best, sc, lam * c)
-        tangent = K._tangent_prunes(pre, pos, ta, tb, k, H, GS, best, sc, lam * c)
-        tangent_only += tangent and not box
+        args = (H, GH, GS, GR, False, _NO_EXT, _NO_EXT, _NO_EXT, best, sc, lam * c)
+        tangent_only += K._tangent_prunes(pre, pos, ta, tb, k, *args) and not box
     assert tangent_only >= 5
 
 

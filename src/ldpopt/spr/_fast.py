@@ -189,17 +189,19 @@ def _dinkelbach_uncached(pre, pos, sc, bounds, nb):
     GH = np.empty(m // K.GROUP + 1)
     SH = np.empty(GH.shape[0] // K.GROUP + 1)
     GS = np.empty((2, m + 1))
+    GR = np.empty((4, GH.shape[0]))
     K.group_sums(pre, pos, GS)
+    K.super_sums(pre, pos, GS, GR)
     hinted = False
     if c == 0.0:
         # every partition has denominator 1: one unpenalised pass is the optimum
-        K.uncached_pass(pre, pos, sc, 0.0, H, cnt, par, hinted, GH, SH, GS)
+        K.uncached_pass(pre, pos, sc, 0.0, H, cnt, par, hinted, GH, SH, GS, GR)
         nb = int(_TRACEBACK(pos, par, cnt, bounds))
         return float(K.partition_ratio(pre, bounds, np.int64(nb), sc)), nb
     lam = float(K.partition_ratio(pre, bounds, np.int64(nb), sc))
     passes = 0
     while passes < K.MAX_DINKELBACH_STEPS and not math.isinf(lam):
-        K.uncached_pass(pre, pos, sc, lam * c, H, cnt, par, hinted, GH, SH, GS)
+        K.uncached_pass(pre, pos, sc, lam * c, H, cnt, par, hinted, GH, SH, GS, GR)
         passes += 1
         hinted = True  # the previous pass's split points
         nb2 = int(_TRACEBACK(pos, par, cnt, cand))

@@ -636,17 +636,20 @@ def _box_prunes(pre, pos, ta, tb, b, hmax, best, sc, pen):
 
 
 @njit(cache=True, error_model="numpy")
-def _chunk_prunes(pre, pos, i0, i1, sc, pen, H, par, hinted, GH, SH, live, slive):
+def _chunk_prunes(pre, pos, i0, i1, sc, pen, H, par, hinted, GH, SH, GS, GR, live, slive, ext):
     """Mark the complete groups and super groups of split points before ``i0`` that no end point
     ``i0 <= i < i1`` needs (``live[g]``/``slive[sg]`` False; :func:`_uncached_row` skips them).
 
     Every end point i of the chunk gets one exactly scored candidate (its hint when that is
     before ``i0``, else the last split point found, ``par[i0 - 1]``), computed as the row
-    computes it, so ``L``, the smallest of these values, is at most every row's final best;
-    a range whose :func:`_rect_prunes` bound over all the chunk's end points is below ``L``
-    holds no maximiser and no tie of any row of the chunk.
+    computes it, so its value ``L_i`` is at most the row's final best; a range whose
+    :func:`_rect_prunes` bound over all the chunk's end points is below ``min L_i``, or whose
+    :func:`_tangent_prunes` bound is below ``L_i`` for every i (the blocks to ``pos[i]``
+    extend those to ``pos[i0]`` by the sums of [pos[i0], pos[i]), in ``ext``), holds no
+    maximiser and no tie of any row of the chunk.
     """
     code, param, c, A, lf = sc
+    n = i1 - i0
     L = math.inf
     for i in range(i0, i1):
         t = par[i] if hinted else -1
@@ -654,7 +657,14 @@ def _chunk_prunes(pre, pos, i0, i1, sc, pen, H, par, hinted, GH, SH, live, slive
             t = par[i0 - 1]
         dp, dq = block_sums(pre, pos[t], pos[i])
         w = perspective(code, param, c + A * dp, c + A * dq, A * block_diff(pre, pos[t], pos[i], dp, dq), lf)
-        L = min(L, H[t] + (w - pen))
+        u = H[t] + (w - pen)
+        ext[2, i - i0] = u
+        L = min(L, u)
+        if i == i0:
+            ext[0, 0] = 0.0
+            ext[1, 0] = 0.0
+        else:
+            ext[0, i - i0], ext[1, i - i0] = block_sums(pre, pos[i0], pos[i])
     if not L > -math.inf:  # NaN or -inf: prune nothing
         for sg in range(i0 // SUPER):
             slive[sg] = True
@@ -663,13 +673,25 @@ def _chunk_prunes(pre, pos, i0, i1, sc, pen, H, par, hinted, GH, SH, live, slive
         return
     b0 = pos[i0]
     b1 = pos[i1 - 1]
+    EP = ext[0, :n]
+    EQ = ext[1, :n]
+    INC = ext[2, :n]
     for sg in range(i0 // SUPER):
-        slive[sg] = not _rect_prunes(pre, pos, sg * SUPER, sg * SUPER + SUPER - 1, b0, b1, SH[sg], L, sc, pen)
+        s0 = sg * SUPER
+        slive[sg] = not (
+            _rect_prunes(pre, pos, s0, s0 + SUPER - 1, b0, b1, SH[sg], L, sc, pen)
+            or _tangent_prunes(pre, pos, s0, s0 + SUPER - 1, b0, H, GH, GS, GR, True, EP, EQ, INC, L, sc, pen)
+        )
     for g in range(i0 // GROUP):
         sg = g // GROUP
         if sg < i0 // SUPER and not slive[sg]:
             continue  # the row skips the whole super group
-        live[g] = not _rect_prunes(pre, pos, g * GROUP, g * GROUP + GROUP - 1, b0, b1, GH[g], L, sc, pen)
+        t0 = g * GROUP
+        t1 = t0 + GROUP - 1
+        live[g] = not (
+            _rect_prunes(pre, pos, t0, t1, b0, b1, GH[g], L, sc, pen)
+            or _tangent_prunes(pre, pos, t0, t1, b0, H, GH, GS, GR, False, EP, EQ, INC, L, sc, pen)
+        )
 
 
 #: slack per unit of block mass of the tangent bound (:func:`_tangent_prunes`): the scores'
@@ -696,39 +718,48 @@ def group_sums(pre, pos, GS):
 
 
 @njit(cache=True, error_model="numpy")
-def _tangent_prunes(pre, pos, ta, tb, b, H, GS, best, sc, pen):
-    r"""True when no split point t in ``pos[ta..tb]`` can reach ``best`` for the end point ``b`` (KL).
+def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, sup, EP, EQ, INC, best, sc, pen):  # noqa: C901
+    r"""True when no split point t in ``pos[ta..tb]`` can reach its incumbent (KL): ``best`` for
+    the end point ``b`` when ``INC`` is empty, else ``INC[j]`` for every end point ``b_j``
+    whose block extends [t, b) by the sums ``EP[j], EQ[j]`` (>= 0) of [b, b_j) (a chunk).
 
     A bound that keeps the split point's value and its score together (the box bound of
-    :func:`_box_prunes` takes the largest ``H`` and the largest score separately, which loses
+    :func:`_rect_prunes` takes the largest ``H`` and the largest score separately, which loses
     to first order in the group's mass next to the optimum).  With
-    :math:`z_t = (c + A\,dP[t, b), c + A\,dQ[t, b))`, :math:`z_t = z_b + A (P_t, Q_t)` where
-    :math:`z_b = z_{tb}` and :math:`(P_t, Q_t) \ge 0` are the sums of [t, tb) (``GS``,
-    :func:`group_sums`).  The KL perspective :math:`g(x, y) = x \log(x/y) - x + y` is the
-    supremum of the lines :math:`\theta x - (e^\theta - 1) y` (touching at
-    :math:`\theta = \log(x/y)`), so with :math:`\rho_t` the ratio at :math:`z_t` and
-    :math:`\theta_t = \log \rho_t`:
+    :math:`z = (c + A\,dP, c + A\,dQ)` of a block, :math:`z_{t,j} = z_b + A (P_t + EP_j, Q_t + EQ_j)`
+    where :math:`z_b` is the block [pos[tb], b) and :math:`(P_t, Q_t) \ge 0` the sums of
+    [pos[t], pos[tb]) (``GS``, :func:`group_sums`; for a super group, ``sup``, the sums
+    ``GR`` of :func:`super_sums` to its last cut plus those of the group).  The KL
+    perspective :math:`g(x, y) = x \log(x/y) - x + y` is the supremum of the lines
+    :math:`\theta x - (e^\theta - 1) y` (touching at :math:`\theta = \log(x/y)`), so with
+    :math:`\rho` the ratio at :math:`z_{t,j}`, :math:`\theta = \log\rho` and
+    :math:`(P, Q)` the extension :math:`(P_t + EP_j, Q_t + EQ_j)`:
 
-    .. math:: g(z_t) = \theta_t x_b - (\rho_t - 1) y_b + A h_t(\theta_t) \le g(z_b) + A h_t(\theta_t),
-              \quad h_t(\theta) = \theta P_t - (e^\theta - 1) Q_t.
+    .. math:: g(z_{t,j}) = \theta x_b - (\rho - 1) y_b + A h(\theta) \le g(z_b) + A h(\theta),
+              \quad h(\theta) = \theta P - (e^\theta - 1) Q.
 
     For any :math:`\rho_0 > 0`, :math:`\theta_0 = \log\rho_0`:
-    :math:`h_t(\theta_t) - h_t(\theta_0) = (\theta_t - \theta_0) P_t - (\rho_t - \rho_0) Q_t`,
-    and :math:`\rho_t \in [r_{lo}, r_{hi}] = [x_b / (y_b + A Q_{max}), (x_b + A P_{max}) / y_b]`,
-    with :math:`\log(r_{hi}/\rho_0) \le r_{hi}/\rho_0 - 1`.  Hence every candidate has
+    :math:`h(\theta) - h(\theta_0) = (\theta - \theta_0) P - (\rho - \rho_0) Q`,
+    and :math:`\rho \in [r_{lo}, r_{hi}] = [x_b / (y_b + A Q_{max}), (x_b + A P_{max}) / y_b]`
+    (the largest extensions), with :math:`\log(r_{hi}/\rho_0) \le r_{hi}/\rho_0 - 1`.  Hence
 
-    .. math:: H_t + g(z_t) \le g(z_b) + \max_t [H_t + A\theta_0 P_t - A(\rho_0 - 1) Q_t]
+    .. math:: H_t + g(z_{t,j}) \le g(z_b) + [H_t + a_1 P_t - a_2 Q_t] + [a_1 EP_j - a_2 EQ_j]
               + A [(r_{hi}/\rho_0 - 1)_+ P_{max} + (\rho_0 - r_{lo})_+ Q_{max}],
 
-    whose last term is of second order in the group's mass (:math:`\rho_0 = x_b / y_b`; its
-    value is any float: nothing depends on its accuracy).  Rounding: the computed scores are
-    within ``BOUND_SLACK_REL`` relative plus ``BOUND_SLACK_FAR`` per unit of mass of the exact
-    perspective at their computed arguments (the error budget of :func:`score_bound`), the
-    computed block sums of [t, b) differ from z_b + A (P_t, Q_t) by a few ulp of the mass
-    (``TANGENT_SLACK_MASS``), and the few roundings of this bound, of the candidate's
-    ``H[t] + (w - pen)`` and of the final comparison are each below 4 ulp of one of the
-    magnitudes summed in ``mag`` (1e-12 of it is ~4500 ulp).  Returns False (no decision) for
-    other divergences, a zero mass, an extreme ratio, or a NaN.
+    :math:`a_1 = A\theta_0`, :math:`a_2 = A(\rho_0 - 1)`; the last term is of second order in
+    the range's mass (:math:`\rho_0 = x_b / y_b`; any float: nothing depends on its accuracy).
+    The maximum over t of the first bracket is taken exactly over a group; over a super group
+    it is bounded per group g by :math:`GH_g + (a_1)_+ P^g_{max} + (-a_2)_+ Q^g_{max}` plus the
+    linear term of the group's offset to the super group's last cut.
+
+    Rounding: the computed scores are within ``BOUND_SLACK_REL`` relative plus
+    ``BOUND_SLACK_FAR`` per unit of mass of the exact perspective at their computed arguments
+    (the error budget of :func:`score_bound`), the computed block sums of a block differ from
+    the sums of its parts by a few ulp of the mass (``TANGENT_SLACK_MASS``), and the few
+    roundings of this bound, of the candidate's ``H[t] + (w - pen)`` and of the comparison
+    are each below 4 ulp of one of the magnitudes summed in ``mag`` (1e-12 of it is ~4500
+    ulp).  Returns False (no decision) for other divergences, a zero mass, an extreme ratio,
+    or a NaN.
     """
     code, param, c, A, lf = sc
     if code != CODE_KL:
@@ -747,34 +778,100 @@ def _tangent_prunes(pre, pos, ta, tb, b, H, GS, best, sc, pen):
     hm = 0.0
     pmax = 0.0
     qmax = 0.0
-    for t in range(ta, tb + 1):
-        ht = H[t]
-        if ht != ht:
-            return False
-        if ht == -math.inf:
-            continue  # no partition ends at t (the budget program's first split points)
-        pt = GS[0, t]
-        qt = GS[1, t]
-        mx = max(mx, ht + (a1 * pt - a2 * qt))
-        hm = max(hm, abs(ht))
-        pmax = max(pmax, pt)
-        qmax = max(qmax, qt)
-    if mx == -math.inf:
-        return best > -math.inf
+    if sup:
+        a1p = max(a1, 0.0)
+        a2m = max(-a2, 0.0)
+        for g in range(ta // GROUP, tb // GROUP + 1):
+            hg = GH[g]
+            if hg != hg:
+                return False
+            if hg == -math.inf:
+                continue  # no partition ends in the group (the budget program's first split points)
+            rp = GR[0, g]
+            rq = GR[1, g]
+            mx = max(mx, (hg + (a1p * GR[2, g] + a2m * GR[3, g])) + (a1 * rp - a2 * rq))
+            hm = max(hm, abs(hg))
+            pmax = max(pmax, rp + GR[2, g])
+            qmax = max(qmax, rq + GR[3, g])
+    else:
+        for t in range(ta, tb + 1):
+            ht = H[t]
+            if ht != ht:
+                return False
+            if ht == -math.inf:
+                continue
+            pt = GS[0, t]
+            qt = GS[1, t]
+            mx = max(mx, ht + (a1 * pt - a2 * qt))
+            hm = max(hm, abs(ht))
+            pmax = max(pmax, pt)
+            qmax = max(qmax, qt)
+    n = INC.shape[0]
+    if mx == -math.inf:  # every candidate is -inf
+        if n == 0:
+            return best > -math.inf
+        for j in range(n):
+            if not INC[j] > -math.inf:
+                return False
+        return True
     if not mx < math.inf:
         return False
+    epm = 0.0
+    eqm = 0.0
+    for j in range(n):
+        epm = max(epm, EP[j])
+        eqm = max(eqm, EQ[j])
+    pmax += epm
+    qmax += eqm
     wb = perspective(code, param, xb, yb, A * block_diff(pre, pos[tb], b, pb, qb), lf)
     e1 = (xb + A * pmax) / (yb * rho) - 1.0
     e2 = rho - xb / (yb + A * qmax)
-    u = wb + mx + A * (max(e1, 0.0) * pmax + max(e2, 0.0) * qmax)
-    mag = abs(wb) + abs(u) + 2.0 * hm + abs(pen) + abs(a1) * pmax + abs(a2) * qmax + A * (pmax + rho * qmax)
-    mass = xb + yb + A * (pmax + qmax)
-    u = u + (BOUND_SLACK_REL * mag + TANGENT_SLACK_MASS * mass)
-    return u - pen < best
+    e = A * (max(e1, 0.0) * pmax + max(e2, 0.0) * qmax)
+    base = wb + mx + e
+    mag = abs(wb) + abs(mx) + e + 2.0 * hm + abs(pen)
+    mag += abs(a1) * pmax + abs(a2) * qmax + A * (pmax + rho * qmax)
+    slack = BOUND_SLACK_REL * mag + TANGENT_SLACK_MASS * (xb + yb + A * (pmax + qmax))
+    if n == 0:
+        u = base + (BOUND_SLACK_REL * abs(base) + slack)
+        return u - pen < best
+    for j in range(n):
+        u = base + (a1 * EP[j] - a2 * EQ[j])
+        u = u + (BOUND_SLACK_REL * abs(u) + slack)
+        if not u - pen < INC[j]:
+            return False
+    return True
 
 
 @njit(cache=True, error_model="numpy")
-def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, live, slive):
+def super_sums(pre, pos, GS, GR):
+    """Per complete group g of ``GROUP`` positions: ``GR[0, g], GR[1, g]`` the sums of
+    [pos[tb_g], pos[tb_sg]) from the group's last cut to its super group's last cut (complete
+    super groups only), ``GR[2, g], GR[3, g]`` the largest ``GS[0, t]``, ``GS[1, t]`` of the group
+    (:func:`group_sums`, already filled); for :func:`_super_tangent_prunes`."""
+    m = pos.shape[0] - 1
+    for g in range((m + 1) // GROUP):
+        pm = 0.0
+        qm = 0.0
+        for t in range(g * GROUP, g * GROUP + GROUP):
+            pm = max(pm, GS[0, t])
+            qm = max(qm, GS[1, t])
+        GR[2, g] = pm
+        GR[3, g] = qm
+    for sg in range((m + 1) // SUPER):
+        send = sg * SUPER + SUPER - 1
+        for g in range(sg * GROUP, sg * GROUP + GROUP):
+            tb = g * GROUP + GROUP - 1
+            if tb == send:
+                GR[0, g] = 0.0
+                GR[1, g] = 0.0
+            else:
+                dp, dq = block_sums(pre, pos[tb], pos[send])
+                GR[0, g] = dp
+                GR[1, g] = dq
+
+
+@njit(cache=True, error_model="numpy")
+def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, GR, live, slive, ext):
     """``(best, count, split)`` of end point ``i`` without a score cache (O(m) memory).
 
     The hint ``h`` is scored first (the incumbent); super groups, then groups, of split points
@@ -783,6 +880,7 @@ def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, live, slive):
     points (``live``/``slive``, :func:`_chunk_prunes`) are skipped.  Ties as :func:`uncached_pass`.
     """
     code, param, c, A, lf = sc
+    E0 = ext[0, :0]  # no chunk extension (_tangent_prunes)
     b = pos[i]
     dp, dq = block_sums(pre, pos[h], b)
     w = perspective(code, param, c + A * dp, c + A * dq, A * block_diff(pre, pos[h], b, dp, dq), lf)
@@ -794,7 +892,13 @@ def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, live, slive):
         s1 = min(s0 + SUPER, i)
         if not slive[sg]:
             continue
-        if s1 - s0 == SUPER and _box_prunes(pre, pos, s0, s1 - 1, b, SH[sg], best, sc, pen):
+        if s1 - s0 == SUPER and (
+            _box_prunes(pre, pos, s0, s1 - 1, b, SH[sg], best, sc, pen)
+            or (
+                not s0 <= h < s1
+                and _tangent_prunes(pre, pos, s0, s1 - 1, b, H, GH, GS, GR, True, E0, E0, E0, best, sc, pen)
+            )
+        ):
             continue
         for g in range(s0 // GROUP, (s1 + GROUP - 1) // GROUP):
             t0 = g * GROUP
@@ -803,7 +907,12 @@ def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, live, slive):
                 continue
             if t1 - t0 == GROUP and (
                 _box_prunes(pre, pos, t0, t1 - 1, b, GH[g], best, sc, pen)
-                or (not t0 <= h < t1 and _tangent_prunes(pre, pos, t0, t1 - 1, b, H, GS, best, sc, pen))
+                or (
+                    not t0 <= h < t1
+                    and _tangent_prunes(
+                        pre, pos, t0, t1 - 1, b, H, GH, GS, GR, False, E0, E0, E0, best, sc, pen
+                    )
+                )
             ):
                 continue
             for t in range(t0, t1):
@@ -831,7 +940,7 @@ def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, live, slive):
 
 
 @njit(cache=True, error_model="numpy")
-def uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH, GS):
+def uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH, GS, GR):
     r"""One Dinkelbach step without a score cache: :math:`H[i] = \max_{t<i} H[t] + (\mu'[pos_t:pos_i) - pen)`.
 
     Only the cut points listed in ``pos`` (increasing, ``pos[0] = 0``, ``pos[-1] = k``) are
@@ -840,7 +949,7 @@ def uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH, GS):
     and ``par`` (start of the last block, as a position index).  Nothing of size m^2 exists:
     :func:`_uncached_row` bounds whole groups of split points at once, with the maxima of H per
     group and super group kept in ``GH``/``SH`` (O(m) memory) and the sums of :func:`group_sums`
-    in ``GS``; pruning is exact as in :func:`cached_pass`.
+    and :func:`super_sums` in ``GS``/``GR``; pruning is exact as in :func:`cached_pass`.
     """
     m = pos.shape[0] - 1
     H[0] = 0.0
@@ -848,14 +957,17 @@ def uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH, GS):
     par[0] = 0
     live = np.ones(GH.shape[0], dtype=np.bool_)
     slive = np.ones(SH.shape[0], dtype=np.bool_)
+    ext = np.zeros((3, GROUP))
     for i in range(1, m + 1):
         if i % GROUP == 0 and i >= 2 * GROUP:
             # a chunk of GROUP end points: drop the ranges of split points none of them needs
-            _chunk_prunes(pre, pos, i, min(i + GROUP, m + 1), sc, pen, H, par, hinted, GH, SH, live, slive)
+            _chunk_prunes(
+                pre, pos, i, min(i + GROUP, m + 1), sc, pen, H, par, hinted, GH, SH, GS, GR, live, slive, ext
+            )
         h = par[i] if hinted else par[i - 1]
         if h < 0 or h >= i:
             h = i - 1
-        best, bc, bt = _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, live, slive)
+        best, bc, bt = _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, GR, live, slive, ext)
         H[i] = best
         cnt[i] = bc
         par[i] = bt
@@ -955,12 +1067,12 @@ def cached_pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted):
 
 
 @njit(cache=True, error_model="numpy")
-def _pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted, GH, SH, GS):
+def _pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted, GH, SH, GS, GR):
     """One penalised pass: :func:`cached_pass` when there is a score cache, else :func:`uncached_pass`."""
     if val.shape[0] > 0:
         cached_pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted)
     else:
-        uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH, GS)
+        uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH, GS, GR)
 
 
 @njit(cache=True, error_model="numpy")
@@ -1005,8 +1117,10 @@ def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, sc, bounds, nb):
     GH = np.empty(nr)
     SH = np.empty(nr // GROUP + 1)
     GS = np.empty((2, m + 1 if nr > 0 else 0))
+    GR = np.empty((4, nr))
     if nr > 0:
         group_sums(pre, pos, GS)
+        super_sums(pre, pos, GS, GR)
     hinted = hint.shape[0] == m + 1
     if hinted:
         for i in range(m + 1):
@@ -1016,14 +1130,14 @@ def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, sc, bounds, nb):
         fill_cache(pre, pos, sp, sq, val, state, sc)
     if c == 0.0:
         # every partition has denominator 1: one unpenalised pass is the optimum
-        _pass(pre, pos, sp, sq, val, state, sc, 0.0, H, cnt, par, hinted, GH, SH, GS)
+        _pass(pre, pos, sp, sq, val, state, sc, 0.0, H, cnt, par, hinted, GH, SH, GS, GR)
         nb = _traceback(pos, par, cnt, bounds)
         lam = partition_ratio(pre, bounds, nb, sc)
     else:
         lam = partition_ratio(pre, bounds, nb, sc)
         passes = 0
         while passes < MAX_DINKELBACH_STEPS and not math.isinf(lam):
-            _pass(pre, pos, sp, sq, val, state, sc, lam * c, H, cnt, par, hinted, GH, SH, GS)
+            _pass(pre, pos, sp, sq, val, state, sc, lam * c, H, cnt, par, hinted, GH, SH, GS, GR)
             passes += 1
             hinted = True  # the previous pass's split points
             nb2 = _traceback(pos, par, cnt, cand)
