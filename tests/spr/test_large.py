@@ -100,13 +100,27 @@ def _score(pre, t, b, sc):
     return K.score(pre, np.int64(t), np.int64(b), sc)
 
 
+def _adversarial(rng, pre, k, ta, tb, b, sc, mode):
+    """H for a bound over split points ta..tb and the end point b: every candidate H[t] + score(t, b)
+    equal up to 1e-15 (mode -1), or one candidate alone (-2; usually the first, whose block is the
+    largest: the bound's second-order term is then checked against that block's score itself)."""
+    if mode == -1:
+        H = _h_values(rng, k + 1, 1e-3)
+        for t in range(ta, tb + 1):
+            H[t] = -_score(pre, t, b, sc) * (1.0 + 1e-15 * rng.random())
+        return H
+    H = np.full(k + 1, -math.inf)
+    H[ta if rng.random() < 0.7 else int(rng.integers(ta, tb + 1))] = float(rng.normal())
+    return H
+
+
 @settings(max_examples=80)
 @given(
     st.integers(0, 10**6),
     st.integers(2 * G + 2, 8 * G),
     st.sampled_from([0.05, 0.3, 1.0, 5.0]),
     st.sampled_from([1e-6, 1e-3, 0.3, 1.0, 3.0, 8.0, 30.0, 200.0]),
-    st.sampled_from([0.0, 1e-6, 1e-2, 1.0]),
+    st.sampled_from([0.0, 1e-6, 1e-2, 1.0, -1.0, -2.0]),
     st.booleans(),
 )
 def test_tangent_bound_never_prunes_a_reachable_incumbent(seed, k, conc, eps, hscale, chunk):
@@ -120,7 +134,7 @@ def test_tangent_bound_never_prunes_a_reachable_incumbent(seed, k, conc, eps, hs
     g = int(rng.integers(0, (k - 1) // G))
     ta, tb = g * G, g * G + G - 1
     b = int(rng.integers(tb + 1, k + 1))
-    H = _h_values(rng, k + 1, hscale)
+    H = _h_values(rng, k + 1, hscale) if hscale >= 0 else _adversarial(rng, pre, k, ta, tb, b, sc, hscale)
     GH = np.array([np.max(H[j * G : j * G + G]) for j in range(k // G + 1)])
     pen = float(rng.choice([0.0, 0.05 * c, c]))
     if not chunk:
@@ -145,7 +159,7 @@ def test_tangent_bound_never_prunes_a_reachable_incumbent(seed, k, conc, eps, hs
     st.integers(0, 10**6),
     st.sampled_from([0.3, 1.0, 5.0]),
     st.sampled_from([1e-3, 0.3, 1.0, 3.0, 8.0, 30.0]),
-    st.sampled_from([0.0, 1e-6, 1e-2, 1.0]),
+    st.sampled_from([0.0, 1e-6, 1e-2, 1.0, -1.0, -2.0]),
 )
 def test_super_tangent_bound_never_prunes_a_reachable_incumbent(seed, conc, eps, hscale):
     """``_tangent_prunes`` over a super group of 1024 split points (bounded from its groups' maxima
@@ -154,9 +168,9 @@ def test_super_tangent_bound_never_prunes_a_reachable_incumbent(seed, conc, eps,
     if k < K.SUPER + 2:
         return
     c = sc[2]
-    H = _h_values(rng, k + 1, hscale)
-    GH = np.array([np.max(H[j * G : j * G + G]) for j in range(k // G + 1)])
     b = int(rng.integers(K.SUPER, k + 1))
+    H = _h_values(rng, k + 1, hscale) if hscale >= 0 else _adversarial(rng, pre, k, 0, K.SUPER - 1, b, sc, hscale)
+    GH = np.array([np.max(H[j * G : j * G + G]) for j in range(k // G + 1)])
     pen = float(rng.choice([0.0, 0.05 * c, c]))
     u = H[: K.SUPER] + (np.array([_score(pre, t, b, sc) for t in range(K.SUPER)]) - pen)
     best = float(np.max(u))

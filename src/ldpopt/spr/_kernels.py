@@ -699,6 +699,8 @@ def _chunk_prunes(pre, pos, i0, i1, sc, pen, H, par, hinted, GH, SH, GS, GR, liv
 #: sums of [tb, b) plus [t, tb) by a few ulp of the mass (times |grad g| <= 1 + |log(x/y)| <= 700
 #: where the bound applies: < 1e-12 per unit), and a margin
 TANGENT_SLACK_MASS = 3 * BOUND_SLACK_FAR
+#: 4 ulp: the padding of the computed |D| of :func:`_tangent_prunes` (and, scaled, its delta and m0)
+_TANGENT_PAD = 4 * 2.0**-52
 
 
 @njit(cache=True, error_model="numpy")
@@ -738,16 +740,24 @@ def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, sup, EP, EQ, INC, best, 
     .. math:: g(z_{t,j}) = \theta x_b - (\rho - 1) y_b + A h(\theta) \le g(z_b) + A h(\theta),
               \quad h(\theta) = \theta P - (e^\theta - 1) Q.
 
-    For any :math:`\rho_0 > 0`, :math:`\theta_0 = \log\rho_0`:
-    :math:`h(\theta) - h(\theta_0) = (\theta - \theta_0) P - (\rho - \rho_0) Q`,
-    and :math:`\rho \in [r_{lo}, r_{hi}] = [x_b / (y_b + A Q_{max}), (x_b + A P_{max}) / y_b]`
-    (the largest extensions), with :math:`\log(r_{hi}/\rho_0) \le r_{hi}/\rho_0 - 1`.  Hence
+    For any :math:`\rho_0 > 0`, :math:`\theta_0 = \log\rho_0`: as
+    :math:`\rho - \rho_0 = \rho_0 (e^{\theta - \theta_0} - 1) \ge \rho_0 (\theta - \theta_0)`,
+    :math:`h(\theta) \le h(\theta_0) + (\theta - \theta_0)(P - \rho_0 Q)`.  With
+    :math:`v = x_b + A P`, :math:`u = \rho_0 (y_b + A Q)` (so :math:`\rho/\rho_0 = v/u`),
+    :math:`\delta_0 = x_b - \rho_0 y_b` and :math:`D = A (P - \rho_0 Q) = v - u - \delta_0`:
+    :math:`A (\theta - \theta_0)(P - \rho_0 Q) = \log(v/u) (v - u - \delta_0)
+    \le (|v - u|^2 + |\delta_0| |v - u|) / \min(u, v)` (:math:`\log(v/u)` has the sign of
+    :math:`v - u` and :math:`|\log(v/u)| \le |v - u| / \min(u, v)`), where
+    :math:`|v - u| \le |D| + |\delta_0|`, :math:`\min(u, v) \ge \min(x_b, \rho_0 y_b)` and,
+    for :math:`\rho_0 = fl(x_b / y_b)`, :math:`|\delta_0| \le 2^{-53} x_b`.  Hence
 
     .. math:: H_t + g(z_{t,j}) \le g(z_b) + [H_t + a_1 P_t - a_2 Q_t] + [a_1 EP_j - a_2 EQ_j]
-              + A [(r_{hi}/\rho_0 - 1)_+ P_{max} + (\rho_0 - r_{lo})_+ Q_{max}],
+              + (D_{max} + \delta)(D_{max} + 2\delta) / m_0,
 
-    :math:`a_1 = A\theta_0`, :math:`a_2 = A(\rho_0 - 1)`; the last term is of second order in
-    the range's mass (:math:`\rho_0 = x_b / y_b`; any float: nothing depends on its accuracy).
+    :math:`a_1 = A\theta_0`, :math:`a_2 = A(\rho_0 - 1)`, :math:`D_{max}` the largest
+    :math:`|D|` over the range and the extensions, :math:`\delta = 2^{-52} x_b`,
+    :math:`m_0 = (1 - 2^{-51}) x_b`: the last term is of second order in the mass of the
+    range, and small when its likelihood ratios are close to the block's.
     The maximum over t of the first bracket is taken exactly over a group; over a super group
     it is bounded per group g by :math:`GH_g + (a_1)_+ P^g_{max} + (-a_2)_+ Q^g_{max}` plus the
     linear term of the group's offset to the super group's last cut.
@@ -755,7 +765,8 @@ def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, sup, EP, EQ, INC, best, 
     Rounding: the computed scores are within ``BOUND_SLACK_REL`` relative plus
     ``BOUND_SLACK_FAR`` per unit of mass of the exact perspective at their computed arguments
     (the error budget of :func:`score_bound`), the computed block sums of a block differ from
-    the sums of its parts by a few ulp of the mass (``TANGENT_SLACK_MASS``), and the few
+    the sums of its parts by a few ulp of the mass (``TANGENT_SLACK_MASS``), the computed
+    :math:`|D|` are padded by 4 ulp of :math:`A (P_{max} + \rho_0 Q_{max})`, and the few
     roundings of this bound, of the candidate's ``H[t] + (w - pen)`` and of the comparison
     are each below 4 ulp of one of the magnitudes summed in ``mag`` (1e-12 of it is ~4500
     ulp).  Returns False (no decision) for other divergences, a zero mass, an extreme ratio,
@@ -778,6 +789,7 @@ def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, sup, EP, EQ, INC, best, 
     hm = 0.0
     pmax = 0.0
     qmax = 0.0
+    dmax = 0.0
     if sup:
         a1p = max(a1, 0.0)
         a2m = max(-a2, 0.0)
@@ -793,6 +805,7 @@ def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, sup, EP, EQ, INC, best, 
             hm = max(hm, abs(hg))
             pmax = max(pmax, rp + GR[2, g])
             qmax = max(qmax, rq + GR[3, g])
+            dmax = max(dmax, max(abs(rp + GR[2, g] - rho * rq), abs(rp - rho * (rq + GR[3, g]))))
     else:
         for t in range(ta, tb + 1):
             ht = H[t]
@@ -806,6 +819,7 @@ def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, sup, EP, EQ, INC, best, 
             hm = max(hm, abs(ht))
             pmax = max(pmax, pt)
             qmax = max(qmax, qt)
+            dmax = max(dmax, abs(pt - rho * qt))
     n = INC.shape[0]
     if mx == -math.inf:  # every candidate is -inf
         if n == 0:
@@ -818,15 +832,17 @@ def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, sup, EP, EQ, INC, best, 
         return False
     epm = 0.0
     eqm = 0.0
+    edm = 0.0
     for j in range(n):
         epm = max(epm, EP[j])
         eqm = max(eqm, EQ[j])
+        edm = max(edm, abs(EP[j] - rho * EQ[j]))
     pmax += epm
     qmax += eqm
     wb = perspective(code, param, xb, yb, A * block_diff(pre, pos[tb], b, pb, qb), lf)
-    e1 = (xb + A * pmax) / (yb * rho) - 1.0
-    e2 = rho - xb / (yb + A * qmax)
-    e = A * (max(e1, 0.0) * pmax + max(e2, 0.0) * qmax)
+    dd = A * (dmax + edm) + _TANGENT_PAD * A * (pmax + rho * qmax)
+    delta = _TANGENT_PAD * 0.25 * xb
+    e = (dd + delta) * (dd + 2.0 * delta) / (xb - _TANGENT_PAD * 0.5 * xb)
     base = wb + mx + e
     mag = abs(wb) + abs(mx) + e + 2.0 * hm + abs(pen)
     mag += abs(a1) * pmax + abs(a2) * qmax + A * (pmax + rho * qmax)
@@ -1210,7 +1226,7 @@ def _bound_one(code, x, y, d):
 
 
 @njit(cache=True, error_model="numpy")
-def _budget_row(pre, pos, i, s, h, sc, prev, GH, SH, W, EX, stamp, tries):  # noqa: C901 - hot kernel
+def _budget_row(pre, pos, i, s, h, sc, prev, GH, SH, W, EX, stamp, tries, GS, GR, live, slive, ext):  # noqa: C901, E501 - hot kernel
     """``(best, split)`` of ``F[s, i] = max_{t >= s-1} prev[t] + mu'[t:i)``, pruned first.
 
     The incumbent ``h`` is scored first; then super groups and groups of split points are
@@ -1223,6 +1239,7 @@ def _budget_row(pre, pos, i, s, h, sc, prev, GH, SH, W, EX, stamp, tries):  # no
     """
     code, param, c, A, lf = sc
     has_bound = _has_bound(code)
+    E0 = ext[0, :0]  # no chunk extension (_tangent_prunes)
     if stamp[h] != i or not EX[h]:
         dp, dq = block_sums(pre, h, i)
         W[h] = perspective(code, param, c + A * dp, c + A * dq, A * block_diff(pre, h, i, dp, dq), lf)
@@ -1236,17 +1253,34 @@ def _budget_row(pre, pos, i, s, h, sc, prev, GH, SH, W, EX, stamp, tries):  # no
         s1 = min(sg * SUPER + SUPER, i)
         if s1 <= s0:
             continue
-        if s1 - s0 == SUPER and _box_prunes(pre, pos, s0, s1 - 1, i, SH[sg], best, sc, 0.0):
+        if not slive[sg]:
+            continue
+        if s1 - s0 == SUPER and (
+            _box_prunes(pre, pos, s0, s1 - 1, i, SH[sg], best, sc, 0.0)
+            or (
+                not s0 <= h < s1
+                and _tangent_prunes(
+                    pre, pos, s0, s1 - 1, i, prev, GH, GS, GR, True, E0, E0, E0, best, sc, 0.0
+                )
+            )
+        ):
             continue
         for g in range(s0 // GROUP, (s1 + GROUP - 1) // GROUP):
             t0 = max(g * GROUP, s0)
             t1 = min(g * GROUP + GROUP, s1)
+            if not live[g]:
+                continue
             if t1 - t0 == GROUP and (tries[0] < 64 or 4 * tries[1] >= tries[0] or g % 8 == 0):
                 # group tests cost four score bounds: kept up while at least a quarter succeed
                 # (else one group in eight keeps probing); which groups are tested changes the
                 # work, never the result
                 tries[0] += 1
-                if _box_prunes(pre, pos, t0, t1 - 1, i, GH[g], best, sc, 0.0):
+                if _box_prunes(pre, pos, t0, t1 - 1, i, GH[g], best, sc, 0.0) or (
+                    not t0 <= h < t1
+                    and _tangent_prunes(
+                        pre, pos, t0, t1 - 1, i, prev, GH, GS, GR, False, E0, E0, E0, best, sc, 0.0
+                    )
+                ):
                     tries[1] += 1
                     continue
             for t in range(t0, t1):
@@ -1308,16 +1342,62 @@ def budget_dp(pre, k, l, sc, bounds):
     ng = k // GROUP + 1
     GH = np.full((l + 1, ng), -math.inf)  # maxima of F[s] over complete groups of split points
     SH = np.full((l + 1, ng // GROUP + 1), -math.inf)  # ... and super groups
+    GS = np.empty((2, k + 1))
+    GR = np.empty((4, ng))
+    group_sums(pre, pos, GS)
+    super_sums(pre, pos, GS, GR)
+    live = np.ones((l + 1, ng), dtype=np.bool_)  # per row: ranges some end point of the chunk needs
+    slive = np.ones((l + 1, ng // GROUP + 1), dtype=np.bool_)
+    ext = np.zeros((3, GROUP))
     z = np.int64(0)
     for i in range(1, k + 1):
         smax = min(l, i) if i == k else min(l - 1, i)
+        if i % GROUP == 0 and i >= 2 * GROUP:
+            # a chunk of GROUP end points: per row, drop the ranges of split points none needs
+            i1 = min(i + GROUP, k + 1)
+            for s in range(2, min(l, i1 - 1) + 1):
+                _chunk_prunes(
+                    pre,
+                    pos,
+                    i,
+                    i1,
+                    sc,
+                    0.0,
+                    F[s - 1],
+                    par[s],
+                    False,
+                    GH[s - 1],
+                    SH[s - 1],
+                    GS,
+                    GR,
+                    live[s],
+                    slive[s],
+                    ext,
+                )
         F[1, i] = score(pre, z, np.int64(i), sc)
         for s in range(2, smax + 1):
             h = par[s, i - 1] if i - 1 >= s else s - 1
             if h < s - 1 or h >= i:
                 h = s - 1
             best, bt = _budget_row(
-                pre, pos, i, s, h, sc, F[s - 1], GH[s - 1], SH[s - 1], W, EX, stamp, tries[s]
+                pre,
+                pos,
+                i,
+                s,
+                h,
+                sc,
+                F[s - 1],
+                GH[s - 1],
+                SH[s - 1],
+                W,
+                EX,
+                stamp,
+                tries[s],
+                GS,
+                GR,
+                live[s],
+                slive[s],
+                ext,
             )
             F[s, i] = best
             par[s, i] = bt
