@@ -169,7 +169,8 @@ def test_super_tangent_bound_never_prunes_a_reachable_incumbent(seed, conc, eps,
         return
     c = sc[2]
     b = int(rng.integers(K.SUPER, k + 1))
-    H = _h_values(rng, k + 1, hscale) if hscale >= 0 else _adversarial(rng, pre, k, 0, K.SUPER - 1, b, sc, hscale)
+    S = K.SUPER
+    H = _h_values(rng, k + 1, hscale) if hscale >= 0 else _adversarial(rng, pre, k, 0, S - 1, b, sc, hscale)
     GH = np.array([np.max(H[j * G : j * G + G]) for j in range(k // G + 1)])
     pen = float(rng.choice([0.0, 0.05 * c, c]))
     u = H[: K.SUPER] + (np.array([_score(pre, t, b, sc) for t in range(K.SUPER)]) - pen)
