@@ -138,10 +138,15 @@ def test_tangent_bound_never_prunes_a_reachable_incumbent(seed, k, conc, eps, hs
     GH = np.array([np.max(H[j * G : j * G + G]) for j in range(k // G + 1)])
     pen = float(rng.choice([0.0, 0.05 * c, c]))
     if not chunk:
-        best = max(H[t] + (_score(pre, t, b, sc) - pen) for t in range(ta, tb + 1))
+        u = [H[t] + (_score(pre, t, b, sc) - pen) for t in range(ta, tb + 1)]
+        best = max(u)
         if best > -math.inf:
             args = (H, GH, GS, GR, False, _NO_EXT, _NO_EXT, _NO_EXT, best, sc, pen)
-            assert not K._tangent_prunes(pre, pos, ta, tb, b, *args), (seed, k, eps)
+            pruned, tan = K._tangent_prunes(pre, pos, ta, tb, b, *args)
+            assert not pruned, (seed, k, eps)
+            # the same bound for each candidate alone (used inside a group that was not pruned)
+            for t in range(ta, tb + 1):
+                assert K._tangent_candidate(tan, H[t], GS[0, t], GS[1, t], pen) >= u[t - ta], (seed, t)
         return
     ends = np.arange(b, min(k, b + G - 1) + 1)
     EP = np.array([0.0 if e == b else K.block_sums(pre, np.int64(b), np.int64(e))[0] for e in ends])
@@ -151,7 +156,7 @@ def test_tangent_bound_never_prunes_a_reachable_incumbent(seed, k, conc, eps, hs
     INC[j] = max(H[t] + (_score(pre, t, ends[j], sc) - pen) for t in range(ta, tb + 1))
     if INC[j] > -math.inf:
         args = (H, GH, GS, GR, False, EP, EQ, INC, float(INC[j]), sc, pen)
-        assert not K._tangent_prunes(pre, pos, ta, tb, b, *args), (seed, k, eps, j)
+        assert not K._tangent_prunes(pre, pos, ta, tb, b, *args)[0], (seed, k, eps, j)
 
 
 @settings(max_examples=25)
@@ -177,7 +182,7 @@ def test_super_tangent_bound_never_prunes_a_reachable_incumbent(seed, conc, eps,
     best = float(np.max(u))
     if best > -math.inf:
         args = (H, GH, GS, GR, True, _NO_EXT, _NO_EXT, _NO_EXT, best, sc, pen)
-        assert not K._tangent_prunes(pre, pos, 0, K.SUPER - 1, b, *args), (seed, eps)
+        assert not K._tangent_prunes(pre, pos, 0, K.SUPER - 1, b, *args)[0], (seed, eps)
 
 
 def test_tangent_bound_prunes_next_to_the_optimum_where_the_box_bound_cannot():
@@ -198,7 +203,7 @@ def test_tangent_bound_prunes_next_to_the_optimum_where_the_box_bound_cannot():
             continue
         box = K._box_prunes(pre, pos, ta, tb, k, float(np.max(H[ta : tb + 1])), best, sc, lam * c)
         args = (H, GH, GS, GR, False, _NO_EXT, _NO_EXT, _NO_EXT, best, sc, lam * c)
-        tangent_only += K._tangent_prunes(pre, pos, ta, tb, k, *args) and not box
+        tangent_only += K._tangent_prunes(pre, pos, ta, tb, k, *args)[0] and not box
     assert tangent_only >= 5
 
 
@@ -266,3 +271,21 @@ def test_coarse_start_mirror_and_many_blocks_against_readable():
     assert method == "dinkelbach" and len(cuts) >= 5
     ref_raw, ref_cuts = _dp_readable(red.p, red.q, eps, div, len(cuts) + 1)
     assert_raw_optimum(red, eps, "kl", len(cuts) + 1, raw, cuts, method, "pruned", ref_raw, ref_cuts)
+
+
+@pytest.mark.parametrize(("k", "eps", "l"), [(6000, 10.0, 8), (5000, 5.0, 3), (2500, 2.0, 2)])
+def test_budget_program_with_super_groups_equals_readable(k, eps, l):
+    """The compiled budget program above several super groups of split points (chunk, group,
+    super-group and tangent pruning per row, binding budgets) against the readable program."""
+    rng = np.random.default_rng(k)
+    p, q = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))
+    red = _reduce(p, q)
+    pre = _Prefix(red.p, red.q).table
+    div = get_divergence("kl")
+    c, A, lf = rescale(eps)
+    bounds = np.zeros(red.k + 1, dtype=np.int64)
+    raw, nb = K.budget_dp(pre, np.int64(red.k), np.int64(l), (div.code, div.param, c, A, lf), bounds)
+    cuts = [(int(bounds[j]), int(bounds[j + 1])) for j in range(nb)]
+    ref_raw, ref_cuts = _dp_readable(red.p, red.q, eps, div, l)
+    assert nb == l
+    assert_raw_optimum(red, eps, "kl", l, raw, cuts, "budget_dp", "pruned", ref_raw, ref_cuts)

@@ -680,7 +680,9 @@ def _chunk_prunes(pre, pos, i0, i1, sc, pen, H, par, hinted, GH, SH, GS, GR, liv
         s0 = sg * SUPER
         slive[sg] = not (
             _rect_prunes(pre, pos, s0, s0 + SUPER - 1, b0, b1, SH[sg], L, sc, pen)
-            or _tangent_prunes(pre, pos, s0, s0 + SUPER - 1, b0, H, GH, GS, GR, True, EP, EQ, INC, L, sc, pen)
+            or _tangent_prunes(
+                pre, pos, s0, s0 + SUPER - 1, b0, H, GH, GS, GR, True, EP, EQ, INC, L, sc, pen
+            )[0]
         )
     for g in range(i0 // GROUP):
         sg = g // GROUP
@@ -690,7 +692,7 @@ def _chunk_prunes(pre, pos, i0, i1, sc, pen, H, par, hinted, GH, SH, GS, GR, liv
         t1 = t0 + GROUP - 1
         live[g] = not (
             _rect_prunes(pre, pos, t0, t1, b0, b1, GH[g], L, sc, pen)
-            or _tangent_prunes(pre, pos, t0, t1, b0, H, GH, GS, GR, False, EP, EQ, INC, L, sc, pen)
+            or _tangent_prunes(pre, pos, t0, t1, b0, H, GH, GS, GR, False, EP, EQ, INC, L, sc, pen)[0]
         )
 
 
@@ -701,6 +703,30 @@ def _chunk_prunes(pre, pos, i0, i1, sc, pen, H, par, hinted, GH, SH, GS, GR, liv
 TANGENT_SLACK_MASS = 3 * BOUND_SLACK_FAR
 #: 4 ulp: the padding of the computed |D| of :func:`_tangent_prunes` (and, scaled, its delta and m0)
 _TANGENT_PAD = 4 * 2.0**-52
+#: no tangent data (:func:`_tangent_candidate` then bounds nothing): m0 = 0
+_NO_TANGENT = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+@njit(cache=True, error_model="numpy")
+def _tangent_candidate(tan, ht, pt, qt, pen):
+    r"""Upper bound of one candidate's computed value ``H[t] + (score - pen)`` (+inf without data).
+
+    ``tan = (wb, a1, a2, rho, A, dpad, delta, m0, slack)`` from the group's
+    :func:`_tangent_prunes` test at the same end point: its bound with the range reduced to the
+    one split point t (``pt, qt = GS[:, t]``), i.e. :math:`g(z_b) + a_1 P_t - a_2 Q_t +
+    (D_t + \delta)(D_t + 2\delta)/m_0` with :math:`D_t = A |P_t - \rho_0 Q_t|` padded, plus the
+    group's slack (its magnitudes bound this candidate's) and the rounding of this sum.  No
+    logarithm and no block sums: a candidate that fails it is not even summed.
+    """
+    wb, a1, a2, rho, A, dpad, delta, m0, slack = tan
+    if not m0 > 0.0:
+        return math.inf
+    if ht == -math.inf:
+        return ht  # no partition ends at t (and the KL score of [t, b) is finite where m0 > 0)
+    dd = A * abs(pt - rho * qt) + dpad
+    x = wb + (a1 * pt - a2 * qt) + (dd + delta) * (dd + 2.0 * delta) / m0
+    x = x + (slack + BOUND_SLACK_REL * (abs(x) + abs(ht)))
+    return ht + (x - pen)
 
 
 @njit(cache=True, error_model="numpy")
@@ -769,20 +795,21 @@ def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, sup, EP, EQ, INC, best, 
     :math:`|D|` are padded by 4 ulp of :math:`A (P_{max} + \rho_0 Q_{max})`, and the few
     roundings of this bound, of the candidate's ``H[t] + (w - pen)`` and of the comparison
     are each below 4 ulp of one of the magnitudes summed in ``mag`` (1e-12 of it is ~4500
-    ulp).  Returns False (no decision) for other divergences, a zero mass, an extreme ratio,
-    or a NaN.
+    ulp).  Returns ``(pruned, tangent)``: False (no decision) for other divergences, a zero
+    mass, an extreme ratio, or a NaN; ``tangent`` (:func:`_tangent_candidate`) after a
+    test of one end point that did not prune, else ``_NO_TANGENT``.
     """
     code, param, c, A, lf = sc
     if code != CODE_KL:
-        return False
+        return False, _NO_TANGENT
     pb, qb = block_sums(pre, pos[tb], b)
     xb = c + A * pb
     yb = c + A * qb
     if not (xb > 0.0 and yb > 0.0):
-        return False
+        return False, _NO_TANGENT
     rho = xb / yb
     if not (_Z_MIN < rho < _Z_MAX):
-        return False
+        return False, _NO_TANGENT
     a1 = A * math.log(rho)
     a2 = A * (rho - 1.0)
     mx = -math.inf
@@ -796,7 +823,7 @@ def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, sup, EP, EQ, INC, best, 
         for g in range(ta // GROUP, tb // GROUP + 1):
             hg = GH[g]
             if hg != hg:
-                return False
+                return False, _NO_TANGENT
             if hg == -math.inf:
                 continue  # no partition ends in the group (the budget program's first split points)
             rp = GR[0, g]
@@ -810,7 +837,7 @@ def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, sup, EP, EQ, INC, best, 
         for t in range(ta, tb + 1):
             ht = H[t]
             if ht != ht:
-                return False
+                return False, _NO_TANGENT
             if ht == -math.inf:
                 continue
             pt = GS[0, t]
@@ -823,13 +850,13 @@ def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, sup, EP, EQ, INC, best, 
     n = INC.shape[0]
     if mx == -math.inf:  # every candidate is -inf
         if n == 0:
-            return best > -math.inf
+            return best > -math.inf, _NO_TANGENT
         for j in range(n):
             if not INC[j] > -math.inf:
-                return False
-        return True
+                return False, _NO_TANGENT
+        return True, _NO_TANGENT
     if not mx < math.inf:
-        return False
+        return False, _NO_TANGENT
     epm = 0.0
     eqm = 0.0
     edm = 0.0
@@ -840,22 +867,24 @@ def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, sup, EP, EQ, INC, best, 
     pmax += epm
     qmax += eqm
     wb = perspective(code, param, xb, yb, A * block_diff(pre, pos[tb], b, pb, qb), lf)
-    dd = A * (dmax + edm) + _TANGENT_PAD * A * (pmax + rho * qmax)
+    dpad = _TANGENT_PAD * A * (pmax + rho * qmax)
+    dd = A * (dmax + edm) + dpad
     delta = _TANGENT_PAD * 0.25 * xb
-    e = (dd + delta) * (dd + 2.0 * delta) / (xb - _TANGENT_PAD * 0.5 * xb)
+    m0 = xb - _TANGENT_PAD * 0.5 * xb
+    e = (dd + delta) * (dd + 2.0 * delta) / m0
     base = wb + mx + e
     mag = abs(wb) + abs(mx) + e + 2.0 * hm + abs(pen)
     mag += abs(a1) * pmax + abs(a2) * qmax + A * (pmax + rho * qmax)
     slack = BOUND_SLACK_REL * mag + TANGENT_SLACK_MASS * (xb + yb + A * (pmax + qmax))
     if n == 0:
         u = base + (BOUND_SLACK_REL * abs(base) + slack)
-        return u - pen < best
+        return u - pen < best, (wb, a1, a2, rho, A, dpad, delta, m0, slack)
     for j in range(n):
         u = base + (a1 * EP[j] - a2 * EQ[j])
         u = u + (BOUND_SLACK_REL * abs(u) + slack)
         if not u - pen < INC[j]:
-            return False
-    return True
+            return False, _NO_TANGENT
+    return True, _NO_TANGENT
 
 
 @njit(cache=True, error_model="numpy")
@@ -887,7 +916,7 @@ def super_sums(pre, pos, GS, GR):
 
 
 @njit(cache=True, error_model="numpy")
-def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, GR, live, slive, ext):
+def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, GR, live, slive, ext):  # noqa: C901 - hot kernel
     """``(best, count, split)`` of end point ``i`` without a score cache (O(m) memory).
 
     The hint ``h`` is scored first (the incumbent); super groups, then groups, of split points
@@ -912,7 +941,9 @@ def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, GR, live, slive, 
             _box_prunes(pre, pos, s0, s1 - 1, b, SH[sg], best, sc, pen)
             or (
                 not s0 <= h < s1
-                and _tangent_prunes(pre, pos, s0, s1 - 1, b, H, GH, GS, GR, True, E0, E0, E0, best, sc, pen)
+                and _tangent_prunes(pre, pos, s0, s1 - 1, b, H, GH, GS, GR, True, E0, E0, E0, best, sc, pen)[
+                    0
+                ]
             )
         ):
             continue
@@ -921,19 +952,19 @@ def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, GR, live, slive, 
             t1 = min(t0 + GROUP, s1)
             if not live[g]:
                 continue
-            if t1 - t0 == GROUP and (
-                _box_prunes(pre, pos, t0, t1 - 1, b, GH[g], best, sc, pen)
-                or (
-                    not t0 <= h < t1
-                    and _tangent_prunes(
+            tan = _NO_TANGENT
+            if t1 - t0 == GROUP:
+                if _box_prunes(pre, pos, t0, t1 - 1, b, GH[g], best, sc, pen):
+                    continue
+                if not t0 <= h < t1:
+                    pruned, tan = _tangent_prunes(
                         pre, pos, t0, t1 - 1, b, H, GH, GS, GR, False, E0, E0, E0, best, sc, pen
                     )
-                )
-            ):
-                continue
+                    if pruned:
+                        continue
             for t in range(t0, t1):
-                if t == h:
-                    continue
+                if t == h or _tangent_candidate(tan, H[t], GS[0, t], GS[1, t], pen) < best:
+                    continue  # (the group's tangent bound for this candidate alone)
                 dp, dq = block_sums(pre, pos[t], b)
                 x = c + A * dp
                 y = c + A * dq
@@ -1261,7 +1292,7 @@ def _budget_row(pre, pos, i, s, h, sc, prev, GH, SH, W, EX, stamp, tries, GS, GR
                 not s0 <= h < s1
                 and _tangent_prunes(
                     pre, pos, s0, s1 - 1, i, prev, GH, GS, GR, True, E0, E0, E0, best, sc, 0.0
-                )
+                )[0]
             )
         ):
             continue
@@ -1270,22 +1301,23 @@ def _budget_row(pre, pos, i, s, h, sc, prev, GH, SH, W, EX, stamp, tries, GS, GR
             t1 = min(g * GROUP + GROUP, s1)
             if not live[g]:
                 continue
+            tan = _NO_TANGENT
             if t1 - t0 == GROUP and (tries[0] < 64 or 4 * tries[1] >= tries[0] or g % 8 == 0):
                 # group tests cost four score bounds: kept up while at least a quarter succeed
                 # (else one group in eight keeps probing); which groups are tested changes the
                 # work, never the result
                 tries[0] += 1
-                if _box_prunes(pre, pos, t0, t1 - 1, i, GH[g], best, sc, 0.0) or (
-                    not t0 <= h < t1
-                    and _tangent_prunes(
+                pruned = _box_prunes(pre, pos, t0, t1 - 1, i, GH[g], best, sc, 0.0)
+                if not pruned and not t0 <= h < t1:
+                    pruned, tan = _tangent_prunes(
                         pre, pos, t0, t1 - 1, i, prev, GH, GS, GR, False, E0, E0, E0, best, sc, 0.0
                     )
-                ):
+                if pruned:
                     tries[1] += 1
                     continue
             for t in range(t0, t1):
-                if t == h:
-                    continue
+                if t == h or _tangent_candidate(tan, prev[t], GS[0, t], GS[1, t], 0.0) < best:
+                    continue  # (the group's tangent bound for this candidate alone)
                 if stamp[t] != i:
                     # first visit at this end point: a bound at any difference block_diff can
                     # return (bounds_into's), or the exact score for the cheap divergences
