@@ -714,7 +714,7 @@ def _tangent_candidate(tan, ht, pt, qt, pen):
     ``tan = (wb, a1, a2, rho, A, dpad, delta, m0, slack)`` from the group's
     :func:`_tangent_prunes` test at the same end point: its bound with the range reduced to the
     one split point t (``pt, qt = GS[:, t]``), i.e. :math:`g(z_b) + a_1 P_t - a_2 Q_t +
-    (D_t + \delta)(D_t + 2\delta)/m_0` with :math:`D_t = A |P_t - \rho_0 Q_t|` padded, plus the
+    (D_t + \delta)^2 / (2 m_0)` with :math:`D_t = A |P_t - \rho_0 Q_t|` padded, plus the
     group's slack (its magnitudes bound this candidate's) and the rounding of this sum.  No
     logarithm and no block sums: a candidate that fails it is not even summed.
     """
@@ -724,7 +724,7 @@ def _tangent_candidate(tan, ht, pt, qt, pen):
     if ht == -math.inf:
         return ht  # no partition ends at t (and the KL score of [t, b) is finite where m0 > 0)
     dd = A * abs(pt - rho * qt) + dpad
-    x = wb + (a1 * pt - a2 * qt) + (dd + delta) * (dd + 2.0 * delta) / m0
+    x = wb + (a1 * pt - a2 * qt) + (dd + delta) * (dd + delta) / (2.0 * m0)
     x = x + (slack + BOUND_SLACK_REL * (abs(x) + abs(ht)))
     return ht + (x - pen)
 
@@ -758,32 +758,27 @@ def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, sup, EP, EQ, INC, best, 
     where :math:`z_b` is the block [pos[tb], b) and :math:`(P_t, Q_t) \ge 0` the sums of
     [pos[t], pos[tb]) (``GS``, :func:`group_sums`; for a super group, ``sup``, the sums
     ``GR`` of :func:`super_sums` to its last cut plus those of the group).  The KL
-    perspective :math:`g(x, y) = x \log(x/y) - x + y` is the supremum of the lines
-    :math:`\theta x - (e^\theta - 1) y` (touching at :math:`\theta = \log(x/y)`), so with
-    :math:`\rho` the ratio at :math:`z_{t,j}`, :math:`\theta = \log\rho` and
-    :math:`(P, Q)` the extension :math:`(P_t + EP_j, Q_t + EQ_j)`:
+    perspective :math:`g(x, y) = x \log(x/y) - x + y` lies above each of its tangent lines:
+    for any :math:`\rho_0 > 0`, :math:`\theta_0 = \log\rho_0`,
 
-    .. math:: g(z_{t,j}) = \theta x_b - (\rho - 1) y_b + A h(\theta) \le g(z_b) + A h(\theta),
-              \quad h(\theta) = \theta P - (e^\theta - 1) Q.
+    .. math:: g(x, y) = \theta_0 x - (\rho_0 - 1) y + u\,\varphi(v/u),
+              \quad u = \rho_0 y,\ v = x,\ \varphi(r) = r \log r - r + 1 \ge 0,
 
-    For any :math:`\rho_0 > 0`, :math:`\theta_0 = \log\rho_0`: as
-    :math:`\rho - \rho_0 = \rho_0 (e^{\theta - \theta_0} - 1) \ge \rho_0 (\theta - \theta_0)`,
-    :math:`h(\theta) \le h(\theta_0) + (\theta - \theta_0)(P - \rho_0 Q)`.  With
-    :math:`v = x_b + A P`, :math:`u = \rho_0 (y_b + A Q)` (so :math:`\rho/\rho_0 = v/u`),
-    :math:`\delta_0 = x_b - \rho_0 y_b` and :math:`D = A (P - \rho_0 Q) = v - u - \delta_0`:
-    :math:`A (\theta - \theta_0)(P - \rho_0 Q) = \log(v/u) (v - u - \delta_0)
-    \le (|v - u|^2 + |\delta_0| |v - u|) / \min(u, v)` (:math:`\log(v/u)` has the sign of
-    :math:`v - u` and :math:`|\log(v/u)| \le |v - u| / \min(u, v)`), where
-    :math:`|v - u| \le |D| + |\delta_0|`, :math:`\min(u, v) \ge \min(x_b, \rho_0 y_b)` and,
-    for :math:`\rho_0 = fl(x_b / y_b)`, :math:`|\delta_0| \le 2^{-53} x_b`.  Hence
+    and :math:`u\,\varphi(v/u) \le (v - u)^2 / (2 \min(u, v))` (:math:`\varphi'' = 1/r`).  At
+    :math:`z_b` the line is below g; at :math:`z_{t,j}`, with the extension
+    :math:`(P, Q) = (P_t + EP_j, Q_t + EQ_j)`, :math:`v - u = \delta_0 + D`,
+    :math:`\delta_0 = x_b - \rho_0 y_b`, :math:`D = A (P - \rho_0 Q)`, and
+    :math:`\min(u, v) \ge \min(x_b, \rho_0 y_b)`.  For :math:`\rho_0 = fl(x_b / y_b)`,
+    :math:`|\delta_0| \le 2^{-53} x_b`.  Hence
 
     .. math:: H_t + g(z_{t,j}) \le g(z_b) + [H_t + a_1 P_t - a_2 Q_t] + [a_1 EP_j - a_2 EQ_j]
-              + (D_{max} + \delta)(D_{max} + 2\delta) / m_0,
+              + (D_{max} + \delta)^2 / (2 m_0),
 
     :math:`a_1 = A\theta_0`, :math:`a_2 = A(\rho_0 - 1)`, :math:`D_{max}` the largest
     :math:`|D|` over the range and the extensions, :math:`\delta = 2^{-52} x_b`,
     :math:`m_0 = (1 - 2^{-51}) x_b`: the last term is of second order in the mass of the
-    range, and small when its likelihood ratios are close to the block's.
+    range, small when its likelihood ratios are close to the block's, and the exact second
+    order of :math:`g` (no factor is lost).
     The maximum over t of the first bracket is taken exactly over a group; over a super group
     it is bounded per group g by :math:`GH_g + (a_1)_+ P^g_{max} + (-a_2)_+ Q^g_{max}` plus the
     linear term of the group's offset to the super group's last cut.
@@ -871,7 +866,7 @@ def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, sup, EP, EQ, INC, best, 
     dd = A * (dmax + edm) + dpad
     delta = _TANGENT_PAD * 0.25 * xb
     m0 = xb - _TANGENT_PAD * 0.5 * xb
-    e = (dd + delta) * (dd + 2.0 * delta) / m0
+    e = (dd + delta) * (dd + delta) / (2.0 * m0)
     base = wb + mx + e
     mag = abs(wb) + abs(mx) + e + 2.0 * hm + abs(pen)
     mag += abs(a1) * pmax + abs(a2) * qmax + A * (pmax + rho * qmax)
