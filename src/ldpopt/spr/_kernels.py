@@ -85,8 +85,13 @@ MAX_DINKELBACH_STEPS = 200
 COARSEN_MIN_K = 4096
 #: number of groups of the coarse grid
 COARSE_GROUPS = 1024
-#: at most this many refinements of the coarse optimum (each an O(m^2) solve over <= 1025 cuts)
+#: at most this many refinements of the coarse optimum, each a solve over the cuts within
+#: COARSE_WINDOW_GROUPS coarse groups of the current cuts, at most COARSE_REFINE_MAX of them (a
+#: start at the optimum saves a full pass; with many blocks wider windows find it more often:
+#: k = 3e4, eps = 10, 33 blocks: one full pass instead of two)
 COARSE_REFINES = 3
+COARSE_WINDOW_GROUPS = 3
+COARSE_REFINE_MAX = 2048
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1464,14 +1469,14 @@ def budget_dp(pre, k, l, sc, bounds):
 def _refine_width(k, g, nb):
     """Half-width of the windows around the ``nb - 1`` cuts of a coarse optimum (0: do not refine).
 
-    Two coarse groups, narrowed so that the windows hold at most ``SCORE_CACHE_MAX_K + 1`` cut
-    points (an O(m^2) pass over them stays cheap): with many blocks the windows shrink rather
-    than the refinement being skipped.
+    ``COARSE_WINDOW_GROUPS`` coarse groups, narrowed so that the windows hold at most
+    ``COARSE_REFINE_MAX + 1`` cut points (a pass over them stays cheap): with many blocks the
+    windows shrink rather than the refinement being skipped.
     """
     if nb < 2:
         return 0
-    w = 2 * ((k + g - 1) // g)
-    return min(w, (SCORE_CACHE_MAX_K // (nb - 1) - 1) // 2)
+    w = COARSE_WINDOW_GROUPS * ((k + g - 1) // g)
+    return min(w, (COARSE_REFINE_MAX // (nb - 1) - 1) // 2)
 
 
 @njit(cache=True, error_model="numpy")
