@@ -937,13 +937,13 @@ def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, GR, live, slive, 
         s1 = min(s0 + SUPER, i)
         if not slive[sg]:
             continue
-        if s1 - s0 == SUPER and (
-            _box_prunes(pre, pos, s0, s1 - 1, b, SH[sg], best, sc, pen)
-            or (
-                not s0 <= h < s1
-                and _tangent_prunes(pre, pos, s0, s1 - 1, b, H, GH, GS, GR, True, E0, E0, E0, best, sc, pen)[
-                    0
-                ]
+        # (a super group holding the incumbent cannot be dropped)
+        if (
+            s1 - s0 == SUPER
+            and not s0 <= h < s1
+            and (
+                _box_prunes(pre, pos, s0, s1 - 1, b, SH[sg], best, sc, pen)
+                or _tangent_prunes(pre, pos, s0, s1 - 1, b, H, GH, GS, GR, True, E0, E0, E0, best, sc, pen)[0]
             )
         ):
             continue
@@ -953,15 +953,17 @@ def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, GR, live, slive, 
             if not live[g]:
                 continue
             tan = _NO_TANGENT
-            if t1 - t0 == GROUP:
-                if _box_prunes(pre, pos, t0, t1 - 1, b, GH[g], best, sc, pen):
-                    continue
-                if not t0 <= h < t1:
+            if t1 - t0 == GROUP and not t0 <= h < t1:  # (a group holding the incumbent stays)
+                # KL: the tangent bound first; the box only where it did not run
+                pruned = False
+                if code == CODE_KL:
                     pruned, tan = _tangent_prunes(
                         pre, pos, t0, t1 - 1, b, H, GH, GS, GR, False, E0, E0, E0, best, sc, pen
                     )
-                    if pruned:
-                        continue
+                if pruned or (
+                    not tan[7] > 0.0 and _box_prunes(pre, pos, t0, t1 - 1, b, GH[g], best, sc, pen)
+                ):
+                    continue
             for t in range(t0, t1):
                 if t == h or _tangent_candidate(tan, H[t], GS[0, t], GS[1, t], pen) < best:
                     continue  # (the group's tangent bound for this candidate alone)
@@ -1286,11 +1288,13 @@ def _budget_row(pre, pos, i, s, h, sc, prev, GH, SH, W, EX, stamp, tries, GS, GR
             continue
         if not slive[sg]:
             continue
-        if s1 - s0 == SUPER and (
-            _box_prunes(pre, pos, s0, s1 - 1, i, SH[sg], best, sc, 0.0)
-            or (
-                not s0 <= h < s1
-                and _tangent_prunes(
+        # (a super group holding the incumbent cannot be dropped)
+        if (
+            s1 - s0 == SUPER
+            and not s0 <= h < s1
+            and (
+                _box_prunes(pre, pos, s0, s1 - 1, i, SH[sg], best, sc, 0.0)
+                or _tangent_prunes(
                     pre, pos, s0, s1 - 1, i, prev, GH, GS, GR, True, E0, E0, E0, best, sc, 0.0
                 )[0]
             )
@@ -1307,11 +1311,15 @@ def _budget_row(pre, pos, i, s, h, sc, prev, GH, SH, W, EX, stamp, tries, GS, GR
                 # (else one group in eight keeps probing); which groups are tested changes the
                 # work, never the result
                 tries[0] += 1
-                pruned = _box_prunes(pre, pos, t0, t1 - 1, i, GH[g], best, sc, 0.0)
-                if not pruned and not t0 <= h < t1:
-                    pruned, tan = _tangent_prunes(
-                        pre, pos, t0, t1 - 1, i, prev, GH, GS, GR, False, E0, E0, E0, best, sc, 0.0
-                    )
+                pruned = False
+                if not t0 <= h < t1:  # (a group holding the incumbent cannot be dropped)
+                    # KL: the tangent bound first; the box only where it did not run
+                    if code == CODE_KL:
+                        pruned, tan = _tangent_prunes(
+                            pre, pos, t0, t1 - 1, i, prev, GH, GS, GR, False, E0, E0, E0, best, sc, 0.0
+                        )
+                    if not pruned and not tan[7] > 0.0:
+                        pruned = _box_prunes(pre, pos, t0, t1 - 1, i, GH[g], best, sc, 0.0)
                 if pruned:
                     tries[1] += 1
                     continue
