@@ -141,7 +141,7 @@ def test_tangent_bound_never_prunes_a_reachable_incumbent(seed, k, conc, eps, hs
         u = [H[t] + (_score(pre, t, b, sc) - pen) for t in range(ta, tb + 1)]
         best = max(u)
         if best > -math.inf:
-            args = (H, GH, GS, GR, False, _NO_EXT, _NO_EXT, _NO_EXT, best, sc, pen)
+            args = (H, GH, GS, GR, _NO_EXT, _NO_EXT, _NO_EXT, best, sc, pen)
             pruned, tan = K._tangent_prunes(pre, pos, ta, tb, b, *args)
             assert not pruned, (seed, k, eps)
             # the same bound for each candidate alone (used inside a group that was not pruned)
@@ -155,7 +155,7 @@ def test_tangent_bound_never_prunes_a_reachable_incumbent(seed, k, conc, eps, hs
     INC = np.full(len(ends), math.inf)
     INC[j] = max(H[t] + (_score(pre, t, ends[j], sc) - pen) for t in range(ta, tb + 1))
     if INC[j] > -math.inf:
-        args = (H, GH, GS, GR, False, EP, EQ, INC, float(INC[j]), sc, pen)
+        args = (H, GH, GS, GR, EP, EQ, INC, float(INC[j]), sc, pen)
         assert not K._tangent_prunes(pre, pos, ta, tb, b, *args)[0], (seed, k, eps, j)
 
 
@@ -181,7 +181,7 @@ def test_super_tangent_bound_never_prunes_a_reachable_incumbent(seed, conc, eps,
     u = H[: K.SUPER] + (np.array([_score(pre, t, b, sc) for t in range(K.SUPER)]) - pen)
     best = float(np.max(u))
     if best > -math.inf:
-        args = (H, GH, GS, GR, True, _NO_EXT, _NO_EXT, _NO_EXT, best, sc, pen)
+        args = (H, GH, GS, GR, _NO_EXT, _NO_EXT, _NO_EXT, best, sc, pen)
         assert not K._tangent_prunes(pre, pos, 0, K.SUPER - 1, b, *args)[0], (seed, eps)
 
 
@@ -202,7 +202,7 @@ def test_tangent_bound_prunes_next_to_the_optimum_where_the_box_bound_cannot():
         if ta <= par[k] <= tb:
             continue
         box = K._box_prunes(pre, pos, ta, tb, k, float(np.max(H[ta : tb + 1])), best, sc, lam * c)
-        args = (H, GH, GS, GR, False, _NO_EXT, _NO_EXT, _NO_EXT, best, sc, lam * c)
+        args = (H, GH, GS, GR, _NO_EXT, _NO_EXT, _NO_EXT, best, sc, lam * c)
         tangent_only += K._tangent_prunes(pre, pos, ta, tb, k, *args)[0] and not box
     assert tangent_only >= 5
 

@@ -685,9 +685,7 @@ def _chunk_prunes(pre, pos, i0, i1, sc, pen, H, par, hinted, GH, SH, GS, GR, liv
         s0 = sg * SUPER
         slive[sg] = not (
             _rect_prunes(pre, pos, s0, s0 + SUPER - 1, b0, b1, SH[sg], L, sc, pen)
-            or _tangent_prunes(
-                pre, pos, s0, s0 + SUPER - 1, b0, H, GH, GS, GR, True, EP, EQ, INC, L, sc, pen
-            )[0]
+            or _tangent_prunes(pre, pos, s0, s0 + SUPER - 1, b0, H, GH, GS, GR, EP, EQ, INC, L, sc, pen)[0]
         )
     for g in range(i0 // GROUP):
         sg = g // GROUP
@@ -697,7 +695,7 @@ def _chunk_prunes(pre, pos, i0, i1, sc, pen, H, par, hinted, GH, SH, GS, GR, liv
         t1 = t0 + GROUP - 1
         live[g] = not (
             _rect_prunes(pre, pos, t0, t1, b0, b1, GH[g], L, sc, pen)
-            or _tangent_prunes(pre, pos, t0, t1, b0, H, GH, GS, GR, False, EP, EQ, INC, L, sc, pen)[0]
+            or _tangent_prunes(pre, pos, t0, t1, b0, H, GH, GS, GR, EP, EQ, INC, L, sc, pen)[0]
         )
 
 
@@ -751,7 +749,7 @@ def group_sums(pre, pos, GS):
 
 
 @njit(cache=True, error_model="numpy")
-def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, sup, EP, EQ, INC, best, sc, pen):  # noqa: C901
+def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, EP, EQ, INC, best, sc, pen):  # noqa: C901
     r"""True when no split point t in ``pos[ta..tb]`` can reach its incumbent (KL): ``best`` for
     the end point ``b`` when ``INC`` is empty, else ``INC[j]`` for every end point ``b_j``
     whose block extends [t, b) by the sums ``EP[j], EQ[j]`` (>= 0) of [b, b_j) (a chunk).
@@ -761,7 +759,8 @@ def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, sup, EP, EQ, INC, best, 
     to first order in the group's mass next to the optimum).  With
     :math:`z = (c + A\,dP, c + A\,dQ)` of a block, :math:`z_{t,j} = z_b + A (P_t + EP_j, Q_t + EQ_j)`
     where :math:`z_b` is the block [pos[tb], b) and :math:`(P_t, Q_t) \ge 0` the sums of
-    [pos[t], pos[tb]) (``GS``, :func:`group_sums`; for a super group, ``sup``, the sums
+    [pos[t], pos[tb]) (``GS``, :func:`group_sums`; for a super group (more than ``GROUP``
+    split points), the sums
     ``GR`` of :func:`super_sums` to its last cut plus those of the group).  The KL
     perspective :math:`g(x, y) = x \log(x/y) - x + y` lies above each of its tangent lines:
     for any :math:`\rho_0 > 0`, :math:`\theta_0 = \log\rho_0`,
@@ -817,7 +816,7 @@ def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, sup, EP, EQ, INC, best, 
     pmax = 0.0
     qmax = 0.0
     dmax = 0.0
-    if sup:
+    if tb - ta >= GROUP:  # a super group (a flag argument would compile twice, once per literal)
         a1p = max(a1, 0.0)
         a2m = max(-a2, 0.0)
         for g in range(ta // GROUP, tb // GROUP + 1):
@@ -943,7 +942,7 @@ def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, GR, live, slive, 
             and not s0 <= h < s1
             and (
                 _box_prunes(pre, pos, s0, s1 - 1, b, SH[sg], best, sc, pen)
-                or _tangent_prunes(pre, pos, s0, s1 - 1, b, H, GH, GS, GR, True, E0, E0, E0, best, sc, pen)[0]
+                or _tangent_prunes(pre, pos, s0, s1 - 1, b, H, GH, GS, GR, E0, E0, E0, best, sc, pen)[0]
             )
         ):
             continue
@@ -958,7 +957,7 @@ def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, GR, live, slive, 
                 pruned = False
                 if code == CODE_KL:
                     pruned, tan = _tangent_prunes(
-                        pre, pos, t0, t1 - 1, b, H, GH, GS, GR, False, E0, E0, E0, best, sc, pen
+                        pre, pos, t0, t1 - 1, b, H, GH, GS, GR, E0, E0, E0, best, sc, pen
                     )
                 if pruned or (
                     not tan[7] > 0.0 and _box_prunes(pre, pos, t0, t1 - 1, b, GH[g], best, sc, pen)
@@ -1294,9 +1293,7 @@ def _budget_row(pre, pos, i, s, h, sc, prev, GH, SH, W, EX, stamp, tries, GS, GR
             and not s0 <= h < s1
             and (
                 _box_prunes(pre, pos, s0, s1 - 1, i, SH[sg], best, sc, 0.0)
-                or _tangent_prunes(
-                    pre, pos, s0, s1 - 1, i, prev, GH, GS, GR, True, E0, E0, E0, best, sc, 0.0
-                )[0]
+                or _tangent_prunes(pre, pos, s0, s1 - 1, i, prev, GH, GS, GR, E0, E0, E0, best, sc, 0.0)[0]
             )
         ):
             continue
@@ -1316,7 +1313,7 @@ def _budget_row(pre, pos, i, s, h, sc, prev, GH, SH, W, EX, stamp, tries, GS, GR
                     # KL: the tangent bound first; the box only where it did not run
                     if code == CODE_KL:
                         pruned, tan = _tangent_prunes(
-                            pre, pos, t0, t1 - 1, i, prev, GH, GS, GR, False, E0, E0, E0, best, sc, 0.0
+                            pre, pos, t0, t1 - 1, i, prev, GH, GS, GR, E0, E0, E0, best, sc, 0.0
                         )
                     if not pruned and not tan[7] > 0.0:
                         pruned = _box_prunes(pre, pos, t0, t1 - 1, i, GH[g], best, sc, 0.0)
@@ -1405,7 +1402,7 @@ def budget_dp(pre, k, l, sc, bounds):
                     0.0,
                     F[s - 1],
                     par[s],
-                    False,
+                    np.bool_(False),  # not a literal: one compiled specialisation
                     GH[s - 1],
                     SH[s - 1],
                     GS,
