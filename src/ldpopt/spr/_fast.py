@@ -61,6 +61,8 @@ TABLE_CHUNK = 1 << 15
 PATHS = ("auto", "table", "pruned")
 #: the kernels' traceback as a plain function (it is one already with NUMBA_DISABLE_JIT)
 _TRACEBACK = getattr(K._traceback, "py_func", K._traceback)
+#: the coarse start's refinement width as a plain function (scalar arithmetic, not worth a compile)
+_REFINE_WIDTH = getattr(K._refine_width, "py_func", K._refine_width)
 
 
 def supports(div: FDivergence) -> bool:
@@ -240,18 +242,19 @@ def _coarse_start(pre, k, sc, bounds) -> int:
     pos = (np.arange(g + 1, dtype=np.int64) * k) // g
     bounds[0], bounds[1] = 0, k
     nb = 1
-    for rnd in range(2):
+    for rnd in range(K.COARSE_REFINES + 1):
+        prev = bounds[: nb + 1].copy()
         nb = _dinkelbach_uncached(pre, pos, sc, bounds, nb)[1]
-        if rnd == 1:
+        if rnd > 0 and np.array_equal(bounds[: nb + 1], prev):
             break
-        # refine: allow every cut within two groups of a coarse cut
-        w = 2 * ((k + g - 1) // g)
+        w = int(_REFINE_WIDTH(k, g, nb))
+        if rnd == K.COARSE_REFINES or w < 1:
+            break
+        # refine: allow every cut within w of a cut
         mark = np.zeros(k + 1, dtype=bool)
         mark[0] = mark[k] = True
         for j in range(1, nb):
             mark[max(0, bounds[j] - w) : min(k, bounds[j] + w) + 1] = True
-        if int(mark.sum()) - 1 > K.SCORE_CACHE_MAX_K:
-            break
         pos = np.flatnonzero(mark).astype(np.int64)
     return nb
 
@@ -266,16 +269,20 @@ def _dinkelbach_uncached(pre, pos, sc, bounds, nb):
     cand = np.empty(m + 1, dtype=np.int64)
     GH = np.empty(m // K.GROUP + 1)
     SH = np.empty(GH.shape[0] // K.GROUP + 1)
+    GS = np.empty((2, m + 1))
+    GR = np.empty((4, GH.shape[0]))
+    K.group_sums(pre, pos, GS)
+    K.super_sums(pre, pos, GS, GR)
     hinted = False
     if c == 0.0:
         # every partition has denominator 1: one unpenalised pass is the optimum
-        K.uncached_pass(pre, pos, sc, 0.0, H, cnt, par, hinted, GH, SH)
+        K.uncached_pass(pre, pos, sc, 0.0, H, cnt, par, hinted, GH, SH, GS, GR)
         nb = int(_TRACEBACK(pos, par, cnt, bounds))
         return float(K.partition_ratio(pre, bounds, np.int64(nb), sc)), nb
     lam = float(K.partition_ratio(pre, bounds, np.int64(nb), sc))
     passes = 0
     while passes < K.MAX_DINKELBACH_STEPS and not math.isinf(lam):
-        K.uncached_pass(pre, pos, sc, lam * c, H, cnt, par, hinted, GH, SH)
+        K.uncached_pass(pre, pos, sc, lam * c, H, cnt, par, hinted, GH, SH, GS, GR)
         passes += 1
         hinted = True  # the previous pass's split points
         nb2 = int(_TRACEBACK(pos, par, cnt, cand))

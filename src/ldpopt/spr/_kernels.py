@@ -85,6 +85,13 @@ MAX_DINKELBACH_STEPS = 200
 COARSEN_MIN_K = 4096
 #: number of groups of the coarse grid
 COARSE_GROUPS = 1024
+#: at most this many refinements of the coarse optimum, each a solve over the cuts within
+#: COARSE_WINDOW_GROUPS coarse groups of the current cuts, at most COARSE_REFINE_MAX of them (a
+#: start at the optimum saves a full pass; with many blocks wider windows find it more often:
+#: k = 3e4, eps = 10, 33 blocks: one full pass instead of two)
+COARSE_REFINES = 3
+COARSE_WINDOW_GROUPS = 3
+COARSE_REFINE_MAX = 2048
 
 
 # ---------------------------------------------------------------------------------------------
@@ -599,18 +606,21 @@ SUPER = GROUP * GROUP
 
 
 @njit(cache=True, error_model="numpy")
-def _box_prunes(pre, pos, ta, tb, b, hmax, best, sc, pen):
-    r"""True when no split point t in ``pos[ta..tb]`` can reach ``best`` for the end point ``b``.
+def _rect_prunes(pre, pos, ta, tb, b0, b1, hmax, best, sc, pen):
+    r"""True when no split point t in ``pos[ta..tb]`` can reach ``best`` for any end point
+    ``b`` in ``[b0, b1]`` (symbol indices, ``pos[tb] < b0``).
 
-    The block sums of [pos_t, b) lie in the box [dP(tb), dP(ta)] x [dQ(tb), dQ(ta)] (they
-    shrink as t grows) and the score g is convex in them, so it is at most its largest
-    corner value; each corner is bounded by :func:`score_bound`.  With ``hmax`` >= every
-    H[t] of the range, ``hmax + max corner - pen`` (plus the rounding budget of the scores,
-    1e-12 relative + 1e-11 per unit of block mass) bounds every candidate's computed value.
+    The block sums of [pos_t, b) lie in the box [dP(pos_tb, b0), dP(pos_ta, b1)] x
+    [dQ(pos_tb, b0), dQ(pos_ta, b1)] (they shrink as t grows and as b falls) and the score g
+    is convex in them, so it is at most its largest corner value; each corner is bounded by
+    :func:`score_bound`.  With ``hmax`` >= every H[t] of the range, ``hmax + max corner - pen``
+    (plus the rounding budget of the scores, 1e-12 relative + 1e-11 per unit of block mass,
+    covering also that computed block sums may leave the box by an ulp) bounds every
+    candidate's computed value (rounding is monotone).
     """
     code, param, c, A, lf = sc
-    pa, qa = block_sums(pre, pos[ta], b)
-    pb, qb = block_sums(pre, pos[tb], b)
+    pa, qa = block_sums(pre, pos[ta], b1)
+    pb, qb = block_sums(pre, pos[tb], b0)
     v1, _ = score_bound(code, param, c + A * pa, c + A * qa, A * (pa - qa), lf)
     v2, _ = score_bound(code, param, c + A * pa, c + A * qb, A * (pa - qb), lf)
     v3, _ = score_bound(code, param, c + A * pb, c + A * qa, A * (pb - qa), lf)
@@ -624,14 +634,297 @@ def _box_prunes(pre, pos, ta, tb, b, hmax, best, sc, pen):
 
 
 @njit(cache=True, error_model="numpy")
-def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH):
+def _box_prunes(pre, pos, ta, tb, b, hmax, best, sc, pen):
+    """True when no split point t in ``pos[ta..tb]`` can reach ``best`` for the end point ``b``
+    (:func:`_rect_prunes` with one end point)."""
+    return _rect_prunes(pre, pos, ta, tb, b, b, hmax, best, sc, pen)
+
+
+@njit(cache=True, error_model="numpy")
+def _chunk_prunes(pre, pos, i0, i1, sc, pen, H, par, hinted, GH, SH, GS, GR, live, slive, ext):
+    """Mark the complete groups and super groups of split points before ``i0`` that no end point
+    ``i0 <= i < i1`` needs (``live[g]``/``slive[sg]`` False; :func:`_uncached_row` skips them).
+
+    Every end point i of the chunk gets one exactly scored candidate (its hint when that is
+    before ``i0``, else the last split point found, ``par[i0 - 1]``), computed as the row
+    computes it, so its value ``L_i`` is at most the row's final best; a range whose
+    :func:`_rect_prunes` bound over all the chunk's end points is below ``min L_i``, or whose
+    :func:`_tangent_prunes` bound is below ``L_i`` for every i (the blocks to ``pos[i]``
+    extend those to ``pos[i0]`` by the sums of [pos[i0], pos[i]), in ``ext``), holds no
+    maximiser and no tie of any row of the chunk.
+    """
+    code, param, c, A, lf = sc
+    n = i1 - i0
+    L = math.inf
+    for i in range(i0, i1):
+        t = par[i] if hinted else -1
+        if t < 0 or t >= i0:
+            t = par[i0 - 1]
+        dp, dq = block_sums(pre, pos[t], pos[i])
+        w = perspective(code, param, c + A * dp, c + A * dq, A * block_diff(pre, pos[t], pos[i], dp, dq), lf)
+        u = H[t] + (w - pen)
+        ext[2, i - i0] = u
+        L = min(L, u)
+        if i == i0:
+            ext[0, 0] = 0.0
+            ext[1, 0] = 0.0
+        else:
+            ext[0, i - i0], ext[1, i - i0] = block_sums(pre, pos[i0], pos[i])
+    if not L > -math.inf:  # NaN or -inf: prune nothing
+        for sg in range(i0 // SUPER):
+            slive[sg] = True
+        for g in range(i0 // GROUP):
+            live[g] = True
+        return
+    b0 = pos[i0]
+    b1 = pos[i1 - 1]
+    EP = ext[0, :n]
+    EQ = ext[1, :n]
+    INC = ext[2, :n]
+    for sg in range(i0 // SUPER):
+        s0 = sg * SUPER
+        slive[sg] = not (
+            _rect_prunes(pre, pos, s0, s0 + SUPER - 1, b0, b1, SH[sg], L, sc, pen)
+            or _tangent_prunes(pre, pos, s0, s0 + SUPER - 1, b0, H, GH, GS, GR, EP, EQ, INC, L, sc, pen)[0]
+        )
+    for g in range(i0 // GROUP):
+        sg = g // GROUP
+        if sg < i0 // SUPER and not slive[sg]:
+            continue  # the row skips the whole super group
+        t0 = g * GROUP
+        t1 = t0 + GROUP - 1
+        live[g] = not (
+            _rect_prunes(pre, pos, t0, t1, b0, b1, GH[g], L, sc, pen)
+            or _tangent_prunes(pre, pos, t0, t1, b0, H, GH, GS, GR, EP, EQ, INC, L, sc, pen)[0]
+        )
+
+
+#: slack per unit of block mass of the tangent bound (:func:`_tangent_prunes`): the scores'
+#: error budget (BOUND_SLACK_FAR), once more for the block sums of [t, b) differing from the
+#: sums of [tb, b) plus [t, tb) by a few ulp of the mass (times |grad g| <= 1 + |log(x/y)| <= 700
+#: where the bound applies: < 1e-12 per unit), and a margin
+TANGENT_SLACK_MASS = 3 * BOUND_SLACK_FAR
+#: 4 ulp: the padding of the computed |D| of :func:`_tangent_prunes` (and, scaled, its delta and m0)
+_TANGENT_PAD = 4 * 2.0**-52
+#: no tangent data (:func:`_tangent_candidate` then bounds nothing): m0 = 0
+_NO_TANGENT = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+@njit(cache=True, error_model="numpy")
+def _tangent_candidate(tan, ht, pt, qt, pen):
+    r"""Upper bound of one candidate's computed value ``H[t] + (score - pen)`` (+inf without data).
+
+    ``tan = (wb, a1, a2, rho, A, dpad, delta, m0, slack)`` from the group's
+    :func:`_tangent_prunes` test at the same end point: its bound with the range reduced to the
+    one split point t (``pt, qt = GS[:, t]``), i.e. :math:`g(z_b) + a_1 P_t - a_2 Q_t +
+    (D_t + \delta)^2 / (2 m_0)` with :math:`D_t = A |P_t - \rho_0 Q_t|` padded, plus the
+    group's slack (its magnitudes bound this candidate's) and the rounding of this sum.  No
+    logarithm and no block sums: a candidate that fails it is not even summed.
+    """
+    wb, a1, a2, rho, A, dpad, delta, m0, slack = tan
+    if not m0 > 0.0:
+        return math.inf
+    if ht == -math.inf:
+        return ht  # no partition ends at t (and the KL score of [t, b) is finite where m0 > 0)
+    dd = A * abs(pt - rho * qt) + dpad
+    x = wb + (a1 * pt - a2 * qt) + (dd + delta) * (dd + delta) / (2.0 * m0)
+    x = x + (slack + BOUND_SLACK_REL * (abs(x) + abs(ht)))
+    return ht + (x - pen)
+
+
+@njit(cache=True, error_model="numpy")
+def group_sums(pre, pos, GS):
+    """``GS[0, t], GS[1, t]``: (dP, dQ) of [pos[t], pos[tb]) with ``tb`` the last position of t's
+    group of ``GROUP`` (0 for t = tb; complete groups only): the part of a block [pos[t], b)
+    before the group's last cut, which does not depend on the end point (:func:`_tangent_prunes`)."""
+    m = pos.shape[0] - 1
+    for g in range((m + 1) // GROUP):
+        tb = g * GROUP + GROUP - 1
+        GS[0, tb] = 0.0
+        GS[1, tb] = 0.0
+        for t in range(g * GROUP, tb):
+            dp, dq = block_sums(pre, pos[t], pos[tb])
+            GS[0, t] = dp
+            GS[1, t] = dq
+
+
+@njit(cache=True, error_model="numpy")
+def _tangent_prunes(pre, pos, ta, tb, b, H, GH, GS, GR, EP, EQ, INC, best, sc, pen):  # noqa: C901
+    r"""True when no split point t in ``pos[ta..tb]`` can reach its incumbent (KL): ``best`` for
+    the end point ``b`` when ``INC`` is empty, else ``INC[j]`` for every end point ``b_j``
+    whose block extends [t, b) by the sums ``EP[j], EQ[j]`` (>= 0) of [b, b_j) (a chunk).
+
+    A bound that keeps the split point's value and its score together (the box bound of
+    :func:`_rect_prunes` takes the largest ``H`` and the largest score separately, which loses
+    to first order in the group's mass next to the optimum).  With
+    :math:`z = (c + A\,dP, c + A\,dQ)` of a block, :math:`z_{t,j} = z_b + A (P_t + EP_j, Q_t + EQ_j)`
+    where :math:`z_b` is the block [pos[tb], b) and :math:`(P_t, Q_t) \ge 0` the sums of
+    [pos[t], pos[tb]) (``GS``, :func:`group_sums`; for a super group (more than ``GROUP``
+    split points), the sums
+    ``GR`` of :func:`super_sums` to its last cut plus those of the group).  The KL
+    perspective :math:`g(x, y) = x \log(x/y) - x + y` lies above each of its tangent lines:
+    for any :math:`\rho_0 > 0`, :math:`\theta_0 = \log\rho_0`,
+
+    .. math:: g(x, y) = \theta_0 x - (\rho_0 - 1) y + u\,\varphi(v/u),
+              \quad u = \rho_0 y,\ v = x,\ \varphi(r) = r \log r - r + 1 \ge 0,
+
+    and :math:`u\,\varphi(v/u) \le (v - u)^2 / (2 \min(u, v))` (:math:`\varphi'' = 1/r`).  At
+    :math:`z_b` the line is below g; at :math:`z_{t,j}`, with the extension
+    :math:`(P, Q) = (P_t + EP_j, Q_t + EQ_j)`, :math:`v - u = \delta_0 + D`,
+    :math:`\delta_0 = x_b - \rho_0 y_b`, :math:`D = A (P - \rho_0 Q)`, and
+    :math:`\min(u, v) \ge \min(x_b, \rho_0 y_b)`.  For :math:`\rho_0 = fl(x_b / y_b)`,
+    :math:`|\delta_0| \le 2^{-53} x_b`.  Hence
+
+    .. math:: H_t + g(z_{t,j}) \le g(z_b) + [H_t + a_1 P_t - a_2 Q_t] + [a_1 EP_j - a_2 EQ_j]
+              + (D_{max} + \delta)^2 / (2 m_0),
+
+    :math:`a_1 = A\theta_0`, :math:`a_2 = A(\rho_0 - 1)`, :math:`D_{max}` the largest
+    :math:`|D|` over the range and the extensions, :math:`\delta = 2^{-52} x_b`,
+    :math:`m_0 = (1 - 2^{-51}) x_b`: the last term is of second order in the mass of the
+    range, small when its likelihood ratios are close to the block's, and the exact second
+    order of :math:`g` (no factor is lost).
+    The maximum over t of the first bracket is taken exactly over a group; over a super group
+    it is bounded per group g by :math:`GH_g + (a_1)_+ P^g_{max} + (-a_2)_+ Q^g_{max}` plus the
+    linear term of the group's offset to the super group's last cut.
+
+    Rounding: the computed scores are within ``BOUND_SLACK_REL`` relative plus
+    ``BOUND_SLACK_FAR`` per unit of mass of the exact perspective at their computed arguments
+    (the error budget of :func:`score_bound`), the computed block sums of a block differ from
+    the sums of its parts by a few ulp of the mass (``TANGENT_SLACK_MASS``), the computed
+    :math:`|D|` are padded by 4 ulp of :math:`A (P_{max} + \rho_0 Q_{max})`, and the few
+    roundings of this bound, of the candidate's ``H[t] + (w - pen)`` and of the comparison
+    are each below 4 ulp of one of the magnitudes summed in ``mag`` (1e-12 of it is ~4500
+    ulp).  Returns ``(pruned, tangent)``: False (no decision) for other divergences, a zero
+    mass, an extreme ratio, or a NaN; ``tangent`` (:func:`_tangent_candidate`) after a
+    test of one end point that did not prune, else ``_NO_TANGENT``.
+    """
+    code, param, c, A, lf = sc
+    if code != CODE_KL:
+        return False, _NO_TANGENT
+    pb, qb = block_sums(pre, pos[tb], b)
+    xb = c + A * pb
+    yb = c + A * qb
+    if not (xb > 0.0 and yb > 0.0):
+        return False, _NO_TANGENT
+    rho = xb / yb
+    if not (_Z_MIN < rho < _Z_MAX):
+        return False, _NO_TANGENT
+    a1 = A * math.log(rho)
+    a2 = A * (rho - 1.0)
+    mx = -math.inf
+    hm = 0.0
+    pmax = 0.0
+    qmax = 0.0
+    dmax = 0.0
+    if tb - ta >= GROUP:  # a super group (a flag argument would compile twice, once per literal)
+        a1p = max(a1, 0.0)
+        a2m = max(-a2, 0.0)
+        for g in range(ta // GROUP, tb // GROUP + 1):
+            hg = GH[g]
+            if hg != hg:
+                return False, _NO_TANGENT
+            if hg == -math.inf:
+                continue  # no partition ends in the group (the budget program's first split points)
+            rp = GR[0, g]
+            rq = GR[1, g]
+            mx = max(mx, (hg + (a1p * GR[2, g] + a2m * GR[3, g])) + (a1 * rp - a2 * rq))
+            hm = max(hm, abs(hg))
+            pmax = max(pmax, rp + GR[2, g])
+            qmax = max(qmax, rq + GR[3, g])
+            dmax = max(dmax, max(abs(rp + GR[2, g] - rho * rq), abs(rp - rho * (rq + GR[3, g]))))
+    else:
+        for t in range(ta, tb + 1):
+            ht = H[t]
+            if ht != ht:
+                return False, _NO_TANGENT
+            if ht == -math.inf:
+                continue
+            pt = GS[0, t]
+            qt = GS[1, t]
+            mx = max(mx, ht + (a1 * pt - a2 * qt))
+            hm = max(hm, abs(ht))
+            pmax = max(pmax, pt)
+            qmax = max(qmax, qt)
+            dmax = max(dmax, abs(pt - rho * qt))
+    n = INC.shape[0]
+    if mx == -math.inf:  # every candidate is -inf
+        if n == 0:
+            return best > -math.inf, _NO_TANGENT
+        for j in range(n):
+            if not INC[j] > -math.inf:
+                return False, _NO_TANGENT
+        return True, _NO_TANGENT
+    if not mx < math.inf:
+        return False, _NO_TANGENT
+    epm = 0.0
+    eqm = 0.0
+    edm = 0.0
+    for j in range(n):
+        epm = max(epm, EP[j])
+        eqm = max(eqm, EQ[j])
+        edm = max(edm, abs(EP[j] - rho * EQ[j]))
+    pmax += epm
+    qmax += eqm
+    wb = perspective(code, param, xb, yb, A * block_diff(pre, pos[tb], b, pb, qb), lf)
+    dpad = _TANGENT_PAD * A * (pmax + rho * qmax)
+    dd = A * (dmax + edm) + dpad
+    delta = _TANGENT_PAD * 0.25 * xb
+    m0 = xb - _TANGENT_PAD * 0.5 * xb
+    e = (dd + delta) * (dd + delta) / (2.0 * m0)
+    base = wb + mx + e
+    mag = abs(wb) + abs(mx) + e + 2.0 * hm + abs(pen)
+    mag += abs(a1) * pmax + abs(a2) * qmax + A * (pmax + rho * qmax)
+    slack = BOUND_SLACK_REL * mag + TANGENT_SLACK_MASS * (xb + yb + A * (pmax + qmax))
+    if n == 0:
+        u = base + (BOUND_SLACK_REL * abs(base) + slack)
+        return u - pen < best, (wb, a1, a2, rho, A, dpad, delta, m0, slack)
+    for j in range(n):
+        u = base + (a1 * EP[j] - a2 * EQ[j])
+        u = u + (BOUND_SLACK_REL * abs(u) + slack)
+        if not u - pen < INC[j]:
+            return False, _NO_TANGENT
+    return True, _NO_TANGENT
+
+
+@njit(cache=True, error_model="numpy")
+def super_sums(pre, pos, GS, GR):
+    """Per complete group g of ``GROUP`` positions: ``GR[0, g], GR[1, g]`` the sums of
+    [pos[tb_g], pos[tb_sg]) from the group's last cut to its super group's last cut (complete
+    super groups only), ``GR[2, g], GR[3, g]`` the largest ``GS[0, t]``, ``GS[1, t]`` of the group
+    (:func:`group_sums`, already filled); for :func:`_super_tangent_prunes`."""
+    m = pos.shape[0] - 1
+    for g in range((m + 1) // GROUP):
+        pm = 0.0
+        qm = 0.0
+        for t in range(g * GROUP, g * GROUP + GROUP):
+            pm = max(pm, GS[0, t])
+            qm = max(qm, GS[1, t])
+        GR[2, g] = pm
+        GR[3, g] = qm
+    for sg in range((m + 1) // SUPER):
+        send = sg * SUPER + SUPER - 1
+        for g in range(sg * GROUP, sg * GROUP + GROUP):
+            tb = g * GROUP + GROUP - 1
+            if tb == send:
+                GR[0, g] = 0.0
+                GR[1, g] = 0.0
+            else:
+                dp, dq = block_sums(pre, pos[tb], pos[send])
+                GR[0, g] = dp
+                GR[1, g] = dq
+
+
+@njit(cache=True, error_model="numpy")
+def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, GR, live, slive, ext):  # noqa: C901 - hot kernel
     """``(best, count, split)`` of end point ``i`` without a score cache (O(m) memory).
 
     The hint ``h`` is scored first (the incumbent); super groups, then groups, of split points
-    are skipped by :func:`_box_prunes`; the rest are pruned one by one by :func:`score_bound`.
-    Ties as :func:`uncached_pass`.
+    are skipped by :func:`_box_prunes` (groups also by :func:`_tangent_prunes`); the rest are
+    pruned one by one by :func:`score_bound`.  Ranges marked dead for the whole chunk of end
+    points (``live``/``slive``, :func:`_chunk_prunes`) are skipped.  Ties as :func:`uncached_pass`.
     """
     code, param, c, A, lf = sc
+    E0 = ext[0, :0]  # no chunk extension (_tangent_prunes)
     b = pos[i]
     dp, dq = block_sums(pre, pos[h], b)
     w = perspective(code, param, c + A * dp, c + A * dq, A * block_diff(pre, pos[h], b, dp, dq), lf)
@@ -641,16 +934,38 @@ def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH):
     for sg in range(i // SUPER + 1):
         s0 = sg * SUPER
         s1 = min(s0 + SUPER, i)
-        if s1 - s0 == SUPER and _box_prunes(pre, pos, s0, s1 - 1, b, SH[sg], best, sc, pen):
+        if not slive[sg]:
+            continue
+        # (a super group holding the incumbent cannot be dropped)
+        if (
+            s1 - s0 == SUPER
+            and not s0 <= h < s1
+            and (
+                _box_prunes(pre, pos, s0, s1 - 1, b, SH[sg], best, sc, pen)
+                or _tangent_prunes(pre, pos, s0, s1 - 1, b, H, GH, GS, GR, E0, E0, E0, best, sc, pen)[0]
+            )
+        ):
             continue
         for g in range(s0 // GROUP, (s1 + GROUP - 1) // GROUP):
             t0 = g * GROUP
             t1 = min(t0 + GROUP, s1)
-            if t1 - t0 == GROUP and _box_prunes(pre, pos, t0, t1 - 1, b, GH[g], best, sc, pen):
+            if not live[g]:
                 continue
-            for t in range(t0, t1):
-                if t == h:
+            tan = _NO_TANGENT
+            if t1 - t0 == GROUP and not t0 <= h < t1:  # (a group holding the incumbent stays)
+                # KL: the tangent bound first; the box only where it did not run
+                pruned = False
+                if code == CODE_KL:
+                    pruned, tan = _tangent_prunes(
+                        pre, pos, t0, t1 - 1, b, H, GH, GS, GR, E0, E0, E0, best, sc, pen
+                    )
+                if pruned or (
+                    not tan[7] > 0.0 and _box_prunes(pre, pos, t0, t1 - 1, b, GH[g], best, sc, pen)
+                ):
                     continue
+            for t in range(t0, t1):
+                if t == h or _tangent_candidate(tan, H[t], GS[0, t], GS[1, t], pen) < best:
+                    continue  # (the group's tangent bound for this candidate alone)
                 dp, dq = block_sums(pre, pos[t], b)
                 x = c + A * dp
                 y = c + A * dq
@@ -673,7 +988,7 @@ def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH):
 
 
 @njit(cache=True, error_model="numpy")
-def uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH):
+def uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH, GS, GR):
     r"""One Dinkelbach step without a score cache: :math:`H[i] = \max_{t<i} H[t] + (\mu'[pos_t:pos_i) - pen)`.
 
     Only the cut points listed in ``pos`` (increasing, ``pos[0] = 0``, ``pos[-1] = k``) are
@@ -681,18 +996,26 @@ def uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH):
     the order of :func:`ldpopt.spr.reference._dp_readable`.  Fills ``H``, ``cnt`` (block count)
     and ``par`` (start of the last block, as a position index).  Nothing of size m^2 exists:
     :func:`_uncached_row` bounds whole groups of split points at once, with the maxima of H per
-    group and super group kept in ``GH``/``SH`` (O(m) memory); pruning is exact as in
-    :func:`cached_pass`.
+    group and super group kept in ``GH``/``SH`` (O(m) memory) and the sums of :func:`group_sums`
+    and :func:`super_sums` in ``GS``/``GR``; pruning is exact as in :func:`cached_pass`.
     """
     m = pos.shape[0] - 1
     H[0] = 0.0
     cnt[0] = 0
     par[0] = 0
+    live = np.ones(GH.shape[0], dtype=np.bool_)
+    slive = np.ones(SH.shape[0], dtype=np.bool_)
+    ext = np.zeros((3, GROUP))
     for i in range(1, m + 1):
+        if i % GROUP == 0 and i >= 2 * GROUP:
+            # a chunk of GROUP end points: drop the ranges of split points none of them needs
+            _chunk_prunes(
+                pre, pos, i, min(i + GROUP, m + 1), sc, pen, H, par, hinted, GH, SH, GS, GR, live, slive, ext
+            )
         h = par[i] if hinted else par[i - 1]
         if h < 0 or h >= i:
             h = i - 1
-        best, bc, bt = _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH)
+        best, bc, bt = _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, GR, live, slive, ext)
         H[i] = best
         cnt[i] = bc
         par[i] = bt
@@ -792,12 +1115,12 @@ def cached_pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted):
 
 
 @njit(cache=True, error_model="numpy")
-def _pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted, GH, SH):
+def _pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted, GH, SH, GS, GR):
     """One penalised pass: :func:`cached_pass` when there is a score cache, else :func:`uncached_pass`."""
     if val.shape[0] > 0:
         cached_pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted)
     else:
-        uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH)
+        uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH, GS, GR)
 
 
 @njit(cache=True, error_model="numpy")
@@ -841,6 +1164,11 @@ def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, sc, bounds, nb):
     nr = 0 if val.shape[0] > 0 else m // GROUP + 1
     GH = np.empty(nr)
     SH = np.empty(nr // GROUP + 1)
+    GS = np.empty((2, m + 1 if nr > 0 else 0))
+    GR = np.empty((4, nr))
+    if nr > 0:
+        group_sums(pre, pos, GS)
+        super_sums(pre, pos, GS, GR)
     hinted = hint.shape[0] == m + 1
     if hinted:
         for i in range(m + 1):
@@ -850,14 +1178,14 @@ def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, sc, bounds, nb):
         fill_cache(pre, pos, sp, sq, val, state, sc)
     if c == 0.0:
         # every partition has denominator 1: one unpenalised pass is the optimum
-        _pass(pre, pos, sp, sq, val, state, sc, 0.0, H, cnt, par, hinted, GH, SH)
+        _pass(pre, pos, sp, sq, val, state, sc, 0.0, H, cnt, par, hinted, GH, SH, GS, GR)
         nb = _traceback(pos, par, cnt, bounds)
         lam = partition_ratio(pre, bounds, nb, sc)
     else:
         lam = partition_ratio(pre, bounds, nb, sc)
         passes = 0
         while passes < MAX_DINKELBACH_STEPS and not math.isinf(lam):
-            _pass(pre, pos, sp, sq, val, state, sc, lam * c, H, cnt, par, hinted, GH, SH)
+            _pass(pre, pos, sp, sq, val, state, sc, lam * c, H, cnt, par, hinted, GH, SH, GS, GR)
             passes += 1
             hinted = True  # the previous pass's split points
             nb2 = _traceback(pos, par, cnt, cand)
@@ -930,7 +1258,7 @@ def _bound_one(code, x, y, d):
 
 
 @njit(cache=True, error_model="numpy")
-def _budget_row(pre, pos, i, s, h, sc, prev, GH, SH, W, EX, stamp, tries):  # noqa: C901 - hot kernel
+def _budget_row(pre, pos, i, s, h, sc, prev, GH, SH, W, EX, stamp, tries, GS, GR, live, slive, ext):  # noqa: C901, E501 - hot kernel
     """``(best, split)`` of ``F[s, i] = max_{t >= s-1} prev[t] + mu'[t:i)``, pruned first.
 
     The incumbent ``h`` is scored first; then super groups and groups of split points are
@@ -943,6 +1271,7 @@ def _budget_row(pre, pos, i, s, h, sc, prev, GH, SH, W, EX, stamp, tries):  # no
     """
     code, param, c, A, lf = sc
     has_bound = _has_bound(code)
+    E0 = ext[0, :0]  # no chunk extension (_tangent_prunes)
     if stamp[h] != i or not EX[h]:
         dp, dq = block_sums(pre, h, i)
         W[h] = perspective(code, param, c + A * dp, c + A * dq, A * block_diff(pre, h, i, dp, dq), lf)
@@ -956,22 +1285,44 @@ def _budget_row(pre, pos, i, s, h, sc, prev, GH, SH, W, EX, stamp, tries):  # no
         s1 = min(sg * SUPER + SUPER, i)
         if s1 <= s0:
             continue
-        if s1 - s0 == SUPER and _box_prunes(pre, pos, s0, s1 - 1, i, SH[sg], best, sc, 0.0):
+        if not slive[sg]:
+            continue
+        # (a super group holding the incumbent cannot be dropped)
+        if (
+            s1 - s0 == SUPER
+            and not s0 <= h < s1
+            and (
+                _box_prunes(pre, pos, s0, s1 - 1, i, SH[sg], best, sc, 0.0)
+                or _tangent_prunes(pre, pos, s0, s1 - 1, i, prev, GH, GS, GR, E0, E0, E0, best, sc, 0.0)[0]
+            )
+        ):
             continue
         for g in range(s0 // GROUP, (s1 + GROUP - 1) // GROUP):
             t0 = max(g * GROUP, s0)
             t1 = min(g * GROUP + GROUP, s1)
+            if not live[g]:
+                continue
+            tan = _NO_TANGENT
             if t1 - t0 == GROUP and (tries[0] < 64 or 4 * tries[1] >= tries[0] or g % 8 == 0):
                 # group tests cost four score bounds: kept up while at least a quarter succeed
                 # (else one group in eight keeps probing); which groups are tested changes the
                 # work, never the result
                 tries[0] += 1
-                if _box_prunes(pre, pos, t0, t1 - 1, i, GH[g], best, sc, 0.0):
+                pruned = False
+                if not t0 <= h < t1:  # (a group holding the incumbent cannot be dropped)
+                    # KL: the tangent bound first; the box only where it did not run
+                    if code == CODE_KL:
+                        pruned, tan = _tangent_prunes(
+                            pre, pos, t0, t1 - 1, i, prev, GH, GS, GR, E0, E0, E0, best, sc, 0.0
+                        )
+                    if not pruned and not tan[7] > 0.0:
+                        pruned = _box_prunes(pre, pos, t0, t1 - 1, i, GH[g], best, sc, 0.0)
+                if pruned:
                     tries[1] += 1
                     continue
             for t in range(t0, t1):
-                if t == h:
-                    continue
+                if t == h or _tangent_candidate(tan, prev[t], GS[0, t], GS[1, t], 0.0) < best:
+                    continue  # (the group's tangent bound for this candidate alone)
                 if stamp[t] != i:
                     # first visit at this end point: a bound at any difference block_diff can
                     # return (bounds_into's), or the exact score for the cheap divergences
@@ -1028,16 +1379,62 @@ def budget_dp(pre, k, l, sc, bounds):
     ng = k // GROUP + 1
     GH = np.full((l + 1, ng), -math.inf)  # maxima of F[s] over complete groups of split points
     SH = np.full((l + 1, ng // GROUP + 1), -math.inf)  # ... and super groups
+    GS = np.empty((2, k + 1))
+    GR = np.empty((4, ng))
+    group_sums(pre, pos, GS)
+    super_sums(pre, pos, GS, GR)
+    live = np.ones((l + 1, ng), dtype=np.bool_)  # per row: ranges some end point of the chunk needs
+    slive = np.ones((l + 1, ng // GROUP + 1), dtype=np.bool_)
+    ext = np.zeros((3, GROUP))
     z = np.int64(0)
     for i in range(1, k + 1):
         smax = min(l, i) if i == k else min(l - 1, i)
+        if i % GROUP == 0 and i >= 2 * GROUP:
+            # a chunk of GROUP end points: per row, drop the ranges of split points none needs
+            i1 = min(i + GROUP, k + 1)
+            for s in range(2, min(l, i1 - 1) + 1):
+                _chunk_prunes(
+                    pre,
+                    pos,
+                    i,
+                    i1,
+                    sc,
+                    0.0,
+                    F[s - 1],
+                    par[s],
+                    np.bool_(False),  # not a literal: one compiled specialisation
+                    GH[s - 1],
+                    SH[s - 1],
+                    GS,
+                    GR,
+                    live[s],
+                    slive[s],
+                    ext,
+                )
         F[1, i] = score(pre, z, np.int64(i), sc)
         for s in range(2, smax + 1):
             h = par[s, i - 1] if i - 1 >= s else s - 1
             if h < s - 1 or h >= i:
                 h = s - 1
             best, bt = _budget_row(
-                pre, pos, i, s, h, sc, F[s - 1], GH[s - 1], SH[s - 1], W, EX, stamp, tries[s]
+                pre,
+                pos,
+                i,
+                s,
+                h,
+                sc,
+                F[s - 1],
+                GH[s - 1],
+                SH[s - 1],
+                W,
+                EX,
+                stamp,
+                tries[s],
+                GS,
+                GR,
+                live[s],
+                slive[s],
+                ext,
             )
             F[s, i] = best
             par[s, i] = bt
@@ -1074,11 +1471,27 @@ def budget_dp(pre, k, l, sc, bounds):
 # One solve: unconstrained first, the budget program only when it is needed
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy")
+def _refine_width(k, g, nb):
+    """Half-width of the windows around the ``nb - 1`` cuts of a coarse optimum (0: do not refine).
+
+    ``COARSE_WINDOW_GROUPS`` coarse groups, narrowed so that the windows hold at most
+    ``COARSE_REFINE_MAX + 1`` cut points (a pass over them stays cheap): with many blocks the
+    windows shrink rather than the refinement being skipped.
+    """
+    if nb < 2:
+        return 0
+    w = COARSE_WINDOW_GROUPS * ((k + g - 1) // g)
+    return min(w, (COARSE_REFINE_MAX // (nb - 1) - 1) // 2)
+
+
+@njit(cache=True, error_model="numpy")
 def _coarse_start(pre, k, sc, bounds):
     """Start for large k: the optimum over cuts on a coarse grid, refined around its cuts.
 
-    Any partition is a valid Dinkelbach start; a good one saves full O(k^2) passes.
-    Returns the block count written to ``bounds``.
+    Any partition is a valid Dinkelbach start; a good one saves full O(k^2) passes.  The
+    refinement (every cut within :func:`_refine_width` of a current cut) is repeated until the
+    cuts stop moving, at most ``COARSE_REFINES`` times.  Returns the block count written to
+    ``bounds``.
     """
     g = min(COARSE_GROUPS, k)
     pos = np.empty(g + 1, dtype=np.int64)
@@ -1087,13 +1500,23 @@ def _coarse_start(pre, k, sc, bounds):
     bounds[0] = 0
     bounds[1] = k
     nb = np.int64(1)
-    for rnd in range(2):
+    prev = np.empty(k + 1, dtype=np.int64)
+    for rnd in range(COARSE_REFINES + 1):
+        nb_prev = nb
+        for j in range(nb + 1):
+            prev[j] = bounds[j]
         sp, sq, val, state = _new_cache(pre, pos)
         nb = dinkelbach_ws(pre, pos, sp, sq, val, state, np.empty(0, dtype=np.int64), sc, bounds, nb)[1]
-        if rnd == 1:
+        if rnd > 0 and nb == nb_prev:
+            moved = False
+            for j in range(nb + 1):
+                moved = moved or bounds[j] != prev[j]
+            if not moved:
+                break
+        w = _refine_width(k, g, nb)
+        if rnd == COARSE_REFINES or w < 1:
             break
-        # refine: allow every cut within two groups of a coarse cut
-        w = 2 * ((k + g - 1) // g)
+        # refine: allow every cut within w of a cut
         mark = np.zeros(k + 1, dtype=np.bool_)
         mark[0] = True
         mark[k] = True
@@ -1103,8 +1526,6 @@ def _coarse_start(pre, k, sc, bounds):
         m = 0
         for t in range(k + 1):
             m += mark[t]
-        if m - 1 > SCORE_CACHE_MAX_K:
-            break
         pos = np.empty(m, dtype=np.int64)
         m = 0
         for t in range(k + 1):
