@@ -89,10 +89,19 @@ def _instances(families, trials: int, seed: int):
     return out
 
 
-def _rows_for(fam, trial, p0, p1, eps, u, radius, n):
-    base = f_divergence(p0, p1, "kl")
+def _rows_for(fam, trial, p0, p1, eps, u, radius, n, *, truth=None):
+    base = f_divergence(*(truth if truth is not None else (p0, p1)), "kl")
     res = robust_mechanism(p0, p1, eps, u, "kl")
-    common = {"family": fam, "k": p0.size, "trial": trial, "eps": eps, "radius": radius, "n": n}
+    common = {
+        "family": fam,
+        "k": p0.size,
+        "trial": trial,
+        "eps": eps,
+        "radius": radius,
+        "n": n,
+        "normalizer": base,
+        "normalized_by": "estimate" if truth is None else "truth",
+    }
 
     def row(name, lo, up, ok, dp=0):
         norm = lo / base if base > 0 else math.nan
@@ -141,11 +150,10 @@ def robust_experiment(
                 rows += _rows_for(fam, trial, p0, p1, e, unc.total_variation(r, r), r, None)
                 if progress is not None:
                     progress(1)
-        if fam == "paper":
-            for n in sizes:
-                u = unc.from_counts(rng.multinomial(n, p0), rng.multinomial(n, p1), 0.95, "tv")
-                assert u.p0_hat is not None and u.p1_hat is not None
-                rows += _rows_for(fam, trial, u.p0_hat, u.p1_hat, 2.0, u, u.r0, n)
-                if progress is not None:
-                    progress(1)
+        for n in sizes:
+            u = unc.from_counts(rng.multinomial(n, p0), rng.multinomial(n, p1), 0.95, "tv")
+            assert u.p0_hat is not None and u.p1_hat is not None
+            rows += _rows_for(fam, trial, u.p0_hat, u.p1_hat, 2.0, u, u.r0, n, truth=(p0, p1))
+            if progress is not None:
+                progress(1)
     return RobustExperiment(rows=tuple(rows), quick=quick)

@@ -316,7 +316,10 @@ class _Problem:
         ts = t * scale
         gxy = ts * a * np.stack([fp, fv], axis=1)  # (k, 2)
         g = np.einsum("ki,kiv->kv", gxy, self.J)
-        w = self.J[:, 0] - rho[:, None] * self.J[:, 1]  # Hessian of the objective: c w w^T per symbol
+        # Hessian of the objective: c w w^T per symbol, on the free variables only (a fixed
+        # variable, e.g. the TV decrease w of a cell the centre leaves empty, kept in w would
+        # couple into the free ones and bend their step away from Newton's)
+        w = np.where(self.fixed, 0.0, self.J[:, 0] - rho[:, None] * self.J[:, 1])
         cw = ts * a * a * fpp / Y
         B = cw[:, None, None] * (w[:, :, None] * w[:, None, :])
         diag = np.zeros(V.shape)
