@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import math
 import os
 import subprocess
 import sys
@@ -73,6 +75,14 @@ def test_reproduce_robust_quick(tmp_path):
     assert summary["max_gap"] <= 1e-8 and summary["max_robust_gain"] >= 1.0 - 1e-12
     for suffix in (".png", ".svg", ".csv"):
         assert (tmp_path / f"robust{suffix}").stat().st_size > 0
+    # each row names its normaliser: the centres' divergence on the radius curves, the true
+    # pair's on the from_counts rows (n given)
+    with (tmp_path / "robust.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {(r["n"] == "", r["normalized_by"]) for r in rows} == {(True, "estimate"), (False, "truth")}
+    for r in rows:  # a division and a product: two roundings (~2e-16 relative), CSV round-trips
+        back = float(r["normalized"]) * float(r["normalizer"])
+        assert math.isclose(back, float(r["worst_case"]), rel_tol=1e-12)
 
 
 def test_design_robust_tv_divergence():

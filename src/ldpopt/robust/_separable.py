@@ -81,6 +81,10 @@ _ACTIVE_TOLS = (1e-9, 1e-11, 1e-7)
 #: relative singular-value cutoff of its (Jacobi-scaled) least-squares KKT solve
 _POLISH_STEPS = 8
 _POLISH_RCOND = 1e-13
+#: ... which stop early after a full step that moved no variable by more than this, relative to
+#: the largest: Newton converges quadratically, so the following step would move by ~its square
+#: (1e-26), below the float resolution; the steps after a converged one measure ~10 ulp
+_POLISH_MOVE_RTOL = 1e-13
 #: iterative-refinement steps of each Newton system (its conditioning reaches ~1e20 at the end)
 _REFINE = 2
 #: fraction of the step to the boundary of the barrier's domain that is taken at most
@@ -316,7 +320,10 @@ class _Problem:
         ts = t * scale
         gxy = ts * a * np.stack([fp, fv], axis=1)  # (k, 2)
         g = np.einsum("ki,kiv->kv", gxy, self.J)
-        w = self.J[:, 0] - rho[:, None] * self.J[:, 1]  # Hessian of the objective: c w w^T per symbol
+        # Hessian of the objective: c w w^T per symbol, on the free variables only (a fixed
+        # variable, e.g. the TV decrease w of a cell the centre leaves empty, kept in w would
+        # couple into the free ones and bend their step away from Newton's)
+        w = np.where(self.fixed, 0.0, self.J[:, 0] - rho[:, None] * self.J[:, 1])
         cw = ts * a * a * fpp / Y
         B = cw[:, None, None] * (w[:, :, None] * w[:, None, :])
         diag = np.zeros(V.shape)
@@ -500,7 +507,10 @@ def _polish(prob: _Problem, V: np.ndarray, tol: float) -> np.ndarray:
             if prob.objective(cand) - float(np.dot(sol[n:], rnew)) <= f0 + _ARMIJO_SLACK * abs(f0):
                 break
             alpha *= _BACKTRACK
+        moved = float(np.abs(cand - V).max())
         V = cand
+        if alpha == 1.0 and moved <= _POLISH_MOVE_RTOL * max(float(np.abs(V).max()), 1e-300):
+            break  # converged: the next steps would only move by the rounding
         if alpha < 1.0:  # a bound blocks: it joins the face (primal active-set step)
             keep = room > alpha * (1.0 + 1e-12)
             idx, sym = idx[keep], sym[keep]
