@@ -271,7 +271,7 @@ def test_chunk_plan_gives_every_worker_work_and_small_sweeps_stay_in_process(tmp
     # an explicit worker count is obeyed (test_processes_identical_and_dead_worker_retried)
     tiny = {**GRID, "run": {}}
     assert chunks.estimated_work(parse_config(tiny)) < runner.WORKER_START_S * 2
-    runner.run_sweep(tiny, tmp_path, quiet=True)
+    runner.run_sweep(tiny, tmp_path, scheduler="processes", quiet=True)
     run = runner.read_manifest(tmp_path)["runs"][-1]
     assert (run["scheduler"], run["workers"]) == (runner.SMALL_SWEEP_SCHEDULER, 1)
 
@@ -349,8 +349,8 @@ def _closed_port() -> int:
 
 
 def test_scheduler_errors_come_before_any_work(tmp_path, monkeypatch):
-    with pytest.raises(runner.SchedulerError, match="unknown scheduler='threads'"):
-        runner.run_sweep(GRID, tmp_path / "a", scheduler="threads")
+    with pytest.raises(runner.SchedulerError, match="unknown scheduler='thread'; use 'auto', 'threads'"):
+        runner.run_sweep(GRID, tmp_path / "a", scheduler="thread")
     with monkeypatch.context() as m:  # `python - < script.py`: spawned workers could not re-import it
         m.setattr(sys.modules["__main__"], "__file__", "<stdin>", raising=False)
         with pytest.raises(runner.SchedulerError, match="re-import the main script"):
@@ -420,9 +420,12 @@ def wait_until_gone(pgid: int, seconds: float) -> list[int]:
 
 
 def start_cli_sweep(cfg, out, *extra: str, fault: str = "sleep:0.4") -> subprocess.Popen:
-    """``ldpopt sweep`` in its own session (process group = its pid), 2 pool workers, slowed
-    chunks; returns once it has written 2 chunk files."""
+    """``ldpopt sweep`` in its own session (process group = its pid), 2 pool workers (the
+    ``processes`` scheduler unless ``extra`` names one), slowed chunks; returns once it has
+    written 2 chunk files."""
     env = dict(os.environ, **{runner.FAULT_ENV: fault})
+    if "--scheduler" not in extra:
+        extra = ("--scheduler", "processes", *extra)
     cmd = [sys.executable, "-m", "ldpopt", "sweep", str(cfg), "--out", str(out), "--workers", "2", *extra]
     proc = subprocess.Popen(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True

@@ -1,15 +1,19 @@
 """Where the chunks of a sweep run: in this process, a local process pool, or Dask.
 
-* ``"inline"``: in this process;
-* ``"processes"`` (default): a local process pool (spawned workers, one per core);
+* ``"inline"``: in this process, one chunk after another;
+* ``"threads"``: in this process, one chunk per thread at a time (the compiled solver releases
+  the GIL; no worker start-up);
+* ``"processes"``: a local process pool (spawned workers, one per core);
 * ``"dask-local"``: a ``dask.distributed.LocalCluster`` on 127.0.0.1;
 * ``"tcp://HOST:PORT"``: an existing Dask scheduler (``pip install 'ldpopt[dask]'``; the
   workers need the same ldpopt version installed).
 
-Every scheduler runs :func:`ldpopt.sweeps.chunks.run_chunk` on the same tasks and yields the
-outcomes as they finish; only the driver writes the store.  A worker that dies is handled here:
-the process pool reruns the chunks it lost one at a time (a chunk that kills its worker
-``MAX_WORKER_DEATHS`` times is recorded as failed); Dask reschedules them itself.
+(``"auto"``, the default of :func:`~ldpopt.sweeps.runner.run_sweep`, is resolved by the runner to
+``"threads"`` or ``"processes"``.)  Every scheduler runs :func:`ldpopt.sweeps.chunks.run_chunk`
+on the same tasks and yields the outcomes as they finish; only the driver writes the store.  A
+worker that dies is handled here: the process pool reruns the chunks it lost one at a time (a
+chunk that kills its worker ``MAX_WORKER_DEATHS`` times is recorded as failed); Dask reschedules
+them itself.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ import contextlib
 import logging
 import multiprocessing as mp
 import os
+import queue
 import sys
+import threading
 import uuid
 from collections import deque
 from collections.abc import Iterator
@@ -49,6 +55,7 @@ __all__ = [
     "check_spawnable",
     "MAX_WORKER_DEATHS",
     "CONNECT_TIMEOUT_S",
+    "SCHEDULERS",
 ]
 
 log = logging.getLogger("ldpopt.sweep")
@@ -82,21 +89,24 @@ class Scheduler(Protocol):
         ...
 
 
+#: the scheduler names (besides ``tcp://HOST:PORT``)
+SCHEDULERS = ("auto", "threads", "processes", "inline", "dask-local")
+
+
 def parse_scheduler(scheduler: str) -> tuple[str, str | None]:
-    """``"inline" | "processes" | "dask-local" | "tcp://HOST:PORT"`` -> (kind, address)."""
+    """A scheduler name (:data:`SCHEDULERS`) or ``"tcp://HOST:PORT"`` -> (kind, address)."""
     if not isinstance(scheduler, str):
         raise SchedulerError(f"scheduler must be a string, got {scheduler!r}")
     s = scheduler.strip()
-    if s in ("inline", "processes", "dask-local"):
+    if s in SCHEDULERS:
         return s, None
     if s.startswith("tcp://"):
         host, sep, port = s[len("tcp://") :].rpartition(":")
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise SchedulerError(f"scheduler address must look like tcp://HOST:PORT, got {scheduler!r}")
         return "tcp", s
-    raise SchedulerError(
-        f"unknown scheduler={scheduler!r}; use 'inline', 'processes', 'dask-local' or 'tcp://HOST:PORT'"
-    )
+    names = ", ".join(f"'{n}'" for n in SCHEDULERS)
+    raise SchedulerError(f"unknown scheduler={scheduler!r}; use {names} or 'tcp://HOST:PORT'")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,6 +236,63 @@ class _Inline:
 
     def close(self, abort: bool = False) -> None:
         pass
+
+
+class _Threads:
+    """Threads of this process, each computing one chunk at a time.
+
+    The chunks' solving happens in compiled kernels that release the GIL, so the threads use
+    every core without starting, importing and warming up worker processes; the rest of a chunk
+    (reduction, partitions, baselines, its Arrow table) holds the GIL.  A thread cannot be
+    killed: on an interrupt the threads take no new chunk and the chunks they are computing are
+    dropped (each is about a second of work by the chunk plan).
+    """
+
+    name = "threads"
+    in_worker = False
+
+    def __init__(self, workers: int, warm: ChunkTask | None = None):
+        self.workers = workers
+        self._warm = warm
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def _work(self, index: int, todo: deque[ChunkTask], done: queue.Queue[ChunkOutcome]) -> None:
+        while not self._stop.is_set():
+            try:
+                task = todo.popleft()
+            except IndexError:
+                return
+            outcome = run_chunk(task)
+            outcome.thread = index
+            done.put(outcome)
+
+    def run(self, tasks: list[ChunkTask], store: SweepStore) -> Iterator[ChunkOutcome]:
+        if not tasks:
+            return
+        # load the compiled kernels once for every thread (a kernel missing from the on-disk cache
+        # is compiled here, once), outside the timed chunks
+        _warm_up(self._warm, single_thread=False)
+        todo: deque[ChunkTask] = deque(tasks)
+        done: queue.Queue[ChunkOutcome] = queue.Queue()
+        self._threads = [
+            threading.Thread(target=self._work, args=(i + 1, todo, done), name=f"ldpopt-sweep-{i + 1}")
+            for i in range(min(self.workers, len(tasks)))
+        ]
+        for t in self._threads:
+            t.start()
+        for _ in tasks:
+            yield done.get()  # interruptible: Ctrl-C / SIGTERM reach the main thread here
+
+    def close(self, abort: bool = False) -> None:
+        """Take no new chunk; without ``abort`` wait for the threads (they are done after a full
+        run).  With ``abort`` return at once: the chunks in progress finish in the background
+        and are dropped (the process exits once they are done)."""
+        self._stop.set()
+        threads, self._threads = self._threads, []
+        if not abort:
+            for t in threads:
+                t.join()
 
 
 class _Processes:
@@ -511,6 +578,8 @@ def make_scheduler(
     """
     if kind == "inline":
         return _Inline(workers, warm)
+    if kind == "threads":
+        return _Threads(workers, warm)
     if kind in ("processes", "dask-local"):
         check_spawnable(kind)
     if kind == "processes":
