@@ -12,11 +12,11 @@ difference of the optimal values (0: the same code path).
 ``--cli`` measures what a user of ``ldpopt sweep`` feels instead: the command in a fresh process
 on the same grid, warm (numba cache filled; the rows' runs interleaved) and cold (an empty
 ``NUMBA_CACHE_DIR``, a fresh temporary directory), with the default scheduler (``auto``: threads
-of the driver for a sweep this small), ``inline`` and a pool of 2 worker processes.  The reference, in the same run, is the sweep's solving work on
-one core: every chunk computed one after the other in this process with one solver thread (the
-"solving time" of the goal wall <= 1.5x solving).  Cold runs set ``NUMBA_DEBUG_CACHE=1`` and
-count the kernels saved to the cache twice (a worker compiling what the driver already
-compiled): 0 expected.
+of the driver for a sweep this small), ``inline`` and a pool of 2 worker processes.  The
+reference, in the same run, is the sweep's solving work on one core: every chunk computed one
+after the other in this process (the "solving time" of the goal wall <= 1.5x solving).  Cold
+runs set ``NUMBA_DEBUG_CACHE=1`` and count the kernels saved to the cache twice (a worker
+compiling what the driver already compiled): 0 expected.
 
 Run:  python benchmarks/bench_sweep.py            (Figure-1b grid)
       python benchmarks/bench_sweep.py --quick    (T = 20, for a smoke test)

@@ -263,7 +263,10 @@ class _Threads:
                 task = todo.popleft()
             except IndexError:
                 return
-            outcome = run_chunk(task)
+            try:
+                outcome = run_chunk(task)  # turns an Exception into an outcome
+            except BaseException as exc:  # anything else must not leave the driver waiting for it
+                outcome = failed_outcome(task.chunk_id, exc)
             outcome.thread = index
             done.put(outcome)
 
