@@ -19,7 +19,9 @@ them itself.
 from __future__ import annotations
 
 import ast
+import atexit
 import contextlib
+import gc
 import logging
 import multiprocessing as mp
 import os
@@ -198,6 +200,9 @@ def _worker_init(parent_pid: int, ready, compiler, task: ChunkTask | None) -> No
     then load the sweep's kernels (see :func:`_worker_warm_up`: compiled once per machine)."""
     follow_parent(parent_pid)
     ignore_interrupts()
+    # at exit, skip the worker's last garbage collection: tearing numba's kernel objects down one
+    # by one would hold the pool's shutdown (and the run's end) for 0.4-2 s
+    atexit.register(gc.freeze)
     # One solver thread per worker process: the parallelism comes from the chunks.
     for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
