@@ -288,6 +288,7 @@ class ChunkOutcome:
     attempts: int = 1
     #: the process that computed it
     pid: int = 0
+    _: KW_ONLY  # at most 8 positional fields; the rest by keyword
     #: the thread of the ``threads`` scheduler that computed it (1, 2, ...; 0 elsewhere)
     thread: int = 0
 
