@@ -10,18 +10,19 @@ whole grid in this process (all cores, no store, no baselines), and the largest 
 difference of the optimal values (0: the same code path).
 
 ``--cli`` measures what a user of ``ldpopt sweep`` feels instead: the command in a fresh process
-on the same grid, warm (numba cache filled) and cold (an empty ``NUMBA_CACHE_DIR``, a fresh
-temporary directory), with the default scheduler (a sweep this small runs in the driver) and
-with a pool of 2 worker processes.  The reference, in the same run, is the sweep's solving work on
-one core: every chunk computed one after the other in this process with one solver thread (the
-"solving time" of the goal wall <= 1.5x solving).  Cold runs set ``NUMBA_DEBUG_CACHE=1`` and
-count the kernels saved to the cache twice (a worker compiling what the driver already
-compiled): 0 expected.
+on the same grid, warm (numba cache filled; the rows' runs interleaved) and cold (an empty
+``NUMBA_CACHE_DIR``, a fresh temporary directory), with the default scheduler (``auto``: threads
+of the driver for a sweep this small), ``inline`` and a pool of 2 worker processes.  The
+reference, in the same run, is the sweep's solving work on one core: every chunk computed one
+after the other in this process (the "solving time" of the goal wall <= 1.5x solving).  Cold
+runs set ``NUMBA_DEBUG_CACHE=1`` and count the kernels saved to the cache twice (a worker
+compiling what the driver already compiled): 0 expected.
 
 Run:  python benchmarks/bench_sweep.py            (Figure-1b grid)
       python benchmarks/bench_sweep.py --quick    (T = 20, for a smoke test)
       python benchmarks/bench_sweep.py --trials 400   (a longer sweep: worker start-up amortised)
-      python benchmarks/bench_sweep.py --cli      (the command: warm / cold, in-process / pool)
+      python benchmarks/bench_sweep.py --cli      (the command: warm / cold, threads / inline / pool)
+      python benchmarks/bench_sweep.py --cli --no-cold   (warm runs only)
 """
 
 from __future__ import annotations
@@ -121,8 +122,17 @@ def cli_run(config_path: Path, cache_dir: Path, extra: list[str], debug_cache: b
     return {"wall": wall, "run": run, "saved": sum(saved.values()), "twice": twice}
 
 
-def cli_main(trials: int, repeats: int) -> None:
-    """The ``ldpopt sweep`` command, warm and cold, in-process (default) and with 2 workers."""
+#: the --cli rows: label, extra arguments, whether to also run it with an empty cache
+CLI_ROWS = (
+    ("default", [], True),
+    ("--scheduler inline", ["--scheduler", "inline"], False),
+    ("--scheduler processes --workers 2", ["--scheduler", "processes", "--workers", "2"], True),
+)
+
+
+def cli_main(trials: int, repeats: int, cold: bool) -> None:
+    """The ``ldpopt sweep`` command, warm (runs of the rows interleaved) and cold, with the default
+    scheduler, inline and a pool of 2 worker processes."""
     cfg = config(trials)
     from ldpopt.sweeps.config import parse_config
 
@@ -134,36 +144,47 @@ def cli_main(trials: int, repeats: int) -> None:
     print(f"ldpopt sweep, k = 100, T = {trials}: {cells} cells; {os.cpu_count()} cores")
     print(f"reference: the sweep's solving work on one core (chunks in sequence): {solve:.3f} s")
     header = (
-        f"{'run':<34} {'scheduler':<26} {'busy':>6} {'wall s':>7} {'run s':>6} {'wall/solve':>10} "
-        f"{'cold/warm':>9} {'saved':>5} {'twice':>5}"
+        f"{'run':<44} {'scheduler':<26} {'busy':>6} {'wall s':>7} {'run s':>6} {'wall/solve':>10} "
+        f"{'run/solve':>9} {'store %':>7} {'cold/warm':>9} {'saved':>5} {'twice':>5}"
     )
     print(header)
     print("-" * len(header))
+    caches = {label: Path(tempfile.mkdtemp(prefix="bench-numba-cold-")) for label, _, _ in CLI_ROWS}
     try:
-        for label, extra in (("default", []), ("--workers 2", ["--workers", "2"])):
-            cold_dir = Path(tempfile.mkdtemp(prefix="bench-numba-cold-"))
-            cold = cli_run(path, cold_dir, extra, debug_cache=True)  # also fills cold_dir
-            warm = [cli_run(path, cold_dir, extra, debug_cache=False) for _ in range(repeats)]
-            w = statistics.median(r["wall"] for r in warm)
-            w_run = statistics.median(r["run"]["wall_seconds"] for r in warm)
-            busy = "/".join(map(str, warm[0]["run"].get("chunks_per_worker", [])))
-            sched = warm[0]["run"]["scheduler"]
+        colds = {}
+        for label, extra, with_cold in CLI_ROWS:  # also fills each row's cache
+            colds[label] = cli_run(path, caches[label], extra, debug_cache=with_cold and cold)
+        warm: dict[str, list] = {label: [] for label, _, _ in CLI_ROWS}
+        for _ in range(repeats):  # interleaved: a change of the machine's load hits every row
+            for label, extra, _ in CLI_ROWS:
+                warm[label].append(cli_run(path, caches[label], extra, debug_cache=False))
+        for label, _, with_cold in CLI_ROWS:
+            runs = warm[label]
+            w = statistics.median(r["wall"] for r in runs)
+            w_run = statistics.median(r["run"]["wall_seconds"] for r in runs)
+            store = statistics.median(r["run"]["store_seconds"] / r["run"]["solve_seconds"] for r in runs)
+            busy = "/".join(map(str, runs[0]["run"].get("chunks_per_worker", [])))
+            sched = runs[0]["run"]["scheduler"]
             print(
-                f"{'warm, ' + label:<34} {sched:<26} {busy:>6} {w:>7.2f} {w_run:>6.2f} {w / solve:>10.2f} "
-                f"{'':>9} {'':>5} {'':>5}"
+                f"{'warm, ' + label:<44} {sched:<26} {busy:>6} {w:>7.2f} {w_run:>6.2f} {w / solve:>10.2f} "
+                f"{w_run / solve:>9.2f} {100 * store:>6.1f}% {'':>9} {'':>5} {'':>5}"
             )
-            c_run = cold["run"]["wall_seconds"]
-            print(
-                f"{'cold (empty cache), ' + label:<34} {sched:<26} {'':>6} {cold['wall']:>7.2f} "
-                f"{c_run:>6.2f} {cold['wall'] / solve:>10.2f} {cold['wall'] / w:>9.2f} "
-                f"{cold['saved']:>5} {cold['twice']:>5}"
-            )
-            shutil.rmtree(cold_dir, ignore_errors=True)
+            if with_cold and cold:
+                c = colds[label]
+                c_run = c["run"]["wall_seconds"]
+                print(
+                    f"{'cold (empty cache), ' + label:<44} {sched:<26} {'':>6} {c['wall']:>7.2f} "
+                    f"{c_run:>6.2f} {c['wall'] / solve:>10.2f} {c_run / solve:>9.2f} {'':>7} "
+                    f"{c['wall'] / w:>9.2f} {c['saved']:>5} {c['twice']:>5}"
+                )
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        for d in caches.values():
+            shutil.rmtree(d, ignore_errors=True)
     print("wall = the command's process, start to exit; run = the manifest's wall_seconds (after imports);")
-    print("busy = chunks computed by each worker process; saved = kernels written to the empty cache,")
-    print("twice = of them, saved again by another process (a worker recompiling): 0 expected")
+    print("busy = chunks computed by each worker process or thread; store % = the manifest's store seconds")
+    print("over its solve seconds (the store writes overlap the solving); saved = kernels written to the")
+    print("empty cache, twice = of them, saved again by another process (a worker recompiling): 0 expected")
 
 
 def main() -> None:
@@ -173,12 +194,13 @@ def main() -> None:
     ap.add_argument("--skip-dask", action="store_true", help="only the local process pool")
     ap.add_argument("--cli", action="store_true", help="the ldpopt sweep command, warm and cold")
     ap.add_argument("--repeats", type=int, default=3, help="warm runs per row (median), with --cli")
+    ap.add_argument("--no-cold", action="store_true", help="with --cli: only the warm runs")
     args = ap.parse_args()
     from ldpopt.sweeps import chunks, runner
 
     trials = args.trials or (20 if args.quick else 100)
     if args.cli:
-        cli_main(trials, args.repeats)
+        cli_main(trials, args.repeats, cold=not args.no_cold)
         return
     cfg = config(trials)
     cores = os.cpu_count()
@@ -193,7 +215,7 @@ def main() -> None:
         f"reference: direct ldpopt.sweep over the grid, in-process: {t_ref:.3f} s = "
         f"{cells / t_ref:,.0f} cells/s"
     )
-    schedulers = [("processes", 2), ("inline", 1)]
+    schedulers = [("processes", 2), ("threads", 2), ("inline", 1)]
     if not args.skip_dask:
         schedulers.insert(1, ("dask-local", 2))
     header = (

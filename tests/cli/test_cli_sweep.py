@@ -89,7 +89,7 @@ def test_quiet_logs_and_default_out(cli, config, tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--scheduler", "threads"], "unknown scheduler='threads'"),
+        (["--scheduler", "thread"], "unknown scheduler='thread'; use 'auto', 'threads'"),
         (["--scheduler", "tcp://127.0.0.1:notaport"], "tcp://HOST:PORT"),
     ],
 )
@@ -290,7 +290,8 @@ def test_unguarded_script_fails_at_once_saying_what_to_add(tmp_path):
     # the guarded script runs (with a pool of 2 workers)
     script.write_text(
         "import ldpopt\nif __name__ == '__main__':\n"
-        f"    df = ldpopt.run_sweep({cfg!r}, {str(tmp_path / 'out')!r}, workers=2, quiet=True)\n"
+        f"    df = ldpopt.run_sweep({cfg!r}, {str(tmp_path / 'out')!r}, scheduler='processes', workers=2,"
+        " quiet=True)\n"
         "    print(len(df))\n"
     )
     res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)

@@ -271,7 +271,7 @@ def test_chunk_plan_gives_every_worker_work_and_small_sweeps_stay_in_process(tmp
     # an explicit worker count is obeyed (test_processes_identical_and_dead_worker_retried)
     tiny = {**GRID, "run": {}}
     assert chunks.estimated_work(parse_config(tiny)) < runner.WORKER_START_S * 2
-    runner.run_sweep(tiny, tmp_path, quiet=True)
+    runner.run_sweep(tiny, tmp_path, scheduler="processes", quiet=True)
     run = runner.read_manifest(tmp_path)["runs"][-1]
     assert (run["scheduler"], run["workers"]) == (runner.SMALL_SWEEP_SCHEDULER, 1)
 
@@ -314,6 +314,35 @@ def test_processes_identical_and_dead_worker_retried(tmp_path, reference, monkey
 
 
 @pytest.mark.numerics
+def test_threads_identical_and_every_thread_busy(tmp_path, reference, monkeypatch):
+    # the same rows as inline, which test_processes_identical_and_dead_worker_retried shows are
+    # the process pool's, bit for bit; every chunk sleeps a little so both threads surely take some
+    monkeypatch.setenv(runner.FAULT_ENV, "sleep:0.2")
+    df = runner.run_sweep(GRID, tmp_path, scheduler="threads", workers=2, quiet=True)
+    assert_identical(df, reference)
+    run = runner.read_manifest(tmp_path)["runs"][-1]
+    assert (run["scheduler"], run["workers"], run["chunks_computed"]) == ("threads", 2, 3)
+    assert sorted(run["chunks_per_worker"]) == [1, 2]
+
+
+def test_auto_takes_threads_unless_a_pool_is_expected_to_finish_first(tmp_path, reference):
+    assert runner._auto_scheduler(parse_config(GRID), 2) == "threads"
+    # W seconds of one-core work: threads take about GIL_SHARE * W, a pool WORKER_START_S + W / n
+    big = parse_config(
+        {
+            "instances": {"generator": "dirichlet", "k": 1000, "trials": 2000},
+            "grid": {"eps": {"start": 0.1, "stop": 10.0, "step": 0.1}, "divergences": ["kl"]},
+        }
+    )
+    assert (runner.GIL_SHARE - 1 / 2) * runner.estimated_work(big) > runner.WORKER_START_S
+    assert runner._auto_scheduler(big, 2) == "processes"
+    assert runner._auto_scheduler(big, 1) == "threads"  # one core: nothing to gain from a pool
+    # the default scheduler is auto
+    assert_identical(runner.run_sweep(GRID, tmp_path, quiet=True), reference)
+    assert runner.read_manifest(tmp_path)["runs"][-1]["scheduler"] == "threads"
+
+
+@pytest.mark.numerics
 def test_dask_local_cluster_identical_and_dead_worker_retried(tmp_path, reference, monkeypatch):
     pytest.importorskip("distributed")
     marker = tmp_path / "died"
@@ -349,8 +378,8 @@ def _closed_port() -> int:
 
 
 def test_scheduler_errors_come_before_any_work(tmp_path, monkeypatch):
-    with pytest.raises(runner.SchedulerError, match="unknown scheduler='threads'"):
-        runner.run_sweep(GRID, tmp_path / "a", scheduler="threads")
+    with pytest.raises(runner.SchedulerError, match="unknown scheduler='thread'; use 'auto', 'threads'"):
+        runner.run_sweep(GRID, tmp_path / "a", scheduler="thread")
     with monkeypatch.context() as m:  # `python - < script.py`: spawned workers could not re-import it
         m.setattr(sys.modules["__main__"], "__file__", "<stdin>", raising=False)
         with pytest.raises(runner.SchedulerError, match="re-import the main script"):
@@ -420,9 +449,13 @@ def wait_until_gone(pgid: int, seconds: float) -> list[int]:
 
 
 def start_cli_sweep(cfg, out, *extra: str, fault: str = "sleep:0.4") -> subprocess.Popen:
-    """``ldpopt sweep`` in its own session (process group = its pid), 2 pool workers, slowed
-    chunks; returns once it has written 2 chunk files."""
+    """``ldpopt sweep`` in its own session (process group = its pid), 2 workers (of the
+    ``processes`` scheduler unless ``extra`` names another), slowed chunks; returns once it has
+    written 2 chunk files."""
     env = dict(os.environ, **{runner.FAULT_ENV: fault})
+    if "--scheduler" not in extra:
+        extra = ("--scheduler", "processes", *extra)
+    threads = extra[extra.index("--scheduler") + 1] == "threads"
     cmd = [sys.executable, "-m", "ldpopt", "sweep", str(cfg), "--out", str(out), "--workers", "2", *extra]
     proc = subprocess.Popen(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
@@ -433,7 +466,8 @@ def start_cli_sweep(cfg, out, *extra: str, fault: str = "sleep:0.4") -> subproce
             os.killpg(proc.pid, signal.SIGKILL)
             raise AssertionError(f"no 2 chunks within 240 s: {proc.communicate()}")
         time.sleep(0.02)
-    assert len(live_processes_of_group(proc.pid)) >= 3  # the driver and its two workers
+    # the driver and its two workers (threads: the driver alone)
+    assert len(live_processes_of_group(proc.pid)) >= (1 if threads else 3)
     return proc
 
 
@@ -480,13 +514,18 @@ def test_sigkill_of_the_driver_leaves_no_dask_local_worker(tmp_path):
     kill_driver_only(proc)
 
 
-def test_sigterm_stops_like_ctrl_c_keeps_chunks_and_leaves_no_process(tmp_path):
+@pytest.mark.parametrize(
+    "scheduler, sig",
+    [("processes", signal.SIGTERM), ("threads", signal.SIGTERM), ("threads", signal.SIGINT)],
+    ids=["processes-sigterm", "threads-sigterm", "threads-ctrl-c"],
+)
+def test_sigterm_stops_like_ctrl_c_keeps_chunks_and_leaves_no_process(tmp_path, scheduler, sig):
     cfg = tmp_path / "kill.toml"
     cfg.write_text(KILL_CONFIG)
     out = tmp_path / "termed"
-    proc = start_cli_sweep(cfg, out, "--quiet", fault="sleep:0.6")
+    proc = start_cli_sweep(cfg, out, "--quiet", "--scheduler", scheduler, fault="sleep:0.6")
     try:
-        os.kill(proc.pid, signal.SIGTERM)
+        os.kill(proc.pid, sig)
         _, stderr = proc.communicate(timeout=60)
         assert wait_until_gone(proc.pid, 10.0) == []
     finally:
@@ -503,10 +542,13 @@ def test_sigterm_stops_like_ctrl_c_keeps_chunks_and_leaves_no_process(tmp_path):
     ], stderr
     manifest = runner.read_manifest(out)
     assert manifest["status"] == "interrupted" and manifest["runs"][-1]["interrupted"] is True
-    assert manifest["chunks"]["done"] == done
-    # the same command resumes: only the missing chunks are computed
+    assert manifest["chunks"]["done"] == done and manifest["runs"][-1]["scheduler"] == scheduler
+    assert not list(out.rglob("*.tmp"))
+    # the same command resumes (a pool: inline, to keep the test short): only the missing chunks
+    # are computed, and the dataset is the uninterrupted one
+    again = "inline" if scheduler == "processes" else scheduler
     res = subprocess.run(
-        [sys.executable, "-m", "ldpopt", "sweep", str(cfg), "--out", str(out), "--scheduler", "inline"],
+        [sys.executable, "-m", "ldpopt", "sweep", str(cfg), "--out", str(out), "--scheduler", again],
         capture_output=True,
         text=True,
         timeout=300,
@@ -514,6 +556,8 @@ def test_sigterm_stops_like_ctrl_c_keeps_chunks_and_leaves_no_process(tmp_path):
     assert res.returncode == 0, res.stderr
     assert f"8/8 done ({8 - done} this run, 0 failed)" in res.stdout
     assert runner.read_manifest(out)["status"] == "complete"
+    fresh = runner.run_sweep(cfg, tmp_path / "fresh", scheduler="inline", quiet=True)
+    assert_identical(runner.load_results(out), fresh)
 
 
 def test_failing_chunk_is_reported_and_the_others_continue(tmp_path, monkeypatch, reference):

@@ -9,6 +9,7 @@ samplesize), :mod:`~ldpopt.cli.decide`, :mod:`~ldpopt.cli.estimate`, :mod:`~ldpo
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -37,3 +38,8 @@ def main() -> None:  # pragma: no cover - exercised through the console script
             soft_wrap=True,
         )
         sys.exit(1)
+    finally:
+        # the process ends here: leave the objects alive now out of the interpreter's last
+        # garbage collection, which would tear numba's compiled-kernel objects down one by one
+        # (0.4-1.5 s after any command that loaded a kernel)
+        gc.freeze()

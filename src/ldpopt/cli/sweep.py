@@ -58,7 +58,10 @@ def sweep_command(
         None, "--out", metavar="DIR", help="Result directory (default ./ldpopt-out/sweep-<config name>)."
     ),
     scheduler: str = typer.Option(
-        "processes", "--scheduler", help="inline | processes | dask-local | tcp://HOST:PORT."
+        "auto",
+        "--scheduler",
+        help="auto (threads, or processes for a long sweep) | threads | processes | inline | "
+        "dask-local | tcp://HOST:PORT.",
     ),
     resume: bool = typer.Option(
         True,
@@ -67,7 +70,7 @@ def sweep_command(
     ),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar: log lines per chunk on stderr."),
     workers: int | None = typer.Option(
-        None, "--workers", min=1, help="Worker processes (default: all cores)."
+        None, "--workers", min=1, help="Threads or worker processes (default: all cores)."
     ),
 ) -> None:
     """Run (or resume) a sweep of optimal LDP utilities into a Parquet dataset with a manifest."""

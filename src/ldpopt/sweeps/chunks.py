@@ -115,19 +115,61 @@ def parse_partition(text: str) -> tuple:
     return tuple(tuple(int(i) for i in b.split(",")) if b else () for b in text.split("|"))
 
 
-def _cached_partition_string(blocks, cache: dict) -> str:
-    # neighbouring eps often share the optimal partition: format each distinct one once
-    key = blocks if isinstance(blocks, tuple) else tuple(map(tuple, blocks))
-    s = cache.get(key)
-    if s is None:
-        s = cache[key] = "|".join([",".join(map(str, b)) for b in key])
-    return s
+class _Strings:
+    """The distinct strings of a column and a code for each (the column is an array of codes into
+    them, -1 for null): neighbouring eps often share the optimal partition, so each distinct one is
+    formatted and stored once."""
+
+    def __init__(self, values: tuple | list = ()):
+        self.values: list[str] = list(values)
+        self._codes: dict = {v: i for i, v in enumerate(self.values)}
+        self._blocks: dict = {}  # block -> "i,j,..." (partitions of nearby eps share most blocks)
+
+    def code(self, text: str | None) -> int:
+        if text is None:
+            return -1
+        c = self._codes.get(text)
+        if c is None:
+            c = self._codes[text] = len(self.values)
+            self.values.append(text)
+        return c
+
+    def partition_code(self, blocks, names: list[str]) -> int:
+        """The code of a partition given as blocks of symbol indices (formatted only the first
+        time it is seen; ``names[i]`` is ``str(i)``)."""
+        key = blocks if isinstance(blocks, tuple) else tuple(map(tuple, blocks))
+        c = self._codes.get(key)
+        if c is None:
+            texts = []
+            for b in key:
+                t = self._blocks.get(b)
+                if t is None:
+                    t = self._blocks[b] = ",".join([names[i] for i in b])
+                texts.append(t)
+            c = self._codes[key] = self.code("|".join(texts))
+        return c
 
 
 # ---------------------------------------------------------------------------------------------
 # Baselines, vectorised over the eps grid
 # ---------------------------------------------------------------------------------------------
-def _outputs_value(div, x: np.ndarray, y: np.ndarray, d: np.ndarray, eps: np.ndarray) -> np.ndarray:
+@dataclass(frozen=True)
+class _Scale:
+    """A chunk's eps grid rescaled once (:func:`ldpopt._numerics.rescale`): ``c`` and ``A`` of
+    every eps, and ``lf`` = log c where c underflowed (else -inf)."""
+
+    eps: np.ndarray
+    c: np.ndarray
+    A: np.ndarray
+    lf: np.ndarray
+
+    @classmethod
+    def of(cls, eps: np.ndarray) -> _Scale:
+        c, A = rescale_array(eps)
+        return cls(eps, c, A, np.array([rescale(float(e)).log_floor for e in eps]))
+
+
+def _outputs_value(div, x: np.ndarray, y: np.ndarray, d: np.ndarray, scale: _Scale) -> np.ndarray:
     r"""Utility of s-ary RR on a block label, :math:`D(\sum_t g(x_t, y_t)/(1 + (s-1)c))` per eps
     (SPR eq. 30).
 
@@ -136,16 +178,14 @@ def _outputs_value(div, x: np.ndarray, y: np.ndarray, d: np.ndarray, eps: np.nda
     distributions; the built-in terms are >= 0); Renyi is evaluated as ``optimal_mechanism``
     reports it (log domain far from S = 1: no overflow).
     """
-    c, _ = rescale_array(eps)
-    denom = 1.0 + (x.shape[1] - 1) * c
-    lf = np.array([rescale(float(e)).log_floor for e in eps])  # log c where c underflowed, else -inf
+    denom = 1.0 + (x.shape[1] - 1) * scale.c
+    lf = scale.lf
+    E = scale.eps.shape[0]
     if is_chernoff(div):  # the curve of the s-ary RR's outputs, maximised over lambda
-        return np.array(
-            [chernoff_curve(x[e], y[e], d[e], denom[e], lf[e]).value for e in range(eps.shape[0])]
-        )
+        return np.array([chernoff_curve(x[e], y[e], d[e], denom[e], lf[e]).value for e in range(E)])
     if div.code in (CODE_POWER_UP, CODE_POWER_DOWN):
         return np.array(
-            [renyi_value(div.code, div.param, x[e], y[e], d[e], denom[e], lf[e]) for e in range(eps.shape[0])]
+            [renyi_value(div.code, div.param, x[e], y[e], d[e], denom[e], lf[e]) for e in range(E)]
         )
     terms = div.perspective(x, y, d)
     for e in np.flatnonzero(lf > -np.inf):  # e^{-eps} underflowed: keep log(e^{-eps}) = -eps
@@ -155,15 +195,15 @@ def _outputs_value(div, x: np.ndarray, y: np.ndarray, d: np.ndarray, eps: np.nda
     return np.where(out < 0.0, 0.0, out)
 
 
-def _blocks_value(div, sums: list[tuple[float, float, float]], eps: np.ndarray) -> np.ndarray:
+def _blocks_value(div, sums: list[tuple[float, float, float]], scale: _Scale) -> np.ndarray:
     r"""Utility of s-ary RR on a block label: :math:`\sum_t g(c + A P_t, c + A Q_t)/(1 + (s-1)c)`
     (SPR eq. 30)."""
-    c, A = rescale_array(eps)
+    c, A = scale.c[:, None], scale.A[:, None]
     P, Q, D = (np.array([s[j] for s in sums], dtype=float) for j in range(3))
-    return _outputs_value(div, c[:, None] + A[:, None] * P, c[:, None] + A[:, None] * Q, A[:, None] * D, eps)
+    return _outputs_value(div, c + A * P, c + A * Q, A * D, scale)
 
 
-def _baseline_binary(u, v, eps, div):
+def _baseline_binary(u, v, scale: _Scale, div):
     """Binary mechanism (Kairouz et al.): RR on 1{P0(x) >= P1(x)} = SPR with blocks (H, H^c)."""
     high = u >= v
     sums = [
@@ -171,24 +211,19 @@ def _baseline_binary(u, v, eps, div):
         for m in (high, ~high)
     ]
     part = partition_string((np.flatnonzero(high), np.flatnonzero(~high)))
-    return _blocks_value(div, sums, eps), np.full(eps.shape, 2, dtype=np.int64), part
+    return _blocks_value(div, sums, scale), np.full(scale.eps.shape, 2, dtype=np.int64), part
 
 
-def _baseline_rr(u, v, eps, div):
+def _baseline_rr(u, v, scale: _Scale, div):
     """k-ary randomized response = SPR with singleton blocks; every symbol is its own output."""
-    c, A = rescale_array(eps)
-    value = _outputs_value(
-        div,
-        c[:, None] + A[:, None] * u[None, :],
-        c[:, None] + A[:, None] * v[None, :],
-        A[:, None] * (u - v)[None, :],
-        eps,
-    )
-    return value, np.full(eps.shape, u.shape[0], dtype=np.int64), None
+    c, A = scale.c[:, None], scale.A[:, None]
+    value = _outputs_value(div, c + A * u[None, :], c + A * v[None, :], A * (u - v)[None, :], scale)
+    return value, np.full(scale.eps.shape, u.shape[0], dtype=np.int64), None
 
 
-def _baseline_kov_lp(u, v, eps, div):
+def _baseline_kov_lp(u, v, scale: _Scale, div):
     """The Kairouz-Oh-Viswanath staircase LP (independent exact optimum, k <= 10)."""
+    eps = scale.eps
     vals = np.full(eps.shape, np.nan)
     nout = np.zeros(eps.shape, dtype=np.int64)
     for j, e in enumerate(eps):
@@ -253,6 +288,9 @@ class ChunkOutcome:
     attempts: int = 1
     #: the process that computed it
     pid: int = 0
+    _: KW_ONLY  # at most 8 positional fields; the rest by keyword
+    #: the thread of the ``threads`` scheduler that computed it (1, 2, ...; 0 elsewhere)
+    thread: int = 0
 
 
 def failed_outcome(chunk_id: int, exc: BaseException) -> ChunkOutcome:
@@ -317,16 +355,19 @@ class _Cells:
 
     values: np.ndarray
     num_outputs: np.ndarray
+    #: codes into ``partition_strings`` (-1: no partition)
     partitions: np.ndarray
     seconds: np.ndarray
+    partition_strings: _Strings
 
     @classmethod
     def empty(cls, n: int, G: int, E: int) -> _Cells:
         return cls(
             values=np.full((n, G, E), np.nan),
             num_outputs=np.zeros((n, G, E), dtype=np.int64),
-            partitions=np.full((n, G, E), None, dtype=object),
+            partitions=np.full((n, G, E), -1, dtype=np.int64),
             seconds=np.zeros((n, G, E)),
+            partition_strings=_Strings(),
         )
 
 
@@ -341,9 +382,9 @@ def _groups(task: ChunkTask) -> list[tuple[int, str, int]]:
 
 def _solve_optimal(pairs, by_k: dict, eps: np.ndarray, name: str, budget: int, cells: _Cells, g: int) -> list:
     """Optimal values of group ``g`` for all pairs, one batched :func:`ldpopt.sweep` per alphabet
-    size; returns the partitions as (positions, partitions) per batch."""
+    size; returns the partitions as (alphabet size, positions, partitions) per batch."""
     results = []
-    for pos in by_k.values():
+    for k, pos in by_k.items():
         res = sweep(
             np.vstack([pairs[i][0] for i in pos]),
             np.vstack([pairs[i][1] for i in pos]),
@@ -356,14 +397,43 @@ def _solve_optimal(pairs, by_k: dict, eps: np.ndarray, name: str, budget: int, c
         cells.values[pos, g, :] = np.asarray(res.values, dtype=float)
         cells.num_outputs[pos, g, :] = np.asarray(res.num_outputs, dtype=np.int64)
         assert res.partitions is not None  # return_partitions=True
-        results.append((pos, res.partitions))
+        results.append((k, pos, res.partitions))
     return results
 
 
-def _store_partitions(results: list, cells: _Cells, g: int, cache: dict) -> None:
-    for pos, partitions in results:
+def _store_partitions(results: list, cells: _Cells, g: int) -> None:
+    code = cells.partition_strings.partition_code
+    for k, pos, partitions in results:
+        names = [str(i) for i in range(k)]
         for j, i in enumerate(pos):
-            cells.partitions[i, g, :] = [_cached_partition_string(p, cache) for p in partitions[j]]
+            cells.partitions[i, g, :] = [code(p, names) for p in partitions[j]]
+
+
+# ``pyarrow.array`` imports pandas on its first call (a check for pandas inputs) and
+# ``Array.take`` pyarrow.compute: 0.1-0.3 s of the start-up of every process that builds chunks.
+# The columns are built from their buffers instead.
+def _number_column(values: np.ndarray, dtype, arrow_type):
+    """A null-free Arrow column of ``values`` (float64 / int64), sharing their memory."""
+    arr = np.ascontiguousarray(values, dtype=dtype).ravel()
+    return pa.Array.from_buffers(arrow_type, arr.shape[0], [None, pa.py_buffer(arr)])
+
+
+def _string_column(strings: _Strings, codes: np.ndarray):
+    """The Arrow string column ``strings.values[codes]`` (null where a code is -1)."""
+    encoded = [s.encode() for s in strings.values]
+    encoded.append(b"")  # code -1
+    codes = np.ascontiguousarray(codes, dtype=np.int64).ravel()
+    sizes = np.array([len(b) for b in encoded], dtype=np.int64)[codes]
+    offsets = np.zeros(codes.shape[0] + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    if offsets[-1] > np.iinfo(np.int32).max:
+        raise ValueError(f"a chunk holds {offsets[-1]} bytes of strings in one column (at most 2**31 - 1)")
+    missing = codes < 0
+    n_missing = int(np.count_nonzero(missing))
+    valid = pa.py_buffer(np.packbits(~missing, bitorder="little")) if n_missing else None
+    data = b"".join([encoded[c] for c in codes.tolist()])
+    buffers = [valid, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)]
+    return pa.Array.from_buffers(pa.string(), codes.shape[0], buffers, null_count=n_missing)
 
 
 def _table(task: ChunkTask, ks: np.ndarray, eps: np.ndarray, groups: list, inputs: np.ndarray, cells: _Cells):
@@ -376,22 +446,23 @@ def _table(task: ChunkTask, ks: np.ndarray, eps: np.ndarray, groups: list, input
         # in [0, 1] by data processing (outside only by rounding); nan where D(P0||P1) = 0
         normalized = np.where(ok, np.clip(cells.values / np.where(ok, denom, 1.0), 0.0, 1.0), np.nan)
     per_inst = G * E
-    group_div = np.array([task.divergences[di] for di, _, _ in groups], dtype=object)
-    group_mech = np.array([m for _, m, _ in groups], dtype=object)
+    mechanisms = _Strings(("optimal", *task.baselines))
+    group_mech = np.array([mechanisms.code(m) for _, m, _ in groups], dtype=np.int64)
     group_budget = np.array([b for _, _, b in groups], dtype=np.int64)
+    i64, f64 = (np.int64, pa.int64()), (np.float64, pa.float64())
     columns = [
-        pa.array(np.repeat(np.asarray(task.ids, dtype=object), per_inst), type=pa.string()),
-        pa.array(np.repeat(np.arange(task.start, task.stop, dtype=np.int64), per_inst)),
-        pa.array(np.repeat(ks, per_inst)),
-        pa.array(np.tile(eps, n * G)),
-        pa.array(np.tile(np.repeat(group_div, E), n), type=pa.string()),
-        pa.array(np.tile(np.repeat(group_budget, E), n)),
-        pa.array(np.tile(np.repeat(group_mech, E), n), type=pa.string()),
-        pa.array(cells.values.ravel()),
-        pa.array(normalized.ravel()),
-        pa.array(cells.num_outputs.ravel()),
-        pa.array(cells.partitions.ravel(), type=pa.string()),
-        pa.array(cells.seconds.ravel()),
+        _string_column(_Strings(task.ids), np.repeat(np.arange(n), per_inst)),
+        _number_column(np.repeat(np.arange(task.start, task.stop), per_inst), *i64),
+        _number_column(np.repeat(ks, per_inst), *i64),
+        _number_column(np.tile(eps, n * G), *f64),
+        _string_column(_Strings(task.divergences), np.tile(np.repeat(div_of_group, E), n)),
+        _number_column(np.tile(np.repeat(group_budget, E), n), *i64),
+        _string_column(mechanisms, np.tile(np.repeat(group_mech, E), n)),
+        _number_column(cells.values, *f64),
+        _number_column(normalized, *f64),
+        _number_column(cells.num_outputs, *i64),
+        _string_column(cells.partition_strings, cells.partitions),
+        _number_column(cells.seconds, *f64),
     ]
     return pa.Table.from_arrays(columns, schema=SCHEMA)
 
@@ -414,7 +485,7 @@ def compute_chunk(task: ChunkTask) -> tuple[Any, float, float]:
     ks = np.array([u.shape[0] for u, _ in pairs], dtype=np.int64)
     by_k = {int(k): np.flatnonzero(ks == k) for k in np.unique(ks)}
     solve_s = build_s = 0.0
-    cache: dict = {}
+    scale: _Scale | None = None
     for g, (di, mech, budget) in enumerate(groups):
         name = task.divergences[di]
         div = get_divergence(name)
@@ -425,14 +496,14 @@ def compute_chunk(task: ChunkTask) -> tuple[Any, float, float]:
             results = _solve_optimal(pairs, by_k, eps, name, budget, cells, g)
             dt = time.perf_counter() - t0
             t1 = time.perf_counter()
-            _store_partitions(results, cells, g, cache)
+            _store_partitions(results, cells, g)
             build_s += time.perf_counter() - t1
         else:
             func = _BASELINE_FUNCS[mech]
+            scale = scale or _Scale.of(eps)
             for i, (u, v) in enumerate(pairs):
-                cells.values[i, g, :], cells.num_outputs[i, g, :], cells.partitions[i, g, :] = func(
-                    u, v, eps, div
-                )
+                cells.values[i, g, :], cells.num_outputs[i, g, :], part = func(u, v, scale, div)
+                cells.partitions[i, g, :] = cells.partition_strings.code(part)
             dt = time.perf_counter() - t0
         cells.seconds[:, g, :] = dt / (n * E)
         solve_s += dt

@@ -87,6 +87,12 @@ MAX_ROWS_IN_MEMORY = 20_000_000
 WORKER_START_S = 1.5
 #: the manifest's scheduler name of such a run
 SMALL_SWEEP_SCHEDULER = "in-process (small sweep)"
+#: share of a chunk's time spent holding the GIL (everything but the compiled solver, which
+#: releases it: pairs, reduction, partitions, baselines, the chunk's table); measured 0.55-0.6 on
+#: the Figure-1b grid (k = 100, where the solver is cheapest next to the rest; smaller at larger
+#: k).  With ``threads`` a sweep of W seconds of one-core work takes about max(share W, W / n) on
+#: n cores, with a pool of n processes about WORKER_START_S + W / n: ``auto`` picks the smaller
+GIL_SHARE = 0.6
 
 
 def _now() -> str:
@@ -167,7 +173,7 @@ def _compute(
     """Write each finished chunk and record each failed one as they come; returns the seconds
     spent solving and building tables."""
     solve_s = build_s = 0.0
-    by_process: dict[int, int] = {}
+    by_worker: dict[tuple[int, int], int] = {}
     writer = _Writer(store)
     try:
         for outcome in scheduler.run(tasks, store):
@@ -180,9 +186,10 @@ def _compute(
                 solve_s += outcome.solve_seconds
                 build_s += outcome.build_seconds
                 run_info["chunks_computed"] += 1
-                by_process[outcome.pid] = by_process.get(outcome.pid, 0) + 1
-                # how the chunks spread over the worker processes (busiest first)
-                run_info["chunks_per_worker"] = sorted(by_process.values(), reverse=True)
+                worker = (outcome.pid, outcome.thread)
+                by_worker[worker] = by_worker.get(worker, 0) + 1
+                # how the chunks spread over the worker processes or threads (busiest first)
+                run_info["chunks_per_worker"] = sorted(by_worker.values(), reverse=True)
                 cells = probe[cid].num_cells
                 bar.advance(cells)
                 log.info(
@@ -220,7 +227,7 @@ def _warn_failures(store: SweepStore, num_chunks: int, out) -> None:
 def run_sweep(
     config: Any,
     out: str | os.PathLike,
-    scheduler: str = "processes",
+    scheduler: str = "auto",
     resume: bool = True,
     quiet: bool = False,
     *,
@@ -237,9 +244,11 @@ def run_sweep(
     out : path
         The store directory (created; Parquet chunk files + ``manifest.json``).
     scheduler : str
-        ``"inline"``, ``"processes"`` (default), ``"dask-local"`` or ``"tcp://HOST:PORT"``.
-        ``"processes"`` with the default worker count computes a sweep whose estimated work is
-        below ``WORKER_START_S`` per worker in this process instead (the solver's threads).
+        ``"auto"`` (default), ``"threads"``, ``"processes"``, ``"inline"``, ``"dask-local"`` or
+        ``"tcp://HOST:PORT"``.  ``"auto"`` is ``"threads"`` unless the cost model expects a
+        process pool to finish first (a long sweep; see :data:`GIL_SHARE`).  ``"processes"`` with
+        the default worker count computes a sweep whose estimated work is below
+        ``WORKER_START_S`` per worker in this process instead (the solver's threads).
     resume : bool
         ``True`` (default): finished chunks in ``out`` are kept and only the missing ones computed;
         ``out`` must then hold nothing or the same sweep.  ``False``: start over, deleting the
@@ -247,7 +256,8 @@ def run_sweep(
     quiet : bool
         No progress bar; progress goes to the ``ldpopt.sweep`` logger (INFO per chunk).
     workers : int, optional
-        Worker processes for ``processes``/``dask-local`` (default ``[run] workers`` or all cores).
+        Threads for ``threads``, worker processes for ``processes``/``dask-local`` (default
+        ``[run] workers`` or all cores).
     connect_timeout : float
         Seconds to wait for a ``tcp://`` scheduler.
     max_rows_in_memory : int
@@ -286,9 +296,11 @@ def run_sweep(
     cfg = load_config(config)
     kind, address = parse_scheduler(scheduler)
     workers = _check_arguments(workers, connect_timeout, max_rows_in_memory)
+    n_workers = workers or cfg.workers or os.cpu_count() or 1
+    if kind == "auto":
+        kind = _auto_scheduler(cfg, n_workers)
     if kind in ("processes", "dask-local"):  # a script that cannot run a pool fails before any work
         check_spawnable(kind)
-    n_workers = workers or cfg.workers or os.cpu_count() or 1
     ipc = plan_chunks(cfg)
     probe = make_tasks(cfg, ipc)
     store = _open_store(cfg, ipc, probe, out, resume)
@@ -307,6 +319,24 @@ def run_sweep(
             raise
         limit = max_rows_in_memory
         return _drive(cfg, ipc, probe, store, executor, quiet=quiet, out=out, max_rows=limit, t_start=t_start)
+
+
+def _auto_scheduler(cfg: SweepConfig, n_workers: int) -> str:
+    """``threads`` or ``processes``, whichever the cost model expects to finish first (see
+    :data:`GIL_SHARE`); ``threads`` also where worker processes cannot be spawned (a script
+    without a ``__main__`` guard)."""
+    # the KOV LP (scipy's HiGHS, driven from Python) is counted as holding the GIL throughout
+    share = 1.0 if "kov_lp" in cfg.baselines else GIL_SHARE
+    work = estimated_work(cfg)
+    kind = "threads"
+    if n_workers > 1 and (share - 1.0 / n_workers) * work > WORKER_START_S:
+        try:
+            check_spawnable("processes")
+            kind = "processes"
+        except SchedulerError:
+            pass
+    log.info("sweep: about %.2g s of work on one core: scheduler %s with %d workers", work, kind, n_workers)
+    return kind
 
 
 def _small_sweep(kind: str, cfg: SweepConfig, n_workers: int, explicit: bool) -> bool:

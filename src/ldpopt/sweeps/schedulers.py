@@ -1,25 +1,33 @@
 """Where the chunks of a sweep run: in this process, a local process pool, or Dask.
 
-* ``"inline"``: in this process;
-* ``"processes"`` (default): a local process pool (spawned workers, one per core);
+* ``"inline"``: in this process, one chunk after another;
+* ``"threads"``: in this process, one chunk per thread at a time (the compiled solver releases
+  the GIL; no worker start-up);
+* ``"processes"``: a local process pool (spawned workers, one per core);
 * ``"dask-local"``: a ``dask.distributed.LocalCluster`` on 127.0.0.1;
 * ``"tcp://HOST:PORT"``: an existing Dask scheduler (``pip install 'ldpopt[dask]'``; the
   workers need the same ldpopt version installed).
 
-Every scheduler runs :func:`ldpopt.sweeps.chunks.run_chunk` on the same tasks and yields the
-outcomes as they finish; only the driver writes the store.  A worker that dies is handled here:
-the process pool reruns the chunks it lost one at a time (a chunk that kills its worker
-``MAX_WORKER_DEATHS`` times is recorded as failed); Dask reschedules them itself.
+(``"auto"``, the default of :func:`~ldpopt.sweeps.runner.run_sweep`, is resolved by the runner to
+``"threads"`` or ``"processes"``.)  Every scheduler runs :func:`ldpopt.sweeps.chunks.run_chunk`
+on the same tasks and yields the outcomes as they finish; only the driver writes the store.  A
+worker that dies is handled here: the process pool reruns the chunks it lost one at a time (a
+chunk that kills its worker ``MAX_WORKER_DEATHS`` times is recorded as failed); Dask reschedules
+them itself.
 """
 
 from __future__ import annotations
 
 import ast
+import atexit
 import contextlib
+import gc
 import logging
 import multiprocessing as mp
 import os
+import queue
 import sys
+import threading
 import uuid
 from collections import deque
 from collections.abc import Iterator
@@ -49,6 +57,7 @@ __all__ = [
     "check_spawnable",
     "MAX_WORKER_DEATHS",
     "CONNECT_TIMEOUT_S",
+    "SCHEDULERS",
 ]
 
 log = logging.getLogger("ldpopt.sweep")
@@ -82,21 +91,24 @@ class Scheduler(Protocol):
         ...
 
 
+#: the scheduler names (besides ``tcp://HOST:PORT``)
+SCHEDULERS = ("auto", "threads", "processes", "inline", "dask-local")
+
+
 def parse_scheduler(scheduler: str) -> tuple[str, str | None]:
-    """``"inline" | "processes" | "dask-local" | "tcp://HOST:PORT"`` -> (kind, address)."""
+    """A scheduler name (:data:`SCHEDULERS`) or ``"tcp://HOST:PORT"`` -> (kind, address)."""
     if not isinstance(scheduler, str):
         raise SchedulerError(f"scheduler must be a string, got {scheduler!r}")
     s = scheduler.strip()
-    if s in ("inline", "processes", "dask-local"):
+    if s in SCHEDULERS:
         return s, None
     if s.startswith("tcp://"):
         host, sep, port = s[len("tcp://") :].rpartition(":")
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise SchedulerError(f"scheduler address must look like tcp://HOST:PORT, got {scheduler!r}")
         return "tcp", s
-    raise SchedulerError(
-        f"unknown scheduler={scheduler!r}; use 'inline', 'processes', 'dask-local' or 'tcp://HOST:PORT'"
-    )
+    names = ", ".join(f"'{n}'" for n in SCHEDULERS)
+    raise SchedulerError(f"unknown scheduler={scheduler!r}; use {names} or 'tcp://HOST:PORT'")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,6 +200,9 @@ def _worker_init(parent_pid: int, ready, compiler, task: ChunkTask | None) -> No
     then load the sweep's kernels (see :func:`_worker_warm_up`: compiled once per machine)."""
     follow_parent(parent_pid)
     ignore_interrupts()
+    # at exit, skip the worker's last garbage collection: tearing numba's kernel objects down one
+    # by one would hold the pool's shutdown (and the run's end) for 0.4-2 s
+    atexit.register(gc.freeze)
     # One solver thread per worker process: the parallelism comes from the chunks.
     for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
@@ -226,6 +241,66 @@ class _Inline:
 
     def close(self, abort: bool = False) -> None:
         pass
+
+
+class _Threads:
+    """Threads of this process, each computing one chunk at a time.
+
+    The chunks' solving happens in compiled kernels that release the GIL, so the threads use
+    every core without starting, importing and warming up worker processes; the rest of a chunk
+    (reduction, partitions, baselines, its Arrow table) holds the GIL.  A thread cannot be
+    killed: on an interrupt the threads take no new chunk and the chunks they are computing are
+    dropped (each is about a second of work by the chunk plan).
+    """
+
+    name = "threads"
+    in_worker = False
+
+    def __init__(self, workers: int, warm: ChunkTask | None = None):
+        self.workers = workers
+        self._warm = warm
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def _work(self, index: int, todo: deque[ChunkTask], done: queue.Queue[ChunkOutcome]) -> None:
+        while not self._stop.is_set():
+            try:
+                task = todo.popleft()
+            except IndexError:
+                return
+            try:
+                outcome = run_chunk(task)  # turns an Exception into an outcome
+            except BaseException as exc:  # anything else must not leave the driver waiting for it
+                outcome = failed_outcome(task.chunk_id, exc)
+            outcome.thread = index
+            done.put(outcome)
+
+    def run(self, tasks: list[ChunkTask], store: SweepStore) -> Iterator[ChunkOutcome]:
+        if not tasks:
+            return
+        # load the compiled kernels once for every thread (a kernel missing from the on-disk cache
+        # is compiled here, once), outside the timed chunks
+        _warm_up(self._warm, single_thread=False)
+        todo: deque[ChunkTask] = deque(tasks)
+        done: queue.Queue[ChunkOutcome] = queue.Queue()
+        self._threads = [
+            threading.Thread(target=self._work, args=(i + 1, todo, done), name=f"ldpopt-sweep-{i + 1}")
+            for i in range(min(self.workers, len(tasks)))
+        ]
+        for t in self._threads:
+            t.start()
+        for _ in tasks:
+            yield done.get()  # interruptible: Ctrl-C / SIGTERM reach the main thread here
+
+    def close(self, abort: bool = False) -> None:
+        """Take no new chunk; without ``abort`` wait for the threads (they are done after a full
+        run).  With ``abort`` return at once: the chunks in progress finish in the background
+        and are dropped (the process exits once they are done)."""
+        self._stop.set()
+        threads, self._threads = self._threads, []
+        if not abort:
+            for t in threads:
+                t.join()
 
 
 class _Processes:
@@ -511,6 +586,8 @@ def make_scheduler(
     """
     if kind == "inline":
         return _Inline(workers, warm)
+    if kind == "threads":
+        return _Threads(workers, warm)
     if kind in ("processes", "dask-local"):
         check_spawnable(kind)
     if kind == "processes":

@@ -271,7 +271,12 @@ class SweepStore:
         if table.num_rows != self.rows_per_chunk[cid]:
             raise StoreError(f"chunk {cid} has {table.num_rows} rows, expected {self.rows_per_chunk[cid]}")
         table = table.cast(SCHEMA) if table.schema != SCHEMA else table
-        atomic_write(self.chunk_path(cid), lambda fh: pq.write_table(table, fh, compression=COMPRESSION))
+        # serialised in memory first: Arrow releases the GIL there (writing through a Python file
+        # object takes it back for every page), then one write
+        buf = pa.BufferOutputStream()
+        pq.write_table(table, buf, compression=COMPRESSION)
+        data = buf.getvalue()
+        atomic_write(self.chunk_path(cid), lambda fh: fh.write(data))
         self.done.add(cid)
         self.errors.pop(str(cid), None)
         dt = time.perf_counter() - t0
