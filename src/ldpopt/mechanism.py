@@ -509,9 +509,9 @@ def spr_mechanism_from_assignment(block_of: Any, eps: float, labels: Sequence | 
     eps = check_eps(eps)
     b = np.asarray(block_of)
     if b.dtype.kind not in "iu":
-        raise TypeError(f"block_of must hold integers, got {_short(block_of)}")
+        raise TypeError(f"block_of must hold integers, got {short_repr(block_of)}")
     if b.ndim != 1 or b.size == 0:
-        raise ValueError(f"block_of must be a non-empty 1-D array, got {_short(block_of)}")
+        raise ValueError(f"block_of must be a non-empty 1-D array, got {short_repr(block_of)}")
     try:
         counts = np.bincount(b)
     except ValueError:  # a negative entry

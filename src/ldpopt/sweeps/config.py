@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpopt._validation import is_integer, is_real
+from ldpopt._validation import is_integer, is_real, short_repr
 from ldpopt.deploy.pairs import read_pair_records
 from ldpopt.errors import SweepConfigError
 
@@ -67,14 +67,11 @@ def _where(section: str, key: str) -> str:
     return f"[{section}] {key}"
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def _int(value: Any, where: str, minimum: int) -> int:
     if not is_integer(value):
-        raise SweepConfigError(f"{where} must be an integer, got {_short(value)} ({type(value).__name__})")
+        raise SweepConfigError(
+            f"{where} must be an integer, got {short_repr(value)} ({type(value).__name__})"
+        )
     v = int(value)
     if v < minimum:
         raise SweepConfigError(f"{where} must be >= {minimum}, got {v}")
@@ -83,7 +80,7 @@ def _int(value: Any, where: str, minimum: int) -> int:
 
 def _real(value: Any, where: str) -> float:
     if not is_real(value):
-        raise SweepConfigError(f"{where} must be a number, got {_short(value)} ({type(value).__name__})")
+        raise SweepConfigError(f"{where} must be a number, got {short_repr(value)} ({type(value).__name__})")
     v = float(value)
     if math.isnan(v):
         raise SweepConfigError(f"{where} must be a number, got nan")
@@ -92,7 +89,7 @@ def _real(value: Any, where: str) -> float:
 
 def _list(value: Any, where: str) -> list:
     if not isinstance(value, (list, tuple)):
-        raise SweepConfigError(f"{where} must be a list, got {_short(value)} ({type(value).__name__})")
+        raise SweepConfigError(f"{where} must be a list, got {short_repr(value)} ({type(value).__name__})")
     if len(value) == 0:
         raise SweepConfigError(f"{where} must not be empty")
     return list(value)
@@ -177,7 +174,7 @@ def dirichlet_pair(spec: InstanceSpec, index: int) -> tuple[np.ndarray, np.ndarr
 def _parse_instances(table: Mapping, base_dir: Path | None) -> tuple[InstanceSpec, Instances]:
     where = "[instances]"
     if not isinstance(table, Mapping):
-        raise SweepConfigError(f"{where} must be a table, got {_short(table)}")
+        raise SweepConfigError(f"{where} must be a table, got {short_repr(table)}")
     _check_keys(table, _SECTIONS["instances"], where)
     has_gen = "generator" in table
     has_file = "file" in table
@@ -196,7 +193,7 @@ def _parse_generator(table: Mapping) -> tuple[InstanceSpec, Instances]:
     if not isinstance(gen, str) or gen.strip().lower() not in GENERATORS:
         raise SweepConfigError(
             f"{_where('instances', 'generator')} must be one of {', '.join(map(repr, GENERATORS))}, "
-            f"got {_short(gen)}"
+            f"got {short_repr(gen)}"
         )
     if "normalize" in table:
         raise SweepConfigError(f"{_where('instances', 'normalize')} is only valid with 'file'")
@@ -227,7 +224,7 @@ def _dirichlet_alpha(alpha_raw: Any, k: int) -> tuple[float, ...]:
         alpha = (_real(alpha_raw, _where("instances", "alpha")),) * k
     if any(not (a > 0 and math.isfinite(a)) for a in alpha):
         raise SweepConfigError(
-            f"{_where('instances', 'alpha')} must be finite and > 0, got {_short(alpha_raw)}"
+            f"{_where('instances', 'alpha')} must be finite and > 0, got {short_repr(alpha_raw)}"
         )
     return alpha
 
@@ -239,11 +236,13 @@ def _instance_file(table: Mapping, base_dir: Path | None) -> tuple[Path, str, bo
             raise SweepConfigError(f"{_where('instances', key)} is only valid with generator = 'dirichlet'")
     path_raw = table["file"]
     if not isinstance(path_raw, (str, os.PathLike)):
-        raise SweepConfigError(f"{_where('instances', 'file')} must be a path string, got {_short(path_raw)}")
+        raise SweepConfigError(
+            f"{_where('instances', 'file')} must be a path string, got {short_repr(path_raw)}"
+        )
     normalize = table.get("normalize", False)
     if not isinstance(normalize, bool):
         raise SweepConfigError(
-            f"{_where('instances', 'normalize')} must be true or false, got {_short(normalize)}"
+            f"{_where('instances', 'normalize')} must be true or false, got {short_repr(normalize)}"
         )
     path = Path(path_raw).expanduser()
     if not path.is_absolute() and base_dir is not None:
@@ -327,7 +326,7 @@ def _parse_eps(value: Any) -> tuple[float, ...]:
         stop = _real(value["stop"], f"{where}.stop")
         step = _real(value["step"], f"{where}.step")
         if not all(math.isfinite(x) for x in (start, stop, step)):
-            raise SweepConfigError(f"{where} range must be finite, got {_short(dict(value))}")
+            raise SweepConfigError(f"{where} range must be finite, got {short_repr(dict(value))}")
         if start <= 0:
             raise SweepConfigError(f"{where}.start must be > 0, got {start!r}")
         if step <= 0:
@@ -338,7 +337,7 @@ def _parse_eps(value: Any) -> tuple[float, ...]:
         try:
             span = (_dec(stop) - _dec(start)) / _dec(step)
         except InvalidOperation:  # pragma: no cover - finite inputs
-            raise SweepConfigError(f"{where}: cannot build the range {_short(dict(value))}") from None
+            raise SweepConfigError(f"{where}: cannot build the range {short_repr(dict(value))}") from None
         n = int(span + Decimal(repr(_RANGE_SLACK)))
         if n + 1 > MAX_EPS_POINTS:
             raise SweepConfigError(f"{where} has {n + 1} points, more than {MAX_EPS_POINTS}; check 'step'")
@@ -347,7 +346,7 @@ def _parse_eps(value: Any) -> tuple[float, ...]:
         raw = _list(value, where) if isinstance(value, (list, tuple)) else None
         if raw is None:
             raise SweepConfigError(
-                f"{where} must be a list of numbers or a {{start, stop, step}} table, got {_short(value)}"
+                f"{where} must be a list of numbers or a {{start, stop, step}} table, got {short_repr(value)}"
             )
         if len(raw) > MAX_EPS_POINTS:
             raise SweepConfigError(f"{where} has {len(raw)} points, more than {MAX_EPS_POINTS}")
@@ -368,7 +367,7 @@ def _parse_divergences(value: Any) -> tuple[str, ...]:
     names = []
     for x in _list(value, where):
         if not isinstance(x, str):
-            raise SweepConfigError(f"{where} entries must be strings, got {_short(x)}")
+            raise SweepConfigError(f"{where} entries must be strings, got {short_repr(x)}")
         name = x.strip().lower()
         try:
             get_divergence(name)
@@ -394,7 +393,7 @@ def _parse_baselines(value: Any) -> tuple[str, ...]:
     for x in _list(value, where):
         if not isinstance(x, str) or x.strip().lower() not in BASELINES:
             raise SweepConfigError(
-                f"{where} entries must be among {', '.join(map(repr, BASELINES))}, got {_short(x)}"
+                f"{where} entries must be among {', '.join(map(repr, BASELINES))}, got {short_repr(x)}"
             )
         names.append(x.strip().lower())
     _no_duplicates(names, where)
@@ -507,7 +506,7 @@ def parse_config(
             raise SweepConfigError(f"missing section [{sec}]")
     for sec in data:
         if not isinstance(data[sec], Mapping):
-            raise SweepConfigError(f"[{sec}] must be a table, got {_short(data[sec])}")
+            raise SweepConfigError(f"[{sec}] must be a table, got {short_repr(data[sec])}")
     base = Path(base_dir) if base_dir is not None else None
     spec, instances = _parse_instances(data["instances"], base)
     grid = data["grid"]
