@@ -317,29 +317,58 @@ def plot(result: Any):
     raise TypeError(f"result must be an ldpopt.experiments result, got {type(result).__name__}")
 
 
+#: line styles of the robust experiment (``ldpopt reproduce robust``), in drawing order
+ROBUST_STYLES: dict[str, dict[str, Any]] = {
+    "robust": STYLES["spr"],
+    "plug_in": dict(color="black", lw=1.4, ls="-", zorder=3),
+    "binary": STYLES["binary"],
+    "rr": STYLES["rr"],
+}
+
+
+def _robust_panel(ax, sub, x: str) -> None:
+    """One line per mechanism of ``sub``: the mean over the trials of ``normalized`` against ``x``."""
+    for mech, st in ROBUST_STYLES.items():
+        m = sub[sub["mechanism"] == mech].groupby(x)["normalized"].mean()
+        if len(m):
+            ax.plot(m.index, m.values, marker="o", ms=3, label=mech.replace("_", "-"), **st)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+
+
 def plot_robust(experiment):
-    """Robust design: worst-case normalised KL utility vs the TV radius, one panel per instance
-    family at eps = 2 (or the run's middle eps), one line per mechanism (means over the trials)."""
+    """Robust design: worst-case normalised KL utility, one column per instance family, one line
+    per mechanism (means over the trials).
+
+    Top row: against the TV radius (both sides) at eps = 2 (or the run's middle eps), normalised
+    by the centres' divergence.  Bottom row: against the number of samples n behind the
+    ``from_counts`` estimates (log axis), normalised by the true pair's divergence.  A row without
+    rows in the run is left out."""
     frame = experiment.to_frame()
-    frame = frame[frame["n"].isna()]
-    eps_values = sorted(frame["eps"].unique())
-    eps = 2.0 if 2.0 in eps_values else eps_values[len(eps_values) // 2]
+    radius = frame[frame["n"].isna()]
+    by_n = frame[frame["n"].notna() & (frame["normalized_by"] == "truth")]
+    eps_values = sorted(radius["eps"].unique())
+    eps = 2.0 if 2.0 in eps_values else (eps_values[len(eps_values) // 2] if eps_values else None)
     fams = list(dict.fromkeys(frame["family"]))
-    fig = new_figure(4.6 * len(fams), 4.0)
-    axes = fig.subplots(1, len(fams), squeeze=False)[0]
-    styles = {"robust": STYLES["spr"], "plug_in": dict(color="black", lw=1.4, ls="-", zorder=3)}
-    styles.update({"binary": STYLES["binary"], "rr": STYLES["rr"]})
-    for ax, fam in zip(axes, fams, strict=True):
-        sub = frame[(frame["family"] == fam) & (frame["eps"] == eps)]
-        for mech, st in styles.items():
-            m = sub[sub["mechanism"] == mech].groupby("radius")["normalized"].mean()
-            if len(m):
-                ax.plot(m.index, m.values, marker="o", ms=3, label=mech.replace("_", "-"), **st)
-        ax.set_xlabel("TV radius (both sides)")
-        ax.set_ylabel("worst-case D_kl / D_kl(P0_hat || P1_hat)")
-        ax.set_title(f"{fam}, eps = {eps:g}", fontsize=10)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+    panels = [p for p, sub in (("radius", radius), ("n", by_n)) if len(sub)]
+    fig = new_figure(4.6 * len(fams), 4.0 * len(panels))
+    axes = fig.subplots(len(panels), len(fams), squeeze=False)
+    for row, panel in zip(axes, panels, strict=True):
+        for ax, fam in zip(row, fams, strict=True):
+            if panel == "radius":
+                sub = radius[(radius["family"] == fam) & (radius["eps"] == eps)]
+                _robust_panel(ax, sub, "radius")
+                ax.set_xlabel("TV radius (both sides)")
+                ax.set_ylabel("worst-case D_kl / D_kl(P0_hat || P1_hat)")
+                ax.set_title(f"{fam}, eps = {eps:g}: against the radius", fontsize=10)
+            else:
+                sub = by_n[by_n["family"] == fam]
+                _robust_panel(ax, sub, "n")
+                ax.set_xscale("log")
+                ax.set_xlabel("samples n per distribution (95% TV confidence sets)")
+                ax.set_ylabel("worst-case D_kl / D_kl(P0 || P1) (true pair)")
+                eps_n = ", ".join(f"{e:g}" for e in sorted(sub["eps"].unique()))
+                ax.set_title(f"{fam}, eps = {eps_n}: against n", fontsize=10)
     _finish(fig, "certified worst-case utility over total-variation neighbourhoods", experiment.quick)
     return fig
 

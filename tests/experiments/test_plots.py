@@ -115,3 +115,41 @@ def test_headless_in_a_fresh_process(tmp_path):
     )
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
     assert (tmp_path / "x.png").exists() and (tmp_path / "x.svg").exists()
+
+
+ROBUST_MECHS = ("robust", "plug_in", "binary", "rr")
+
+
+def test_robust_plot_has_radius_and_n_panels(tmp_path):
+    from ldpopt.experiments.robust import RobustExperiment, robust_experiment
+
+    fams, sizes = ("paper", "dirichlet k=6"), (100, 1000)
+    exp = robust_experiment(fams, radii=(0.0, 0.05), eps=(2.0,), sizes=sizes, trials=2)
+    fig = plots.plot_robust(exp)
+    assert len(fig.axes) == 2 * len(fams)  # a row of radius panels over a row of n panels
+    radius_axes, n_axes = fig.axes[: len(fams)], fig.axes[len(fams) :]
+    for ax in radius_axes:
+        assert ax.get_xscale() == "linear" and "radius" in ax.get_xlabel()
+        assert len(ax.get_lines()) == len(ROBUST_MECHS)
+    for fam, ax in zip(fams, n_axes, strict=True):
+        assert fam in ax.get_title() and "against n" in ax.get_title()
+        assert ax.get_xscale() == "log" and "true pair" in ax.get_ylabel()
+        lines = {ln.get_label(): ln for ln in ax.get_lines()}
+        assert sorted(lines) == sorted(m.replace("_", "-") for m in ROBUST_MECHS)
+        for mech in ROBUST_MECHS:
+            # the rows themselves, averaged here over the trials (2 for the Dirichlet family)
+            rows = [
+                r
+                for r in exp.rows
+                if r["family"] == fam and r["mechanism"] == mech and r["normalized_by"] == "truth"
+            ]
+            assert len(rows) == len(sizes) * (1 if fam == "paper" else 2)
+            want = [np.mean([r["normalized"] for r in rows if r["n"] == n]) for n in sizes]
+            line = lines[mech.replace("_", "-")]
+            assert np.array_equal(line.get_xdata(), sizes)
+            # a mean of at most 2 values, pandas vs numpy: at most one rounding apart
+            assert np.allclose(line.get_ydata(), want, rtol=4e-16, atol=0)
+    _check_saved(fig, tmp_path, "robust")
+    # a run without the n curves: the radius row only
+    radius_only = RobustExperiment(rows=tuple(r for r in exp.rows if r["n"] is None))
+    assert len(plots.plot_robust(radius_only).axes) == len(fams)
