@@ -102,7 +102,7 @@ def solve(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int, pa
 
 def _solve_pruned(p, q, k, l, code, param, c, A, lf):
     pre = _Prefix(p, q).table
-    sc = (code, param, c, A, lf)
+    sc = K.scoring(code, param, c, A, lf)  # specialised to the divergence (literal code)
     bounds = np.zeros(k + 1, dtype=np.int64)
     if k > K.SCORE_CACHE_MAX_K:
         raw, nb, code = _solve_uncached(pre, k, l, sc, bounds)
