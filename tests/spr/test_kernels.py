@@ -414,17 +414,20 @@ rng = np.random.default_rng(0)
 for k in (40, 1100):  # the table path, then the large single solve (no score cache)
     p, q = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))
     ldpopt.optimal_mechanism(p, q, 2.0, "kl")
+used_kl = sorted(n for n in dir(K) if getattr(getattr(K, n), "signatures", None))
+ldpopt.optimal_mechanism(p, q, 2.0, "js")  # the same kernels, specialised to another divergence
 used = sorted(n for n in dir(K) if getattr(getattr(K, n), "signatures", None))
 hits = sum(sum(getattr(K, n).stats.cache_hits.values()) for n in used)
-print(json.dumps({"compiles": len(compiles), "hits": hits, "used": used}))
+print(json.dumps({"compiles": len(compiles), "hits": hits, "used": used, "used_kl": used_kl}))
 """
 
 
 def test_a_second_process_loads_every_kernel_from_the_cache(tmp_path):
     """Two fresh processes share one empty numba cache directory: the first compiles, the
-    second only loads (no ``numba:compile`` event, numba's cache hit counters > 0).  The large
-    single solve compiles the uncached pass and the scoring kernels, not the score-cache
-    kernels or the compiled drivers that only sweeps need."""
+    second only loads (no ``numba:compile`` event, numba's cache hit counters > 0), also the
+    kernels specialised to a second divergence.  The large single solve compiles the uncached
+    pass and the scoring kernels of its divergence, not the score-cache kernels or the compiled
+    drivers that only sweeps need."""
     env = {key: val for key, val in os.environ.items() if key != "NUMBA_DISABLE_JIT"}
     env["NUMBA_CACHE_DIR"] = str(tmp_path)
     runs = []
@@ -438,6 +441,13 @@ def test_a_second_process_loads_every_kernel_from_the_cache(tmp_path):
     assert second["compiles"] == 0 and second["hits"] > 0
     assert set(second["used"]) <= set(first["used"])  # callees come linked into their callers
     assert "uncached_pass" in first["used"]
+    # the kernels are specialised to the divergence: a KL solve compiles KL's perspective and
+    # bound alone, never the branches of the others (nor the any-divergence perspective)
+    assert "_g_kl" in first["used_kl"] and "_kl_ub" in first["used_kl"]
+    others = {"_g_reverse_kl", "_g_js", "_g_power_up", "_g_power_down", "_g_tv", "_g_chi2"}
+    others |= {"_rkl_ub", "_js_ub", "_perspective_compiled"}
+    assert not others & set(first["used_kl"]), others & set(first["used_kl"])
+    assert {"_g_js", "_js_ub"} <= set(first["used"])
     sweep_only = {
         "cached_pass",
         "dinkelbach_ws",
