@@ -102,11 +102,12 @@ def solve(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int, pa
 
 def _solve_pruned(p, q, k, l, code, param, c, A, lf):
     pre = _Prefix(p, q).table
-    sc = K.scoring(code, param, c, A, lf)  # specialised to the divergence (literal code)
     bounds = np.zeros(k + 1, dtype=np.int64)
     if k > K.SCORE_CACHE_MAX_K:
-        raw, nb, code = _solve_uncached(pre, k, l, sc, bounds)
+        # kernels specialised to the divergence: a first large solve compiles its branch alone
+        raw, nb, code = _solve_uncached(pre, k, l, K.scoring(code, param, c, A, lf), bounds)
         return raw, bounds, nb, code
+    sc = (code, param, c, A, lf)
     sp, sq, val, state = K._new_cache(pre, np.arange(k + 1, dtype=np.int64))
     # ``solve_ws`` runs as Python here and calls the compiled kernels: each of them is then
     # compiled only when first needed (the budget program only if a budget binds), which keeps

@@ -340,12 +340,17 @@ def _one_divergence(g):
     return perspective_of
 
 
+def _perspective_dispatch(code, param, x, y, d, log_floor):
+    return _perspective_compiled(code, param, x, y, d, log_floor)
+
+
 @overload(perspective, prefer_literal=True, jit_options=_OVERLOAD)
 def _perspective_typed(code, param, x, y, d, log_floor):
-    # a literal code: only its divergence's function; any other code: every branch
+    # a literal code: only its divergence's function; any other code: the compiled perspective
+    # of every divergence (one dispatcher, compiled once whatever its callers' options)
     if isinstance(code, types.IntegerLiteral) and code.literal_value in _G:
         return _one_divergence(_G[code.literal_value])
-    return _perspective_any
+    return _perspective_dispatch
 
 
 class LiteralCode(int):
@@ -629,12 +634,20 @@ def _one_bound(ub):
     return bound_of
 
 
+#: the cheap bound of any divergence, compiled once
+_bound_any = _inner(_bound_one)
+
+
+def _bound_dispatch(code, x, y, d):
+    return _bound_any(code, x, y, d)
+
+
 @overload(_bound_one, prefer_literal=True, jit_options=_OVERLOAD)
 def _bound_one_typed(code, x, y, d):
     if isinstance(code, types.IntegerLiteral) and code.literal_value in _G:
         ub = _UB.get(code.literal_value)
         return _no_bound if ub is None else _one_bound(ub)
-    return _bound_one
+    return _bound_dispatch
 
 
 @njit(cache=True, error_model="numpy")
@@ -678,13 +691,23 @@ def bounds_into(sp, sq, sd, n, sc, out, st):
     where there is no cheap bound); for the other divergences the exact score, from the
     differences ``sd[j]`` (:func:`block_diff`; not read for the three).
 
-    With a literal code (``scoring``) the loop holds only that divergence's bound.
+    One loop per divergence, so the hot loop holds only that divergence's bound.
     """
     code, param, c, A, lf = sc
-    if _has_bound(code):
-        # no cheap bound (zero mass, extreme ratio): +inf, scored exactly when a pass reaches it
+    # no cheap bound (zero mass, extreme ratio): +inf, scored exactly when a pass reaches it
+    if code == CODE_KL:
         for j in range(n):
-            v = _bound_one(code, c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
+            v = _kl_ub(c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
+            out[j] = v if v == v else math.inf
+            st[j] = _BOUND
+    elif code == CODE_REVERSE_KL:
+        for j in range(n):
+            v = _rkl_ub(c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
+            out[j] = v if v == v else math.inf
+            st[j] = _BOUND
+    elif code == CODE_JS:
+        for j in range(n):
+            v = _js_ub(c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
             out[j] = v if v == v else math.inf
             st[j] = _BOUND
     else:

@@ -341,7 +341,7 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
     else:
         bounds_off = np.zeros((T, E), dtype=np.int64)
         bounds = np.empty(0, dtype=np.int64)
-    code, param = K.LiteralCode(div.code), float(div.param)  # kernels specialised to the divergence
+    code, param = int(div.code), float(div.param)
     threads = _threads()
     items = _work_items(ks, E, threads)
 
