@@ -358,7 +358,9 @@ class LiteralCode(int):
 
     Compiled code called with one (alone, or in the ``sc`` tuple) is specialised to that
     divergence: ``perspective`` and ``_bound_one`` compile its branch alone, which is what a
-    first call pays for.  A plain int code still works (every branch is compiled).
+    first call pays for.  A plain int code still works (every branch is compiled).  Only large
+    single solves use it (``_fast``): each specialisation recompiles every kernel that takes
+    ``sc``, so sweeps, which may run several divergences in one process, keep the plain code.
     """
 
     __slots__ = ()
