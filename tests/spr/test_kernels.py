@@ -411,19 +411,23 @@ import ldpopt
 from ldpopt.spr import _kernels as K
 
 rng = np.random.default_rng(0)
-for k in (40, 1100):  # the small path (score cache), then the large single solve (no cache)
-    p, q = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))
-    ldpopt.optimal_mechanism(p, q, 2.0, "kl")
+p, q = rng.dirichlet(np.ones(1100)), rng.dirichlet(np.ones(1100))
+ldpopt.optimal_mechanism(p, q, 2.0, "kl")  # the large single solve (no score cache)
+used_kl = sorted(n for n in dir(K) if getattr(getattr(K, n), "signatures", None))
+ldpopt.optimal_mechanism(p, q, 2.0, "js")  # the same kernels, specialised to another divergence
+p, q = rng.dirichlet(np.ones(40)), rng.dirichlet(np.ones(40))
+ldpopt.optimal_mechanism(p, q, 2.0, "kl")  # the small path (score cache, any-divergence kernels)
 used = sorted(n for n in dir(K) if getattr(getattr(K, n), "signatures", None))
 hits = sum(sum(getattr(K, n).stats.cache_hits.values()) for n in used)
-print(json.dumps({"compiles": len(compiles), "hits": hits, "used": used}))
+print(json.dumps({"compiles": len(compiles), "hits": hits, "used": used, "used_kl": used_kl}))
 """
 
 
 def test_a_second_process_loads_every_kernel_from_the_cache(tmp_path):
     """Two fresh processes share one empty numba cache directory: the first compiles, the
-    second only loads (no ``numba:compile`` event, numba's cache hit counters > 0).  The small
-    solve compiles the score-cache kernels, the large one the uncached pass and the scoring
+    second only loads (no ``numba:compile`` event, numba's cache hit counters > 0), also the
+    kernels specialised to a second divergence.  The large single solve compiles the uncached
+    pass and the scoring kernels of its divergence alone; the small solve the score-cache
     kernels; neither compiles the drivers that only sweeps need."""
     env = {key: val for key, val in os.environ.items() if key != "NUMBA_DISABLE_JIT"}
     env["NUMBA_CACHE_DIR"] = str(tmp_path)
@@ -438,6 +442,14 @@ def test_a_second_process_loads_every_kernel_from_the_cache(tmp_path):
     assert second["compiles"] == 0 and second["hits"] > 0
     assert set(second["used"]) <= set(first["used"])  # callees come linked into their callers
     assert "uncached_pass" in first["used"]
+    # the large solve's kernels are specialised to the divergence: a KL solve compiles KL's
+    # perspective and bound alone, never the branches of the others (nor the any-divergence
+    # perspective, which the small path's kernels use)
+    assert "_g_kl" in first["used_kl"] and "_kl_ub" in first["used_kl"]
+    others = {"_g_reverse_kl", "_g_js", "_g_power_up", "_g_power_down", "_g_tv", "_g_chi2"}
+    others |= {"_rkl_ub", "_js_ub", "_perspective_compiled"}
+    assert not others & set(first["used_kl"]), others & set(first["used_kl"])
+    assert {"_g_js", "_js_ub"} <= set(first["used"])
     sweep_only = {"dinkelbach_ws", "_coarse_start", "solve_ws", "_pass", "carry_bounds", "solve_item"}
     assert not sweep_only & set(first["used"])
 

@@ -119,14 +119,14 @@ def solve(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int, pa
 
 def _solve_pruned(p, q, k, l, code, param, c, A, lf):
     pre = _Prefix(p, q).table
-    sc = (code, param, c, A, lf)
     bounds = np.zeros(k + 1, dtype=np.int64)
     if k > K.SCORE_CACHE_MAX_K:
-        raw, nb, code = _solve_uncached(pre, k, l, sc, bounds)
+        # kernels specialised to the divergence: a first large solve compiles its branch alone
+        raw, nb, code = _solve_uncached(pre, k, l, K.scoring(code, param, c, A, lf), bounds)
         return raw, bounds, nb, code
     # k <= SCORE_CACHE_MAX_K: the score cache (the compiled drivers of _kernels.solve_ws are not
     # needed: _small.cached_solve takes its decisions, compiling only the cached kernels)
-    raw, nb, code = _cached(pre, k, l, sc, bounds)
+    raw, nb, code = _cached(pre, k, l, (code, param, c, A, lf), bounds)
     return raw, bounds, nb, code
 
 

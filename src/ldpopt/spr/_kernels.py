@@ -42,12 +42,13 @@ from __future__ import annotations
 
 import math
 import struct
+from typing import Any
 
 import numba
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload, typeof_impl
 
 from ldpopt.divergences import (
     CODE_CHI2,
@@ -94,6 +95,18 @@ COARSE_WINDOW_GROUPS = 3
 COARSE_REFINE_MAX = 2048
 
 
+#: the decorator of private kernels (a leading underscore) that only compiled code calls: no
+#: entry points for Python (or C) callers are generated, a good part of the compile time of a
+#: small kernel.  Calling one of them from Python crashes the process: every kernel that Python
+#: code calls (``_fast``, ``grid``, the tests, ``solve_ws``'s Python run) keeps numba's defaults
+_inner = njit(cache=True, error_model="numpy", no_cpython_wrapper=True, no_cfunc_wrapper=True)  # type: ignore[call-overload]  # options the numba stubs do not list
+#: ... of a private helper typed into its callers (never compiled on its own)
+_inner_inline = njit(cache=True, error_model="numpy", inline="always")
+#: compile options of the functions compiled through numba's ``overload`` (not cached on their
+#: own: they come compiled into their callers)
+_OVERLOAD: Any = {"error_model": "numpy", "no_cfunc_wrapper": True}  # beyond the stubs' options too
+
+
 # ---------------------------------------------------------------------------------------------
 # Perspective g(x, y) = y f(x / y) (the one-point divergences.perspective_array)
 # ---------------------------------------------------------------------------------------------
@@ -111,7 +124,7 @@ _start = njit(cache=True, error_model="numpy")(_policy.start)
 _settle = njit(cache=True, error_model="numpy")(_policy.settle)
 
 
-@njit(cache=True, error_model="numpy")
+@_inner
 def _log_ratio_far(x, y):
     """log(x / y) of the ratio when it is a normal number, else log x - log y."""
     r = x / y
@@ -129,19 +142,19 @@ def log_ratio(x, y, d):
     return _log_ratio_far(x, y)
 
 
-@njit(cache=True, error_model="numpy")
+@_inner
 def _expm1(t):
     # inf beyond the overflow threshold, as numpy and compiled code give; plain Python's
     # math.expm1 would raise instead (kernels run as Python with NUMBA_DISABLE_JIT=1)
     return math.inf if t > EXP_MAX else math.expm1(t)
 
 
-@njit(cache=True, error_model="numpy")
+@_inner
 def _exp(t):
     return math.inf if t > EXP_MAX else math.exp(t)
 
 
-@njit(cache=True, error_model="numpy")
+@_inner
 def _u_series(u, coef):
     """u^2 sum_j coef[j] (-u)^j, j < 16 (divergences._u_series): Estrin's scheme, whose products
     are independent (a quarter of Horner's latency), the same sum to a few ulp."""
@@ -155,7 +168,7 @@ def _u_series(u, coef):
     return u * u * ((q0 + q1 * v4) + (q2 + q3 * v4) * (v4 * v4))
 
 
-@njit(cache=True, error_model="numpy")
+@_inner
 def _xe(x, b, l):
     """x E(b l) = x (e^(b l) - 1 - b l), l = log(x/y) (divergences._xe and _pow_term)."""
     z = b * l
@@ -165,9 +178,11 @@ def _xe(x, b, l):
     return h - x * (1.0 + z)
 
 
-@njit(cache=True, error_model="numpy")
+@_inner_inline
 def _kl_like(x, y, d, lf, reverse):
-    """KL: x log(x/y) - d; reverse KL: d - y log(x/y) (divergences._g_kl / _g_reverse_kl)."""
+    """KL: x log(x/y) - d; reverse KL: d - y log(x/y) (divergences._g_kl / _g_reverse_kl).
+
+    Inlined into :func:`_g_kl` and :func:`_g_reverse_kl`, its only callers."""
     if x > 0.0 and y > 0.0:
         u = d / y
         if abs(u) < SERIES_U_MAX:
@@ -183,7 +198,7 @@ def _kl_like(x, y, d, lf, reverse):
     return max(x * (math.log(x) - lf - 1.0), 0.0)
 
 
-@njit(cache=True, error_model="numpy")
+@_inner
 def _kl_term(x, y, d, l):
     """x log(x/y) - d for x, y > 0 given l = log(x/y) (divergences._kl_term)."""
     u = d / y
@@ -192,8 +207,45 @@ def _kl_term(x, y, d, l):
     return x * l - d
 
 
-@njit(cache=True, error_model="numpy")
-def _js(x, y, d):
+# One function per built-in divergence: its perspective term ``(param, x, y, d, log_floor)``
+# for x + y > 0.  A kernel specialised to one divergence (a literal code, see ``scoring``)
+# compiles that function alone.
+@_inner
+def _g_kl(param, x, y, d, lf):
+    return _kl_like(x, y, d, lf, False)
+
+
+@_inner
+def _g_reverse_kl(param, x, y, d, lf):
+    return _kl_like(x, y, d, lf, True)
+
+
+@_inner
+def _g_tv(param, x, y, d, lf):
+    return 0.5 * abs(d)
+
+
+@_inner
+def _g_egamma(param, x, y, d, lf):
+    v = d - (param - 1.0) * y
+    return v if v > 0.0 else 0.0
+
+
+@_inner
+def _g_chi2(param, x, y, d, lf):
+    if y == 0.0:
+        return math.inf
+    return d * d / y
+
+
+@_inner
+def _g_hellinger(param, x, y, d, lf):
+    s = math.sqrt(x) + math.sqrt(y)
+    return d * d / (s * s)
+
+
+@_inner
+def _g_js(param, x, y, d, lf):
     """(s/4) [2 w atanh(w) + log1p(-w^2)] near x = y, plain logs away from it (divergences._g_js)."""
     s = x + y
     w = d / s
@@ -204,17 +256,21 @@ def _js(x, y, d):
     return 0.5 * (a + b)
 
 
-@njit(cache=True, error_model="numpy")
-def _power(code, a, x, y, d, lf):
-    """Centred power terms, a > 1 (code 7) or 0 < a < 1 (divergences._g_power_up / _down)."""
-    if code == CODE_POWER_UP:
-        if y == 0.0:
-            return _exp(a * math.log(x) - (a - 1.0) * lf) - a * x
-        if x == 0.0:
-            return (a - 1.0) * y
-        b = a - 1.0
-        l = log_ratio(x, y, d)
-        return _xe(x, b, l) + b * _kl_term(x, y, d, l)
+@_inner
+def _g_power_up(a, x, y, d, lf):
+    """Centred power term, a > 1 (divergences._g_power_up)."""
+    if y == 0.0:
+        return _exp(a * math.log(x) - (a - 1.0) * lf) - a * x
+    if x == 0.0:
+        return (a - 1.0) * y
+    b = a - 1.0
+    l = log_ratio(x, y, d)
+    return _xe(x, b, l) + b * _kl_term(x, y, d, l)
+
+
+@_inner
+def _g_power_down(a, x, y, d, lf):
+    """Centred power term, 0 < a < 1 (divergences._g_power_down)."""
     if y == 0.0:
         return a * x
     if x == 0.0:
@@ -226,37 +282,106 @@ def _power(code, a, x, y, d, lf):
     return x * (b * math.expm1(-l) - math.expm1(-b * l))
 
 
-@njit(cache=True, error_model="numpy")
+_G = {
+    CODE_KL: _g_kl,
+    CODE_REVERSE_KL: _g_reverse_kl,
+    CODE_TV: _g_tv,
+    CODE_EGAMMA: _g_egamma,
+    CODE_CHI2: _g_chi2,
+    CODE_HELLINGER: _g_hellinger,
+    CODE_JS: _g_js,
+    CODE_POWER_UP: _g_power_up,
+    CODE_POWER_DOWN: _g_power_down,
+}
+
+
+def _perspective_any(code, param, x, y, d, log_floor):
+    """:func:`perspective` for a code known only at run time: every divergence's branch."""
+    if x == 0.0 and y == 0.0:
+        return 0.0
+    if code == CODE_KL:
+        return _g_kl(param, x, y, d, log_floor)
+    if code == CODE_REVERSE_KL:
+        return _g_reverse_kl(param, x, y, d, log_floor)
+    if code == CODE_TV:
+        return _g_tv(param, x, y, d, log_floor)
+    if code == CODE_EGAMMA:
+        return _g_egamma(param, x, y, d, log_floor)
+    if code == CODE_CHI2:
+        return _g_chi2(param, x, y, d, log_floor)
+    if code == CODE_HELLINGER:
+        return _g_hellinger(param, x, y, d, log_floor)
+    if code == CODE_JS:
+        return _g_js(param, x, y, d, log_floor)
+    if code == CODE_POWER_UP:
+        return _g_power_up(param, x, y, d, log_floor)
+    if code == CODE_POWER_DOWN:
+        return _g_power_down(param, x, y, d, log_floor)
+    return math.nan
+
+
+#: the perspective of every divergence, compiled, for Python callers
+_perspective_compiled = njit(cache=True, error_model="numpy")(_perspective_any)
+
+
 def perspective(code, param, x, y, d, log_floor):
     """Scalar perspective for built-in ``code``; ``d`` = x - y known accurately.
 
     ``log_floor`` is the log of a lower bound of x and y that survives their underflow to 0
     (``-inf`` for a true zero), exactly as in the readable version.  The generators are those
-    of :mod:`ldpopt.divergences` (f'(1) = 0: every term >= 0, no cancellation).
+    of :mod:`ldpopt.divergences` (f'(1) = 0: every term >= 0, no cancellation).  Compiled
+    code whose ``code`` is a literal (``scoring``) compiles that divergence's function alone;
+    called from Python, this runs the compiled version for any code.
     """
-    if x == 0.0 and y == 0.0:
-        return 0.0
-    if code == CODE_KL:
-        return _kl_like(x, y, d, log_floor, False)
-    if code == CODE_REVERSE_KL:
-        return _kl_like(x, y, d, log_floor, True)
-    if code == CODE_TV:
-        return 0.5 * abs(d)
-    if code == CODE_EGAMMA:
-        v = d - (param - 1.0) * y
-        return v if v > 0.0 else 0.0
-    if code == CODE_CHI2:
-        if y == 0.0:
-            return math.inf
-        return d * d / y
-    if code == CODE_HELLINGER:
-        s = math.sqrt(x) + math.sqrt(y)
-        return d * d / (s * s)
-    if code == CODE_JS:
-        return _js(x, y, d)
-    if code == CODE_POWER_UP or code == CODE_POWER_DOWN:
-        return _power(code, param, x, y, d, log_floor)
-    return math.nan
+    return _perspective_compiled(code, param, x, y, d, log_floor)
+
+
+def _one_divergence(g):
+    """:func:`perspective` for the one divergence whose function is ``g``."""
+
+    def perspective_of(code, param, x, y, d, log_floor):
+        if x == 0.0 and y == 0.0:
+            return 0.0
+        return g(param, x, y, d, log_floor)
+
+    return perspective_of
+
+
+def _perspective_dispatch(code, param, x, y, d, log_floor):
+    return _perspective_compiled(code, param, x, y, d, log_floor)
+
+
+@overload(perspective, prefer_literal=True, jit_options=_OVERLOAD)
+def _perspective_typed(code, param, x, y, d, log_floor):
+    # a literal code: only its divergence's function; any other code: the compiled perspective
+    # of every divergence (one dispatcher, compiled once whatever its callers' options)
+    if isinstance(code, types.IntegerLiteral) and code.literal_value in _G:
+        return _one_divergence(_G[code.literal_value])
+    return _perspective_dispatch
+
+
+class LiteralCode(int):
+    """A divergence code that numba types as its literal value (``Literal[int](code)``).
+
+    Compiled code called with one (alone, or in the ``sc`` tuple) is specialised to that
+    divergence: ``perspective`` and ``_bound_one`` compile its branch alone, which is what a
+    first call pays for.  A plain int code still works (every branch is compiled).  Only large
+    single solves use it (``_fast``): each specialisation recompiles every kernel that takes
+    ``sc``, so sweeps, which may run several divergences in one process, keep the plain code.
+    """
+
+    __slots__ = ()
+
+
+@typeof_impl.register(LiteralCode)
+def _typeof_literal_code(val, c):
+    return types.literal(int(val))
+
+
+def scoring(code, param, c, A, lf):
+    """The scoring argument ``sc = (code, param, c, A, lf)`` of the kernels, specialised to the
+    divergence ``code`` (see :class:`LiteralCode`)."""
+    return (LiteralCode(code), float(param), float(c), float(A), float(lf))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,7 +396,7 @@ _DH, _DL, _SDH, _SDL = DH, DL, SDH, SDL
 DIFF_CLIP = 8 * 2.0**-52
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@_inner_inline
 def _interval(pre, rh, rl, rsh, rsl, rx, a, b):
     # sum over [a, b) from the side with the smaller partial sums, never below its largest
     # endpoint term (reduction._Prefix._interval)
@@ -437,7 +562,7 @@ def _log_ub_far(z):
     return e * _LN2 + (m - 1.0) * (m + 5.0) / (4.0 * m + 2.0)
 
 
-@njit(cache=True, error_model="numpy")
+@_inner
 def _kl_ub(x, y, d):
     """Upper bound of the computed KL score x log(x/y) - d (NaN: no cheap bound, score it exactly)."""
     if x > 0.0 and y > 0.0:
@@ -452,7 +577,7 @@ def _kl_ub(x, y, d):
     return math.nan
 
 
-@njit(cache=True, error_model="numpy")
+@_inner
 def _rkl_ub(x, y, d):
     """Upper bound of the computed reverse-KL score d - y log(x/y) (NaN: none)."""
     if x > 0.0 and y > 0.0:
@@ -468,7 +593,7 @@ def _rkl_ub(x, y, d):
     return math.nan
 
 
-@njit(cache=True, error_model="numpy")
+@_inner
 def _js_ub(x, y, d):
     """Upper bound of the computed JS score (NaN: none)."""
     if x > 0.0 and y > 0.0:
@@ -487,6 +612,53 @@ def _js_ub(x, y, d):
     return math.nan
 
 
+#: the cheap bound of each divergence that has one (:func:`score_bound`)
+_UB = {CODE_KL: _kl_ub, CODE_REVERSE_KL: _rkl_ub, CODE_JS: _js_ub}
+
+
+def _bound_one(code, x, y, d):
+    """The cheap upper bound of KL, reverse KL or JS (NaN: none, or another divergence).
+
+    For compiled code only (its helpers have no Python entry point); a literal code compiles
+    that divergence's bound alone."""
+    if code == CODE_KL:
+        return _kl_ub(x, y, d)
+    if code == CODE_REVERSE_KL:
+        return _rkl_ub(x, y, d)
+    if code == CODE_JS:
+        return _js_ub(x, y, d)
+    return math.nan
+
+
+def _no_bound(code, x, y, d):
+    return math.nan
+
+
+def _one_bound(ub):
+    """``_bound_one`` for the one divergence whose bound is ``ub``."""
+
+    def bound_of(code, x, y, d):
+        return ub(x, y, d)
+
+    return bound_of
+
+
+#: the cheap bound of any divergence, compiled once
+_bound_any = _inner(_bound_one)
+
+
+def _bound_dispatch(code, x, y, d):
+    return _bound_any(code, x, y, d)
+
+
+@overload(_bound_one, prefer_literal=True, jit_options=_OVERLOAD)
+def _bound_one_typed(code, x, y, d):
+    if isinstance(code, types.IntegerLiteral) and code.literal_value in _G:
+        ub = _UB.get(code.literal_value)
+        return _no_bound if ub is None else _one_bound(ub)
+    return _bound_dispatch
+
+
 @njit(cache=True, error_model="numpy")
 def score_bound(code, param, x, y, d, lf):
     r"""``(v, exact)``: the score itself when it is cheap (``exact``), else a bound it cannot exceed.
@@ -499,25 +671,19 @@ def score_bound(code, param, x, y, d, lf):
     ``v``.  Everything else (cheap divergences, power divergences, zero masses, extreme ratios)
     is evaluated exactly.
     """
-    v = math.nan
-    if code == CODE_KL:
-        v = _kl_ub(x, y, d)
-    elif code == CODE_REVERSE_KL:
-        v = _rkl_ub(x, y, d)
-    elif code == CODE_JS:
-        v = _js_ub(x, y, d)
+    v = _bound_one(code, x, y, d)
     if v == v:
         return v, False
     return perspective(code, param, x, y, d, lf), True
 
 
-@njit(cache=True, error_model="numpy")
+@_inner
 def _has_bound(code):
     """KL, reverse KL and JS have cheap score bounds (:func:`score_bound`); the rest is exact."""
     return code == CODE_KL or code == CODE_REVERSE_KL or code == CODE_JS
 
 
-@njit(cache=True, error_model="numpy")
+@_inner
 def _wide_diff(dp, dq):
     """dp - dq moved away from 0 by the DIFF_CLIP margin of :func:`block_diff`: the bounds of
     KL, reverse KL and JS grow with |d| near x = y, so one at this d bounds the score at any
@@ -914,7 +1080,7 @@ def super_sums(pre, pos, GS, GR):
                 GR[1, g] = dq
 
 
-@njit(cache=True, error_model="numpy")
+@_inner
 def _uncached_row(pre, pos, i, h, sc, pen, H, cnt, GH, SH, GS, GR, live, slive, ext):  # noqa: C901 - hot kernel
     """``(best, count, split)`` of end point ``i`` without a score cache (O(m) memory).
 
@@ -1114,7 +1280,7 @@ def cached_pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted):
         par[i] = bt
 
 
-@njit(cache=True, error_model="numpy")
+@_inner
 def _pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted, GH, SH, GS, GR):
     """One penalised pass: :func:`cached_pass` when there is a score cache, else :func:`uncached_pass`."""
     if val.shape[0] > 0:
@@ -1247,17 +1413,7 @@ def best_two_blocks(pre, k, sc, bounds):
 # ---------------------------------------------------------------------------------------------
 # Output budget: the O(l k^2) program of Prop. 3.3 (mirror of reference._dp_readable)
 # ---------------------------------------------------------------------------------------------
-@njit(cache=True, error_model="numpy")
-def _bound_one(code, x, y, d):
-    """The cheap upper bound of KL, reverse KL or JS (NaN: none; :func:`bounds_into`'s)."""
-    if code == CODE_KL:
-        return _kl_ub(x, y, d)
-    if code == CODE_REVERSE_KL:
-        return _rkl_ub(x, y, d)
-    return _js_ub(x, y, d)
-
-
-@njit(cache=True, error_model="numpy")
+@_inner
 def _budget_row(pre, pos, i, s, h, sc, prev, GH, SH, W, EX, stamp, tries, GS, GR, live, slive, ext):  # noqa: C901, E501 - hot kernel
     """``(best, split)`` of ``F[s, i] = max_{t >= s-1} prev[t] + mu'[t:i)``, pruned first.
 
