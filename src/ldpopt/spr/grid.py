@@ -234,7 +234,7 @@ def sweep(
     values = np.where(values < 0.0, 0.0, values)
     partitions = None
     if return_partitions:
-        partitions = [[reds[t].lift_blocks(bounds[t][e]) for e in range(E)] for t in range(T)]
+        partitions = [reds[t].lift_many(bounds[t]) for t in range(T)]
     for arr in (values, nb, grid, input_div):
         arr.setflags(write=False)
     return SweepResult(
@@ -392,15 +392,27 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
         bar.close()
     bounds_list = None
     if keep_bounds:
-        bounds_list = []
-        for t in range(T):
-            row = []
-            for e in range(E):
-                b0 = bounds_off[t, e]
-                b = bounds[b0 : b0 + nb[t, e] + 1]
-                row.append([(int(b[i]), int(b[i + 1])) for i in range(int(nb[t, e]))])
-            bounds_list.append(row)
+        bounds_list = [_cut_lists(bounds, bounds_off[t].tolist(), nb[t].tolist()) for t in range(T)]
     return raw, nb, bounds_list
+
+
+def _cut_lists(bounds: np.ndarray, offsets: list, nbs: list) -> list:
+    """The cuts ``[(b0, b1), (b1, b2), ...]`` of one pair's cells from the flat ``bounds``: cell e's
+    boundaries are ``bounds[offsets[e] : offsets[e] + nbs[e] + 1]``.  Cells with the same
+    boundaries (most neighbours on the eps grid) share one list, built once."""
+    if not offsets:
+        return []
+    lo = min(offsets)
+    flat = bounds[lo : max(offsets) + max(nbs) + 1].tolist()
+    seen: dict[tuple, list] = {}
+    row = []
+    for b0, n in zip(offsets, nbs, strict=True):
+        key = tuple(flat[b0 - lo : b0 - lo + n + 1])
+        cuts = seen.get(key)
+        if cuts is None:
+            cuts = seen[key] = list(zip(key[:-1], key[1:], strict=True))
+        row.append(cuts)
+    return row
 
 
 def _small(reds, E: int) -> bool:
