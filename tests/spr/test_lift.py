@@ -83,7 +83,7 @@ def test_sweep_partitions_equal_the_readable_lift(divergence):
         (rng.dirichlet(np.ones(60)), rng.dirichlet(np.ones(60))) for _ in range(2)
     ]
     p0s, p1s = [p for p, _ in pairs], [q for _, q in pairs]
-    grid = np.round(np.arange(1, 31) * 0.3, 10)
+    grid = rng.permutation(np.append(np.round(np.arange(1, 31) * 0.3, 10), [0.9, 0.9]))  # unsorted, repeats
     reds = [_reduce(p, q) for p, q in pairs]
     assert not spr_grid._small(reds, grid.shape[0])
     res = ldpopt.sweep(p0s, p1s, grid, divergence, return_partitions=True, progress=False)

@@ -392,27 +392,31 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
         bar.close()
     bounds_list = None
     if keep_bounds:
-        bounds_list = [_cut_lists(bounds, bounds_off[t].tolist(), nb[t].tolist()) for t in range(T)]
+        bounds_list = []
+        for t, k in enumerate(ks.tolist()):
+            b0 = int(bounds_off[t, 0])  # pair t's cells: E consecutive rows of k + 1 entries
+            rows = bounds[b0 : b0 + E * (k + 1)].reshape(E, k + 1)
+            bounds_list.append(_cut_lists(rows, nb[t], order))
     return raw, nb, bounds_list
 
 
-def _cut_lists(bounds: np.ndarray, offsets: list, nbs: list) -> list:
-    """The cuts ``[(b0, b1), (b1, b2), ...]`` of one pair's cells from the flat ``bounds``: cell e's
-    boundaries are ``bounds[offsets[e] : offsets[e] + nbs[e] + 1]``.  Cells with the same
-    boundaries (most neighbours on the eps grid) share one list, built once."""
-    if not offsets:
-        return []
-    lo = min(offsets)
-    flat = bounds[lo : max(offsets) + max(nbs) + 1].tolist()
-    seen: dict[tuple, list] = {}
-    row = []
-    for b0, n in zip(offsets, nbs, strict=True):
-        key = tuple(flat[b0 - lo : b0 - lo + n + 1])
-        cuts = seen.get(key)
-        if cuts is None:
-            cuts = seen[key] = list(zip(key[:-1], key[1:], strict=True))
-        row.append(cuts)
-    return row
+def _cut_lists(b: np.ndarray, nbs: np.ndarray, order: np.ndarray) -> list:
+    """The cuts ``[(b0, b1), (b1, b2), ...]`` of one pair's cells: cell e's boundaries are
+    ``b[e, : nbs[e] + 1]`` (the rest of the row is unused).  A cell whose boundaries equal those of
+    the cell before it in ``order`` (the solve order: most neighbours on the eps grid share their
+    partition) shares that cell's list, so each run of equal partitions is built once."""
+    E, width = b.shape
+    rows = np.where(np.arange(width) <= nbs[:, None], b, -1)[order]  # unused entries masked
+    same = np.zeros(E, dtype=bool)
+    same[1:] = (rows[1:] == rows[:-1]).all(axis=1)
+    out: list = [None] * E
+    cuts: list = []
+    for e, repeat, n in zip(order.tolist(), same.tolist(), nbs[order].tolist(), strict=True):
+        if not repeat:
+            cell = b[e, : n + 1].tolist()
+            cuts = list(zip(cell[:-1], cell[1:], strict=True))
+        out[e] = cuts
+    return out
 
 
 def _small(reds, E: int) -> bool:
