@@ -234,7 +234,7 @@ def sweep(
     values = np.where(values < 0.0, 0.0, values)
     partitions = None
     if return_partitions:
-        partitions = [[reds[t].lift_blocks(bounds[t][e]) for e in range(E)] for t in range(T)]
+        partitions = [reds[t].lift_many(bounds[t]) for t in range(T)]
     for arr in (values, nb, grid, input_div):
         arr.setflags(write=False)
     return SweepResult(
@@ -393,14 +393,30 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
     bounds_list = None
     if keep_bounds:
         bounds_list = []
-        for t in range(T):
-            row = []
-            for e in range(E):
-                b0 = bounds_off[t, e]
-                b = bounds[b0 : b0 + nb[t, e] + 1]
-                row.append([(int(b[i]), int(b[i + 1])) for i in range(int(nb[t, e]))])
-            bounds_list.append(row)
+        for t, k in enumerate(ks.tolist()):
+            b0 = int(bounds_off[t, 0])  # pair t's cells: E consecutive rows of k + 1 entries
+            rows = bounds[b0 : b0 + E * (k + 1)].reshape(E, k + 1)
+            bounds_list.append(_cut_lists(rows, nb[t], order))
     return raw, nb, bounds_list
+
+
+def _cut_lists(b: np.ndarray, nbs: np.ndarray, order: np.ndarray) -> list:
+    """The cuts ``[(b0, b1), (b1, b2), ...]`` of one pair's cells: cell e's boundaries are
+    ``b[e, : nbs[e] + 1]`` (the rest of the row is unused).  A cell whose boundaries equal those of
+    the cell before it in ``order`` (the solve order: most neighbours on the eps grid share their
+    partition) shares that cell's list, so each run of equal partitions is built once."""
+    E, width = b.shape
+    rows = np.where(np.arange(width) <= nbs[:, None], b, -1)[order]  # unused entries masked
+    same = np.zeros(E, dtype=bool)
+    same[1:] = (rows[1:] == rows[:-1]).all(axis=1)
+    out: list = [None] * E
+    cuts: list = []
+    for e, repeat, n in zip(order.tolist(), same.tolist(), nbs[order].tolist(), strict=True):
+        if not repeat:
+            cell = b[e, : n + 1].tolist()
+            cuts = list(zip(cell[:-1], cell[1:], strict=True))
+        out[e] = cuts
+    return out
 
 
 def _small(reds, E: int) -> bool:

@@ -13,6 +13,7 @@ r"""The likelihood-ratio reduction and the block sums every SPR solver shares.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
@@ -67,15 +68,49 @@ class LRReduction:
         m, st = self.members.tolist(), self.starts.tolist()
         return tuple(tuple(m[st[j] : st[j + 1]]) for j in range(self.k))
 
-    def lift_blocks(self, cuts: list[tuple[int, int]]) -> tuple:
-        """Map reduced intervals ``[a, b)`` to blocks of original symbols; dropped symbols join block 0."""
-        blocks = []
-        for j, (a, b) in enumerate(cuts):
-            members = self.members[self.starts[a] : self.starts[b]]
-            if j == 0 and self.dropped:
-                members = np.concatenate((members, np.asarray(self.dropped, dtype=members.dtype)))
-            blocks.append(tuple(np.sort(members).tolist()))
-        return tuple(blocks)
+    @cached_property
+    def _lift_lists(self) -> tuple[list, list, list]:
+        """``members``, ``starts`` and ``dropped`` as Python lists (the lift slices them per block)."""
+        return self.members.tolist(), self.starts.tolist(), list(self.dropped)
+
+    def lift_blocks(self, cuts: Sequence[tuple[int, int]]) -> tuple:
+        """Map reduced intervals ``[a, b)`` to blocks of original symbols; dropped symbols join block 0.
+
+        Each block lists its original symbols in ascending order.  Plain Python on the cached lists
+        (a block of a few symbols sorts faster as a list than through numpy calls).
+        """
+        m, st, dropped = self._lift_lists
+        blocks = [sorted(m[st[a] : st[b]]) for a, b in cuts]
+        if blocks and dropped:
+            blocks[0] = sorted(blocks[0] + dropped)
+        return tuple(map(tuple, blocks))
+
+    def lift_many(self, cut_sets: Iterable[Sequence[tuple[int, int]]]) -> list[tuple]:
+        """``[self.lift_blocks(cuts) for cuts in cut_sets]``, each distinct block lifted once.
+
+        The cells of a sweep repeat few blocks across the eps grid: every block ``[a, b)`` is
+        sorted once (once more as the first block, which also holds the dropped symbols), equal
+        blocks share one tuple, and a cut set given twice (the same object) one partition tuple.
+        """
+        m, st, dropped = self._lift_lists
+        items = list(cut_sets)  # keeps every item alive while its id is a key
+        by_id: dict[int, tuple] = {}
+        caches: tuple[dict, dict] = ({}, {})  # blocks after the first, first blocks
+        out = []
+        for cuts in items:
+            part = by_id.get(id(cuts))
+            if part is None:
+                blocks = []
+                for j, (a, b) in enumerate(cuts):
+                    cache = caches[j == 0]
+                    block = cache.get((a, b))
+                    if block is None:
+                        members = m[st[a] : st[b]] + dropped if j == 0 else m[st[a] : st[b]]
+                        block = cache[a, b] = tuple(sorted(members))
+                    blocks.append(block)
+                part = by_id[id(cuts)] = tuple(blocks)
+            out.append(part)
+        return out
 
 
 def _exact_ratio_key(p: float, q: float) -> tuple[int, Fraction]:
