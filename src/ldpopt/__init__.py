@@ -46,6 +46,8 @@ from ldpopt.spr import (
 _LAZY: dict[str, tuple[str, str | None]] = {
     # batched solver and geometry of the SPR problem
     "sweep": ("ldpopt.spr.grid", "sweep"),
+    "warm_up": ("ldpopt.spr.warmup", "warm_up"),
+    "WarmUpResult": ("ldpopt.spr.warmup", "WarmUpResult"),
     "SweepResult": ("ldpopt.spr.grid", "SweepResult"),
     "joint_range": ("ldpopt.spr.joint_range", "joint_range"),
     "JointRange": ("ldpopt.spr.joint_range", "JointRange"),

@@ -363,7 +363,8 @@ _COMPILED_KERNELS = """
 import json, sys
 import numpy as np
 import ldpopt
-from ldpopt.spr import _kernels as K, _small as S
+from ldpopt.spr import _fast, _kernels as K, _small as S
+_fast.SMALL_PATH = "always"  # (by default only once ldpopt.warm_up compiled them)
 rng = np.random.default_rng(0)
 p, q = rng.dirichlet(np.ones(40)), rng.dirichlet(np.ones(40))
 for eps, l in ((2.0, None), (9.0, 2), (float("inf"), None), (40.0, None)):
@@ -408,7 +409,9 @@ class Count(event.Listener):
 
 event.register("numba:compile", Count())
 import ldpopt
-from ldpopt.spr import _kernels as K
+from ldpopt.spr import _fast, _kernels as K
+
+_fast.SMALL_PATH = "always"  # the score-cache kernels (by default only once ldpopt.warm_up ran)
 
 rng = np.random.default_rng(0)
 p, q = rng.dirichlet(np.ones(1100)), rng.dirichlet(np.ones(1100))

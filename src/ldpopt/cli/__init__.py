@@ -3,8 +3,8 @@
 One module per command group registers its commands on :data:`ldpopt.cli._common.app`:
 :mod:`~ldpopt.cli.design` (design, demo), :mod:`~ldpopt.cli.deploy` (export, privatize, test,
 samplesize), :mod:`~ldpopt.cli.decide`, :mod:`~ldpopt.cli.estimate`, :mod:`~ldpopt.cli.reproduce`,
-:mod:`~ldpopt.cli.sweep`, :mod:`~ldpopt.cli.certify` (compare, verify-certificate) and
-:mod:`~ldpopt.cli.studio`.
+:mod:`~ldpopt.cli.sweep`, :mod:`~ldpopt.cli.certify` (compare, verify-certificate),
+:mod:`~ldpopt.cli.studio` and :mod:`~ldpopt.cli.warmup`.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import gc
 import os
 import sys
 
-from ldpopt.cli import certify, decide, deploy, design, estimate, reproduce, studio, sweep
+from ldpopt.cli import certify, decide, deploy, design, estimate, reproduce, studio, sweep, warmup
 from ldpopt.cli._common import app, command, err_console
 
 __all__ = ["app", "main"]
-_COMMAND_GROUPS = (design, deploy, decide, estimate, reproduce, sweep, certify, studio)
+_COMMAND_GROUPS = (design, deploy, decide, estimate, reproduce, sweep, certify, studio, warmup)
 
 
 def main() -> None:  # pragma: no cover - exercised through the console script

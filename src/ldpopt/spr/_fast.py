@@ -40,6 +40,9 @@ __all__ = [
     "solve_scores",
     "score_table",
     "small_path",
+    "score_cache_ready",
+    "SMALL_PATH",
+    "SMALL_PATHS",
     "solve_small",
     "METHOD_NAMES",
     "TABLE_MAX_K",
@@ -84,7 +87,9 @@ def solve(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int, pa
     l : int
         Effective budget, ``1 <= l <= k``.
     path : {"auto", "table", "pruned"}
-        ``"auto"``: the table path up to ``TABLE_MAX_K`` symbols, the pruned kernels above.
+        ``"auto"``: the table path up to ``TABLE_MAX_K`` symbols, and up to
+        ``SCORE_CACHE_MAX_K`` while the score-cache kernels are not ready
+        (:func:`score_cache_ready`); the pruned kernels above.
 
     Returns
     -------
@@ -108,7 +113,9 @@ def solve(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int, pa
         S = score_table(p, q, c, A, lf, int(div.code), float(div.param), div)
         raw, bounds, code = _solve_score_table(S, k, l, c)
         nb = len(bounds) - 1
-    elif path == "table" or (path == "auto" and k <= TABLE_MAX_K):
+    elif path == "table" or (
+        path == "auto" and (k <= TABLE_MAX_K or (k <= K.SCORE_CACHE_MAX_K and not score_cache_ready()))
+    ):
         raw, bounds, code = _solve_table(p, q, k, l, int(div.code), float(div.param), c, A, lf)
         nb = len(bounds) - 1
     else:
@@ -142,11 +149,61 @@ def _cached(pre, k, l, sc, bounds):
 # ---------------------------------------------------------------------------------------------
 # Small single solves: one compiled call from the validated pair to the optimum
 # ---------------------------------------------------------------------------------------------
+#: when the score-cache kernels (the compiled small path and the score-cache solve of up to
+#: ``SCORE_CACHE_MAX_K`` symbols) answer a small solve: ``"ready"`` once they are compiled in this
+#: process or stored in numba's on-disk cache (by :func:`ldpopt.warm_up`, ``ldpopt warmup``, or
+#: any earlier process that ran it), ``"always"`` (compile them at the first small solve: several
+#: seconds once per installation), ``"never"``.  Until then the table path answers: a first small
+#: call compiles its few table kernels in well under a second, and later calls take ~4x longer.
+SMALL_PATH = "ready"
+SMALL_PATHS = ("ready", "always", "never")
+_on_disk: bool | None = None
+
+
+def _cached_on_disk(dispatchers) -> bool:
+    """True when numba's cache index of every dispatcher holds an overload for this source (the
+    index is read and checked against the source file's stamp, as numba's own load does)."""
+    for disp in dispatchers:
+        cache = getattr(disp, "_cache", None)
+        index_file = getattr(cache, "_cache_file", None)
+        load = getattr(index_file, "_load_index", None)
+        if load is None:  # not a caching dispatcher (numba's internals changed): assume cold
+            return False
+        try:
+            if not load():
+                return False
+        except Exception:  # an unreadable index is a cold cache, as numba treats it
+            return False
+    return True
+
+
+def score_cache_ready() -> bool:
+    """Whether the score-cache kernels answer small solves now (see :data:`SMALL_PATH`)."""
+    global _on_disk
+    if SMALL_PATH != "ready":
+        return SMALL_PATH == "always"
+    kernels = (_small.small_solve, _small.cached_solve)
+    if not all(hasattr(d, "signatures") for d in kernels):  # NUMBA_DISABLE_JIT: plain functions
+        return True
+    if all(d.signatures for d in kernels):  # compiled or loaded in this process
+        return True
+    if _on_disk is None:  # read once per process: a cache filled later is used by the next one
+        _on_disk = _cached_on_disk(kernels)
+    return _on_disk
+
+
 def small_path(div: FDivergence, n: int) -> bool:
     """True when ``optimal_mechanism`` solves a pair of ``n`` symbols by :func:`solve_small`: a
-    built-in f-divergence, ``n <= _small.SMALL_MAX_K``, and ``path="auto"`` would not take the
-    table path (it never does unless a test raises ``TABLE_MAX_K``)."""
-    return bool(div.is_builtin) and not is_chernoff(div) and n <= _small.SMALL_MAX_K and TABLE_MAX_K < 1
+    built-in f-divergence, ``n <= _small.SMALL_MAX_K``, the score-cache kernels ready
+    (:func:`score_cache_ready`) and ``path="auto"`` would not take the table path anyway (it
+    never does unless a test raises ``TABLE_MAX_K``)."""
+    return (
+        bool(div.is_builtin)
+        and not is_chernoff(div)
+        and n <= _small.SMALL_MAX_K
+        and TABLE_MAX_K < 1
+        and score_cache_ready()
+    )
 
 
 def solve_small(u: np.ndarray, v: np.ndarray, eps: float, div: FDivergence, l_user: int | None):
