@@ -344,8 +344,10 @@ def test_spr_mechanism_from_assignment_is_spr_mechanism_of_its_blocks():
         spr_mechanism_from_assignment(np.array([0.0, 1.0]), 1.0)
     with pytest.raises(ValueError, match="block_of"):
         spr_mechanism_from_assignment(np.array([[0, 1]]), 1.0)
-    with pytest.raises(ValueError, match="block_of"):
+    with pytest.raises(ValueError, match=r"block_of must hold block indices in range\(2\), found -1"):
         spr_mechanism_from_assignment(np.array([0, -1]), 1.0)
+    with pytest.raises(ValueError, match=r"in range\(2\), found 4611686018427387904"):
+        spr_mechanism_from_assignment(np.array([0, 2**62]), 1.0)  # never an allocation of 2**62
     with pytest.raises(ValueError, match="block 1 is empty"):
         spr_mechanism_from_assignment(np.array([0, 2, 2]), 1.0)
     with pytest.raises(ValueError, match="eps"):

@@ -512,10 +512,11 @@ def spr_mechanism_from_assignment(block_of: Any, eps: float, labels: Sequence | 
         raise TypeError(f"block_of must hold integers, got {short_repr(block_of)}")
     if b.ndim != 1 or b.size == 0:
         raise ValueError(f"block_of must be a non-empty 1-D array, got {short_repr(block_of)}")
-    try:
-        counts = np.bincount(b)
-    except ValueError:  # a negative entry
-        raise ValueError(f"block_of must hold block indices >= 0, found {int(b.min())}") from None
+    lo, hi = int(b.min()), int(b.max())
+    if lo < 0 or hi >= b.size:  # every block is used, so there are at most k of them
+        bad = lo if lo < 0 else hi
+        raise ValueError(f"block_of must hold block indices in range({b.size}), found {bad}")
+    counts = np.bincount(b)
     if not counts.all():
         empty = int(np.argmin(counts))
         raise ValueError(f"block_of must use every block 0..{counts.size - 1}, block {empty} is empty")

@@ -26,9 +26,10 @@ def test_design_prints_and_writes_json(tmp_path):
     assert r.exit_code == 0, r.output
     assert "Partition" in r.output and "binary" in r.output and "k-ary RR" in r.output
     data = json.loads(out.read_text())
-    ref = ldpopt.optimal_mechanism([0.1, 0.2, 0.7], [0.3, 0.3, 0.4], 1.0)
-    # the CLI calls optimal_mechanism with the same floats and writes res.value through json (repr
-    # round-trips exactly): the same bits; likewise the matrix and value / input_divergence
+    # the CLI calls optimal_mechanism with the same floats (the readable program at this size,
+    # cli._common.CLI_READABLE_MAX_K) and writes res.value through json (repr round-trips
+    # exactly): the same bits; likewise the matrix and value / input_divergence
+    ref = ldpopt.optimal_mechanism([0.1, 0.2, 0.7], [0.3, 0.3, 0.4], 1.0, method="dp")
     assert data["value"] == ref.value
     assert data["partition"] == [list(b) for b in ref.partition]
     assert np.array_equal(data["matrix"], ref.mechanism.matrix)

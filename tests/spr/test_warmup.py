@@ -59,6 +59,15 @@ def test_small_solves_take_the_table_path_until_warm_up_compiled_the_score_cache
     warm = _run(["-m", "ldpopt", "warmup", "--path", "small", "--json", "-"], env)
     assert warm["compiled"] > 0 and warm["paths"] == ["small"] and warm["divergences"] == ["kl"]
     assert warm["cache_dir"] == str(tmp_path)
+    # the cache's entries are for this CPU: a process compiling for another target finds none
+    other = subprocess.run(
+        [sys.executable, "-c", "from ldpopt.spr import _fast; print(_fast.score_cache_ready())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**env, "NUMBA_CPU_NAME": "generic"},
+    )
+    assert other.stdout.strip() == "False"
     after = _run(["-c", _SOLVE], env)
     # the next process loads the score-cache kernels from the cache and compiles nothing
     assert after["small"] and not after["table"] and after["compiled"] == 0
@@ -93,6 +102,7 @@ def _assert_optimal(value, partition):
         ({"divergences": 3}, TypeError, "divergences"),
         ({"divergences": ldpopt.FDivergence(lambda t: t * np.log(t), name="mine")}, ValueError, "mine"),
         ({"paths": "fast"}, ValueError, "paths"),
+        ({"paths": 5}, TypeError, "paths must be"),
         ({"paths": ()}, ValueError, "paths"),
     ],
 )
@@ -105,10 +115,3 @@ def test_warm_up_in_process_reports_what_it_did():
     res = ldpopt.warm_up(["kl", "js"], paths=["small"])
     assert res.paths == ("small",) and res.divergences == ("kl", "js")
     assert res.seconds > 0 and res.compiled >= 0
-
-
-def test_the_warm_up_sweep_takes_the_batched_kernel():
-    """The sweep of ``paths="sweep"`` is above the small-sweep threshold (else it would compile
-    the table kernels, not the batched one)."""
-    work = warmup._SWEEP_PAIRS * len(warmup._SWEEP_EPS) * warmup._SWEEP_K**2
-    assert work > warmup.SMALL_SWEEP_WORK

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pandas as pd
@@ -27,8 +28,9 @@ from _valuebounds import (
     utility_bound,
 )
 from ldpopt.errors import LdpoptWarning
+from ldpopt.spr import grid as spr_grid
 from ldpopt.spr.reduction import likelihood_ratio_reduction
-from ldpopt.sweeps import chunks, runner
+from ldpopt.sweeps import chunks, runner, schedulers
 from ldpopt.sweeps.config import dirichlet_pair, parse_config
 from ldpopt.sweeps.store import COLUMNS, chunk_files
 from reference import reduced_cuts
@@ -560,10 +562,11 @@ def test_sigterm_stops_like_ctrl_c_keeps_chunks_and_leaves_no_process(tmp_path, 
     assert_identical(runner.load_results(out), fresh)
 
 
-def test_failing_chunk_is_reported_and_the_others_continue(tmp_path, monkeypatch, reference):
+@pytest.mark.parametrize("scheduler", ["inline", "threads"])
+def test_failing_chunk_is_reported_and_the_others_continue(tmp_path, monkeypatch, reference, scheduler):
     monkeypatch.setenv(runner.FAULT_ENV, "raise:1")
     with pytest.warns(LdpoptWarning, match=r"1 of 3 chunks failed \(first: chunk 1: RuntimeError: injected"):
-        df = runner.run_sweep(GRID, tmp_path, scheduler="inline", quiet=True)
+        df = runner.run_sweep(GRID, tmp_path, scheduler=scheduler, quiet=True)
     manifest = runner.read_manifest(tmp_path)
     assert manifest["status"] == "failed"
     assert manifest["chunks"] == {"total": 3, "done": 2, "failed": 1}
@@ -579,6 +582,49 @@ def test_failing_chunk_is_reported_and_the_others_continue(tmp_path, monkeypatch
     assert manifest["status"] == "complete" and manifest["chunk_errors"] == {}
     assert manifest["runs"][-1]["chunks_computed"] == 1
     assert_identical(df, reference)
+
+
+def test_a_chunk_thread_that_meets_a_base_exception_reports_its_chunk(tmp_path, monkeypatch):
+    """A chunk thread turns even a SystemExit into a failed chunk: the driver never waits for it."""
+    real = schedulers.run_chunk
+
+    def run_chunk(task):
+        if task.chunk_id == 1:
+            raise SystemExit(3)
+        return real(task)
+
+    monkeypatch.setattr(schedulers, "run_chunk", run_chunk)
+    with pytest.warns(LdpoptWarning, match=r"1 of 3 chunks failed \(first: chunk 1: SystemExit"):
+        runner.run_sweep(GRID, tmp_path, scheduler="threads", quiet=True)
+    manifest = runner.read_manifest(tmp_path)
+    assert manifest["status"] == "failed" and manifest["chunks"] == {"total": 3, "done": 2, "failed": 1}
+
+
+def test_chunk_threads_run_one_solver_thread_each(tmp_path, monkeypatch):
+    """The threads scheduler's parallelism is its chunk threads: each limits numba to one thread
+    for itself, and the batched solver inside it then uses one thread (else workers x cores
+    threads would share the cores)."""
+    limited = []
+    real = schedulers.limit_threads
+
+    def spy():
+        real()
+        limited.append(threading.current_thread().name)
+
+    monkeypatch.setattr(schedulers, "limit_threads", spy)
+    runner.run_sweep(GRID, tmp_path, scheduler="threads", workers=2, quiet=True)
+    assert {n for n in limited if n.startswith("ldpopt-sweep-")} == {"ldpopt-sweep-1", "ldpopt-sweep-2"}
+
+    seen = []
+
+    def in_thread():
+        chunks.limit_threads()
+        seen.append(spr_grid._threads())
+
+    t = threading.Thread(target=in_thread)
+    t.start()
+    t.join()
+    assert seen == [1]
 
 
 def test_damaged_and_temporary_files_are_recomputed(tmp_path, reference):

@@ -55,7 +55,6 @@ __all__ = [
     "check_divergence",
     "lower_bound",
     "max_min_weights",
-    "max_min_weights",
     "objective",
     "solve_inner",
     "solve_master",

@@ -161,18 +161,19 @@ _on_disk: bool | None = None
 
 
 def _cached_on_disk(dispatchers) -> bool:
-    """True when numba's cache index of every dispatcher holds an overload for this source (the
-    index is read and checked against the source file's stamp, as numba's own load does)."""
+    """True when numba's cache index of every dispatcher holds an overload that this process
+    would load: the index is read and checked against the source file's stamp as numba's own
+    load does, and an entry counts only if it was compiled for this target (numba's codegen
+    "magic tuple": OS, architecture, CPU name and features) from this bytecode, the rest of the
+    key numba looks entries up by (an image warmed on another CPU is cold here)."""
     for disp in dispatchers:
-        cache = getattr(disp, "_cache", None)
-        index_file = getattr(cache, "_cache_file", None)
-        load = getattr(index_file, "_load_index", None)
-        if load is None:  # not a caching dispatcher (numba's internals changed): assume cold
-            return False
         try:
-            if not load():
-                return False
-        except Exception:  # an unreadable index is a cold cache, as numba treats it
+            cache = disp._cache
+            entries = cache._cache_file._load_index()
+            want = cache._index_key(None, disp.targetctx.codegen())[1:]
+        except Exception:  # not a caching dispatcher, an unreadable index, internals changed
+            return False
+        if not any(key[1:] == want for key in entries):
             return False
     return True
 

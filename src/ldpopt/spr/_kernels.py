@@ -143,13 +143,6 @@ def log_ratio(x, y, d):
 
 
 @_inner
-def _expm1(t):
-    # inf beyond the overflow threshold, as numpy and compiled code give; plain Python's
-    # math.expm1 would raise instead (kernels run as Python with NUMBA_DISABLE_JIT=1)
-    return math.inf if t > EXP_MAX else math.expm1(t)
-
-
-@_inner
 def _exp(t):
     return math.inf if t > EXP_MAX else math.exp(t)
 

@@ -320,7 +320,9 @@ def _threads() -> int:
     # read the environment too: a worker process may set NUMBA_NUM_THREADS after numba was imported
     env = os.environ.get("NUMBA_NUM_THREADS", "")
     n = int(env) if env.isdigit() else int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]  # numba.config sets its options at run time
-    return max(1, n)
+    # and no more than numba's thread-local limit: a caller running sweeps in several threads of
+    # its own (the `threads` scheduler of ldpopt.run_sweep) sets numba.set_num_threads(1) in each
+    return max(1, min(n, numba.get_num_threads()))
 
 
 def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):

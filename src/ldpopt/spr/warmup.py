@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba.core import config, event
 
+from ldpopt._validation import short_repr
 from ldpopt.divergences import FDivergence, get_divergence, is_chernoff
 from ldpopt.spr import _fast, _kernels
 from ldpopt.spr.grid import SMALL_SWEEP_WORK, sweep
@@ -68,7 +69,7 @@ class WarmUpResult:
 def _divergences(divergences) -> list[FDivergence]:
     items = [divergences] if isinstance(divergences, (str, FDivergence)) else divergences
     if not isinstance(items, Iterable):
-        raise TypeError(f"divergences must be a name or a sequence of names, got {divergences!r}")
+        raise TypeError(f"divergences must be a name or a sequence of names, got {short_repr(divergences)}")
     divs = [get_divergence(d) for d in items]
     if not divs:
         raise ValueError("divergences must name at least one divergence, got an empty sequence")
@@ -82,6 +83,8 @@ def _divergences(divergences) -> list[FDivergence]:
 
 
 def _paths(paths) -> tuple[str, ...]:
+    if not isinstance(paths, (str, Iterable)):
+        raise TypeError(f"paths must be a name or a sequence of names from {PATHS}, got {short_repr(paths)}")
     items = (paths,) if isinstance(paths, str) else tuple(paths)
     bad = [p for p in items if p not in PATHS]
     if bad or not items:

@@ -263,6 +263,7 @@ class _Threads:
         self._threads: list[threading.Thread] = []
 
     def _work(self, index: int, todo: deque[ChunkTask], done: queue.Queue[ChunkOutcome]) -> None:
+        limit_threads()  # the parallelism is the chunk threads: one solver thread in each
         while not self._stop.is_set():
             try:
                 task = todo.popleft()
