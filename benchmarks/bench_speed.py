@@ -114,10 +114,10 @@ def child(row: str, repeat: int) -> dict:  # noqa: C901 - one branch per row
         from ldpopt.spr import _fast
 
         p, q = _pair(100)
-        _fast.SMALL_PATH = "never"  # the path of a process whose cache holds no score-cache kernels
+        _fast.PRUNED_PATH = "never"  # the path of a process whose cache holds no score-cache kernels
         ldpopt.optimal_mechanism(p, q, 2.0)
         t_table, _ = _timed(lambda: ldpopt.optimal_mechanism(p, q, 2.0), max(repeat, 200))
-        _fast.SMALL_PATH = "ready"
+        _fast.PRUNED_PATH = "ready"
         ldpopt.warm_up(paths="small")
         out["ours"], _ = _timed(lambda: ldpopt.optimal_mechanism(p, q, 2.0), max(repeat, 200))
         out["note"] = f"after `ldpopt.warm_up()`; before it (table path) {_fmt_t(t_table)}"

@@ -19,12 +19,12 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
-# Small single solves take the score-cache kernels in every test, whatever numba's on-disk cache
-# holds when a test runs (by default they wait for ``ldpopt.warm_up``; tests/spr/test_warmup.py
-# checks that default in fresh processes)
+# Solves take the pruned kernels in every test, whatever numba's on-disk cache holds when a test
+# runs (by default a process takes the table path until they are compiled or cached;
+# tests/spr/test_warmup.py checks that default in fresh processes)
 from ldpopt.spr import _fast  # noqa: E402
 
-_fast.SMALL_PATH = "always"
+_fast.PRUNED_PATH = "always"
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -364,7 +364,7 @@ import json, sys
 import numpy as np
 import ldpopt
 from ldpopt.spr import _fast, _kernels as K, _small as S
-_fast.SMALL_PATH = "always"  # (by default only once ldpopt.warm_up compiled them)
+_fast.PRUNED_PATH = "always"  # (by default only once ldpopt.warm_up compiled them)
 rng = np.random.default_rng(0)
 p, q = rng.dirichlet(np.ones(40)), rng.dirichlet(np.ones(40))
 for eps, l in ((2.0, None), (9.0, 2), (float("inf"), None), (40.0, None)):
@@ -411,7 +411,7 @@ event.register("numba:compile", Count())
 import ldpopt
 from ldpopt.spr import _fast, _kernels as K
 
-_fast.SMALL_PATH = "always"  # the score-cache kernels (by default only once ldpopt.warm_up ran)
+_fast.PRUNED_PATH = "always"  # the score-cache kernels (by default only once ldpopt.warm_up ran)
 
 rng = np.random.default_rng(0)
 p, q = rng.dirichlet(np.ones(1100)), rng.dirichlet(np.ones(1100))

@@ -23,7 +23,10 @@ program settles the answer) and return exactly the optimum of the readable progr
 
 from __future__ import annotations
 
+import contextlib
 import math
+import time
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -41,8 +44,14 @@ __all__ = [
     "score_table",
     "small_path",
     "score_cache_ready",
-    "SMALL_PATH",
-    "SMALL_PATHS",
+    "pruned_ready",
+    "pruned_path",
+    "cold_table",
+    "PRUNED_PATH",
+    "PRUNED_PATHS",
+    "COLD_TABLE_MAX_BYTES",
+    "COLD_TABLE_MAX_BUDGET",
+    "TIER_UP_SECONDS",
     "solve_small",
     "METHOD_NAMES",
     "TABLE_MAX_K",
@@ -87,9 +96,9 @@ def solve(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int, pa
     l : int
         Effective budget, ``1 <= l <= k``.
     path : {"auto", "table", "pruned"}
-        ``"auto"``: the table path up to ``TABLE_MAX_K`` symbols, and up to
-        ``SCORE_CACHE_MAX_K`` while the score-cache kernels are not ready
-        (:func:`score_cache_ready`); the pruned kernels above.
+        ``"auto"``: the table path up to ``TABLE_MAX_K`` symbols, and while the pruned
+        kernels of this size are not ready (:func:`pruned_ready`) and the table fits
+        (:func:`cold_table`); the pruned kernels otherwise.
 
     Returns
     -------
@@ -113,11 +122,14 @@ def solve(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int, pa
         S = score_table(p, q, c, A, lf, int(div.code), float(div.param), div)
         raw, bounds, code = _solve_score_table(S, k, l, c)
         nb = len(bounds) - 1
-    elif path == "table" or (
-        path == "auto" and (k <= TABLE_MAX_K or (k <= K.SCORE_CACHE_MAX_K and not score_cache_ready()))
-    ):
+    elif path == "table" or (path == "auto" and k <= TABLE_MAX_K):
         raw, bounds, code = _solve_table(p, q, k, l, int(div.code), float(div.param), c, A, lf)
         nb = len(bounds) - 1
+    elif path == "auto" and cold_table(k, l) and not pruned_ready(k, int(div.code)):
+        t0 = time.perf_counter()
+        raw, bounds, code = _solve_table(p, q, k, l, int(div.code), float(div.param), c, A, lf)
+        nb = len(bounds) - 1
+        _charge_table(time.perf_counter() - t0)
     else:
         raw, bounds, nb, code = _solve_pruned(p, q, k, l, int(div.code), float(div.param), c, A, lf)
     cuts = [(int(bounds[j]), int(bounds[j + 1])) for j in range(int(nb))]
@@ -149,23 +161,62 @@ def _cached(pre, k, l, sc, bounds):
 # ---------------------------------------------------------------------------------------------
 # Small single solves: one compiled call from the validated pair to the optimum
 # ---------------------------------------------------------------------------------------------
-#: when the score-cache kernels (the compiled small path and the score-cache solve of up to
-#: ``SCORE_CACHE_MAX_K`` symbols) answer a small solve: ``"ready"`` once they are compiled in this
-#: process or stored in numba's on-disk cache (by :func:`ldpopt.warm_up`, ``ldpopt warmup``, or
-#: any earlier process that ran it), ``"always"`` (compile them at the first small solve: several
-#: seconds once per installation), ``"never"``.  Until then the table path answers: a first small
-#: call compiles its few table kernels in well under a second, and later calls take ~4x longer.
-SMALL_PATH = "ready"
-SMALL_PATHS = ("ready", "always", "never")
-_on_disk: bool | None = None
+#: when the pruned kernels answer a solve ``path="auto"`` could give the table path (the small
+#: one-call path and the score-cache solve of up to ``SCORE_CACHE_MAX_K`` symbols, the large
+#: solve's kernels above; :func:`pruned_ready`): ``"ready"`` once they are compiled in this
+#: process or stored in numba's on-disk cache (by :func:`ldpopt.warm_up`, ``ldpopt warmup``, or any
+#: earlier process that compiled them), or once the table path has cost this process
+#: ``TIER_UP_SECONDS``; ``"always"`` (compile them at the first solve: several seconds once per
+#: installation; the test suite's setting); ``"never"`` (the table path wherever it fits).
+#: Until then the table path answers: its few kernels compile in well under a second.
+PRUNED_PATH = "ready"
+PRUNED_PATHS = ("ready", "always", "never")
+#: the table path stands in for pruned kernels that are not ready while its memory (the packed
+#: table, k (k + 1) / 2 scores, and the budget program's two (l + 1) x (k + 1) tables) stays
+#: within this many bytes: k <= 5791 without a binding budget (128 MiB; a first large pruned solve
+#: compiles 5-7 s on 2 cores, the table path's kernels ~0.7 s, and its O(k^2) numpy scores cost
+#: ~0.7 s at k = 5000) ...
+COLD_TABLE_MAX_BYTES = 1 << 27
+#: ... and only for a budget of at most this many blocks (its program is O(l k^2) on the table)
+COLD_TABLE_MAX_BUDGET = 8
+#: ski rental: once the table path, taken because the pruned kernels were not ready, has cost this
+#: process this many seconds (about what compiling the pruned kernels costs on a 2-core machine,
+#: benchmarks/README.md), the next solves compile them and take them.  A process then never
+#: spends much more than twice what the better of the two choices would have cost in hindsight.
+TIER_UP_SECONDS = 5.0
+_table_seconds = 0.0
+#: the kernels each pruned path compiles: (those specialised to the divergence, the shared ones)
+_SMALL_KERNELS = ((), (_small.small_solve, _small.cached_solve))
+_LARGE_KERNELS = ((K.uncached_pass, K.best_two_blocks, K.partition_ratio), (K.group_sums, K.super_sums))
+#: what this process read of numba's on-disk cache index, per (path, divergence code)
+_on_disk: dict = {}
 
 
-def _cached_on_disk(dispatchers) -> bool:
+@contextlib.contextmanager
+def pruned_path(mode: str) -> Iterator[None]:
+    """Set :data:`PRUNED_PATH` to ``mode`` for the duration of a ``with`` block (``warm_up``
+    compiles the pruned kernels under ``"always"``)."""
+    global PRUNED_PATH
+    if mode not in PRUNED_PATHS:
+        raise ValueError(f"mode must be one of {PRUNED_PATHS}, got {mode!r}")
+    saved, PRUNED_PATH = PRUNED_PATH, mode
+    try:
+        yield
+    finally:
+        PRUNED_PATH = saved
+
+
+def _literal(code: int | None) -> str:
+    return "" if code is None else f"Literal[int]({code})"
+
+
+def _cached_on_disk(dispatchers, code: int | None = None) -> bool:
     """True when numba's cache index of every dispatcher holds an overload that this process
     would load: the index is read and checked against the source file's stamp as numba's own
     load does, and an entry counts only if it was compiled for this target (numba's codegen
     "magic tuple": OS, architecture, CPU name and features) from this bytecode, the rest of the
-    key numba looks entries up by (an image warmed on another CPU is cold here)."""
+    key numba looks entries up by (an image warmed on another CPU is cold here), and, with
+    ``code``, for that divergence (a kernel specialised by ``_kernels.scoring``)."""
     for disp in dispatchers:
         try:
             cache = disp._cache
@@ -173,30 +224,67 @@ def _cached_on_disk(dispatchers) -> bool:
             want = cache._index_key(None, disp.targetctx.codegen())[1:]
         except Exception:  # not a caching dispatcher, an unreadable index, internals changed
             return False
-        if not any(key[1:] == want for key in entries):
+        if not any(key[1:] == want and _literal(code) in str(key[0]) for key in entries):
             return False
     return True
 
 
+def _compiled(dispatchers, code: int | None = None) -> bool:
+    """True when every dispatcher has an overload in this process (for ``code``, if given)."""
+    return all(any(_literal(code) in str(sig) for sig in d.signatures) for d in dispatchers)
+
+
+def _ready(kernels, code: int) -> bool:
+    specialised, shared = kernels
+    if not all(hasattr(d, "signatures") for d in specialised + shared):  # NUMBA_DISABLE_JIT
+        return True
+    if _compiled(specialised, code) and _compiled(shared):
+        return True
+    key = (id(kernels), code if specialised else None)
+    if key not in _on_disk:  # read once per process: a cache filled later is used by the next one
+        _on_disk[key] = _cached_on_disk(specialised, code) and _cached_on_disk(shared)
+    return _on_disk[key]
+
+
+def pruned_ready(k: int, code: int) -> bool:
+    """Whether the pruned kernels answer a solve of ``k`` reduced symbols of the built-in
+    divergence ``code`` now (see :data:`PRUNED_PATH`)."""
+    if PRUNED_PATH != "ready":
+        return PRUNED_PATH == "always"
+    if _table_seconds >= TIER_UP_SECONDS:
+        return True
+    return _ready(_SMALL_KERNELS if k <= K.SCORE_CACHE_MAX_K else _LARGE_KERNELS, code)
+
+
 def score_cache_ready() -> bool:
-    """Whether the score-cache kernels answer small solves now (see :data:`SMALL_PATH`)."""
-    global _on_disk
-    if SMALL_PATH != "ready":
-        return SMALL_PATH == "always"
-    kernels = (_small.small_solve, _small.cached_solve)
-    if not all(hasattr(d, "signatures") for d in kernels):  # NUMBA_DISABLE_JIT: plain functions
+    """Whether the score-cache kernels answer small solves now (:func:`pruned_ready`)."""
+    return pruned_ready(1, 0)
+
+
+def cold_table(k: int, l: int) -> bool:
+    """Whether the table path of ``k`` reduced symbols with effective budget ``l`` fits the
+    bounds under which it stands in for pruned kernels that are not ready
+    (``COLD_TABLE_MAX_BYTES``, ``COLD_TABLE_MAX_BUDGET``)."""
+    if k <= K.SCORE_CACHE_MAX_K:
         return True
-    if all(d.signatures for d in kernels):  # compiled or loaded in this process
-        return True
-    if _on_disk is None:  # read once per process: a cache filled later is used by the next one
-        _on_disk = _cached_on_disk(kernels)
-    return _on_disk
+    if k > l > COLD_TABLE_MAX_BUDGET:
+        return False
+    # without a binding budget the program still runs for ties at eps > 27.6 (at most
+    # TIE_WORK / k^2 blocks) and for an overflowing score (3 blocks): a few rows
+    rows = l if l < k else 3 + _policy.TIE_WORK // (k * k)
+    return 8 * (k * (k + 1) // 2) + 16 * (rows + 1) * (k + 1) <= COLD_TABLE_MAX_BYTES
+
+
+def _charge_table(seconds: float) -> None:
+    """Count ``seconds`` of the table path taken in place of pruned kernels (ski rental)."""
+    global _table_seconds
+    _table_seconds += seconds
 
 
 def small_path(div: FDivergence, n: int) -> bool:
     """True when ``optimal_mechanism`` solves a pair of ``n`` symbols by :func:`solve_small`: a
     built-in f-divergence, ``n <= _small.SMALL_MAX_K``, the score-cache kernels ready
-    (:func:`score_cache_ready`) and ``path="auto"`` would not take the table path anyway (it
+    (:func:`pruned_ready`) and ``path="auto"`` would not take the table path anyway (it
     never does unless a test raises ``TABLE_MAX_K``)."""
     return (
         bool(div.is_builtin)

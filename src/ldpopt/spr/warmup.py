@@ -7,7 +7,7 @@ of the user's choosing - a container image's build, a CI job's set-up - instead 
 call.  It also switches small single solves (at most ``SCORE_CACHE_MAX_K`` symbols) to their
 fastest path: the score-cache kernels answer them once they are compiled or cached; until then
 the table path does, whose few kernels compile in well under a second
-(``ldpopt.spr._fast.SMALL_PATH``).
+(``ldpopt.spr._fast.PRUNED_PATH``; large solves likewise while their table fits).
 """
 
 from __future__ import annotations
@@ -141,14 +141,14 @@ def warm_up(divergences="kl", *, paths=PATHS) -> WarmUpResult:
     -----
     Later processes on the same machine (same ``NUMBA_CACHE_DIR``, same ldpopt and numba) load
     the kernels instead of compiling them, and small single solves take the score-cache kernels
-    (``ldpopt.spr._fast.SMALL_PATH``).  Solves here use fixed random instances; their results
+    (``ldpopt.spr._fast.PRUNED_PATH``).  Solves here use fixed random instances; their results
     are discarded.
     """
     divs = _divergences(divergences)
     chosen = _paths(paths)
     rng = np.random.default_rng(0)
     t0 = time.perf_counter()
-    with event.install_recorder("numba:compile") as rec:
+    with event.install_recorder("numba:compile") as rec, _fast.pruned_path("always"):
         for path in chosen:
             for div in divs:
                 _RUN[path](div, rng)
