@@ -12,7 +12,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, NoReturn, cast
@@ -144,12 +144,20 @@ JsonOpt: Any = typer.Option(
 _NUMPY_REPR = re.compile(r"\bnp\.(?:float|int|uint|bool|complex)\w*\(([^()]*)\)")
 
 
-def _to_cli(message: str) -> str:
-    """An API message in the CLI's words (and without numpy reprs)."""
+def _to_cli(message: str, options: Mapping[str, str] | None = None) -> str:
+    """An API message in the CLI's words (and without numpy reprs); ``options`` maps the API's
+    argument names to the command's options (``{"paths": "--path"}``), replaced as whole words."""
     message = _NUMPY_REPR.sub(r"\1", message)
+    for name, option in (options or {}).items():
+        message = re.sub(rf"(?<![-\w]){re.escape(name)}\b", option, message)
     return message.replace("pass normalize=True to rescale", "pass --normalize to rescale").replace(
         "normalize=True", "--normalize"
     )
+
+
+def fail_api(exc: BaseException, options: Mapping[str, str], code: int = 2) -> NoReturn:
+    """:func:`fail` with an API error's message, its argument names turned into ``options``."""
+    fail(_to_cli(str(exc), options), code)
 
 
 def load_pair(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ldpopt.cli._common import JsonOpt, app, console, fail, report_to_stderr_if_json_on_stdout, write_json
+from ldpopt.cli._common import JsonOpt, app, console, fail_api, report_to_stderr_if_json_on_stdout, write_json
 
 __all__ = ["warmup_cmd"]
 
@@ -34,7 +34,7 @@ def warmup_cmd(
     try:
         res = warm_up(divergence, paths=path)
     except (ValueError, TypeError) as exc:
-        fail(str(exc).replace("paths must be", "--path must be").replace("divergences", "--divergence"))
+        fail_api(exc, {"paths": "--path", "divergences": "--divergence"})
     where = res.cache_dir or "next to the package's sources"
     with report_to_stderr_if_json_on_stdout(json_out):
         console.print(
