@@ -49,7 +49,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from ldpopt._validation import check_counts, is_real
-from ldpopt.deploy.sampling import encode_outputs
+from ldpopt.deploy.sampling import report_counts
 from ldpopt.deploy.shuffle import rr_outputs
 from ldpopt.deploy.testing import check_level
 from ldpopt.mechanism import as_mechanism
@@ -128,13 +128,6 @@ class FrequencyEstimate:
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
-def report_counts(mech: Any, reports: Any) -> np.ndarray:
-    """Reports (output labels when the mechanism has them, or output indices) -> counts per output."""
-    m = as_mechanism(mech, "mech")
-    idx = encode_outputs(m, reports)
-    return np.bincount(idx, minlength=m.num_outputs).astype(np.int64)
-
-
 def _mixture(pi: float, m0: np.ndarray, m1: np.ndarray) -> np.ndarray:
     return (1.0 - pi) * m0 + pi * m1
 

@@ -90,8 +90,16 @@ __all__ = [
     "exp_bounds",
     "privatize",
     "realise",
+    "report_counts",
     "sample_indices",
 ]
+
+
+def report_counts(mech: Any, reports: Any) -> np.ndarray:
+    """Reports (output labels when the mechanism has them, or output indices) -> int64 counts per
+    output of ``mech`` (a :class:`~ldpopt.Mechanism` or a design result holding one)."""
+    m = as_mechanism(mech, "mech")
+    return np.bincount(encode_outputs(m, reports), minlength=m.num_outputs).astype(np.int64)
 
 
 def realise(mech: Any) -> RealisedChannel:

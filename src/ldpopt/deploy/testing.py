@@ -41,7 +41,7 @@ from ldpopt.deploy.llr import (
     lr_upper,
     upper_tail,
 )
-from ldpopt.deploy.sampling import bernoulli, bit_source, encode_outputs
+from ldpopt.deploy.sampling import bernoulli, bit_source, encode_outputs, report_counts
 from ldpopt.mechanism import as_mechanism
 
 __all__ = [
@@ -190,8 +190,7 @@ class LikelihoodRatioTest:
 
     def counts(self, reports: Any) -> np.ndarray:
         """Reports (output labels or indices) -> counts per output."""
-        idx = encode_outputs(self.mechanism, reports)
-        return np.bincount(idx, minlength=self.mechanism.num_outputs)
+        return report_counts(self.mechanism, reports)
 
     def _check_counts(self, counts: Any) -> np.ndarray:
         # no reports at all is a valid histogram here: a Bayes decision without data is the prior's
