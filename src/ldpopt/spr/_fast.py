@@ -173,7 +173,7 @@ PRUNED_PATH = "ready"
 PRUNED_PATHS = ("ready", "always", "never")
 #: the table path stands in for pruned kernels that are not ready while its memory (the packed
 #: table, k (k + 1) / 2 scores, and the budget program's two (l + 1) x (k + 1) tables) stays
-#: within this many bytes: k <= 5791 without a binding budget (128 MiB; a first large pruned solve
+#: within this many bytes: k <= 5784 without a binding budget (128 MiB; a first large pruned solve
 #: compiles 5-7 s on 2 cores, the table path's kernels ~0.7 s, and its O(k^2) numpy scores cost
 #: ~0.7 s at k = 5000) ...
 COLD_TABLE_MAX_BYTES = 1 << 27
