@@ -158,6 +158,10 @@ def _cached(pre, k, l, sc, bounds):
 SMALL_PATH = "ready"
 SMALL_PATHS = ("ready", "always", "never")
 _on_disk: bool | None = None
+#: the score-cache kernels were found ready in this process: compiled kernels stay compiled, and
+#: the disk is read once, so a small solve need not look again (reading a dispatcher's
+#: signatures hashes numba types, ~10 us)
+_found_ready = False
 
 
 def _cached_on_disk(dispatchers) -> bool:
@@ -180,9 +184,18 @@ def _cached_on_disk(dispatchers) -> bool:
 
 def score_cache_ready() -> bool:
     """Whether the score-cache kernels answer small solves now (see :data:`SMALL_PATH`)."""
-    global _on_disk
+    global _found_ready
     if SMALL_PATH != "ready":
         return SMALL_PATH == "always"
+    if _found_ready:
+        return True
+    _found_ready = _score_cache_found()
+    return _found_ready
+
+
+def _score_cache_found() -> bool:
+    """:func:`score_cache_ready` for ``SMALL_PATH = "ready"``, looked up."""
+    global _on_disk
     kernels = (_small.small_solve, _small.cached_solve)
     if not all(hasattr(d, "signatures") for d in kernels):  # NUMBA_DISABLE_JIT: plain functions
         return True
