@@ -237,13 +237,17 @@ def solve_small(u: np.ndarray, v: np.ndarray, eps: float, div: FDivergence, l_us
     code = int(div.code)
     renyi = code in (CODE_POWER_UP, CODE_POWER_DOWN)
     l_arg = 0 if l_user is None else int(l_user)
-    status, order, pre, raw, nb, method, budget, bounds, block_of, terms, terms_inf = _small.small_solve(
+    status, raw, nb, method, budget, terms_inf, ints, floats = _small.small_solve(
         u, v, l_arg, code, float(div.param), c, A, lf, not renyi
     )
     if status != _small.SOLVED:
         return None
-    k = pre.shape[1] - 1
+    n = int(u.shape[0])
+    nt = 0 if renyi else n
+    block_of = ints[n : 2 * n]
     if budget > 0:
+        order, _, bounds, _, pre = _small.unpack(n, nt, ints, floats)
+        k = pre.shape[1] - 1
         raw, nb = K.budget_dp(pre, np.int64(k), np.int64(budget), (code, float(div.param), c, A, lf), bounds)
         block_of[:] = 0
         block_of[order[:k]] = np.repeat(np.arange(nb), np.diff(bounds[: nb + 1]))
@@ -252,17 +256,19 @@ def solve_small(u: np.ndarray, v: np.ndarray, eps: float, div: FDivergence, l_us
     elif terms_inf:
         input_div = math.inf
     else:
-        input_div = div.transform(max(math.fsum(terms.tolist()), 0.0))
+        input_div = div.transform(max(math.fsum(floats[:nt].tolist()), 0.0))
     nb = int(nb)
 
     def reduced():
+        order, _, bounds, _, pre = _small.unpack(n, nt, ints, floats)
+        k = pre.shape[1] - 1
         red = LRReduction(
             p=pre[PX, :k],
             q=pre[QX, :k],
             members=order[:k],
             starts=np.arange(k + 1, dtype=np.int64),
             dropped=tuple(order[k:].tolist()),
-            k_original=int(u.shape[0]),
+            k_original=n,
         )
         b = bounds[: nb + 1].tolist()
         return red, [(b[j], b[j + 1]) for j in range(nb)]

@@ -30,7 +30,7 @@ from ldpopt.spr import _kernels as K
 from ldpopt.spr import _policy
 from ldpopt.spr.reduction import _NEAR_TIE_RTOL, DH, PH, PL, PRE_ROWS, PX, QH, QL, QX, SDH, SPH, SPL, SQH, SQL
 
-__all__ = ["SMALL_MAX_K", "small_solve", "prefix_table", "sums_tables", "cached_solve"]
+__all__ = ["SMALL_MAX_K", "small_solve", "unpack", "prefix_table", "sums_tables", "cached_solve"]
 
 #: alphabets of at most this many symbols (before the reduction) take this path: the score
 #: cache of ``_kernels.cached_pass`` holds k (k + 1) / 2 blocks (its size limit)
@@ -89,30 +89,38 @@ def prefix_table(p, q):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _side_sums(pre, rh, rl, rsh, rsl, rx, i, base, out):
+def _side_sums(h, lo, sh, sl, x, i, base, out):
     """Sums of one distribution over the blocks [t, i), t < i, into ``out[base + t]``: those of
     ``_kernels.block_sums`` (``_interval``), bit for bit, with its branch hoisted out of the loop.
+    ``h, lo, sh, sl, x`` are the rows of that distribution in the prefix table (prefix sum, its
+    compensation, suffix sum, its compensation, the masses).
 
-    ``_interval`` sums [t, i) from the prefix when ``pre[rh, i] <= pre[rsh, t]``, else from the
-    suffix.  The suffix sums ``pre[rsh]`` are non-increasing in t (running float sums of
-    nonnegative masses never decrease), so that holds exactly for t < T and fails for t >= T:
+    ``_interval`` sums [t, i) from the prefix when ``h[i] <= sh[t]``, else from the suffix.  The
+    suffix sums ``sh`` are non-increasing in t (running float sums of nonnegative masses never
+    decrease), so that holds exactly for t < T and fails for t >= T: T is found by bisection, and
     two branch-free loops (which the compiler vectorises) perform the same operations.
     """
-    hb = pre[rh, i]
-    T = 0
-    while T < i and hb <= pre[rsh, T]:
-        T += 1
-    lb = pre[rl, i]
-    fb = pre[rx, i - 1]
+    hb = h[i]
+    a = 0
+    b = i
+    while a < b:  # the first t < i with hb > sh[t], else i
+        mid = (a + b) >> 1
+        if hb <= sh[mid]:
+            a = mid + 1
+        else:
+            b = mid
+    T = a
+    lb = lo[i]
+    fb = x[i - 1]
     for t in range(T):
-        tot = (hb - pre[rh, t]) + (lb - pre[rl, t])
-        fl = max(pre[rx, t], fb)
+        tot = (hb - h[t]) + (lb - lo[t])
+        fl = max(x[t], fb)
         out[base + t] = tot if tot >= fl else fl
-    sb = pre[rsh, i]
-    slb = pre[rsl, i]
+    sb = sh[i]
+    slb = sl[i]
     for t in range(T, i):
-        tot = (pre[rsh, t] - sb) + (pre[rsl, t] - slb)
-        fl = max(pre[rx, t], fb)
+        tot = (sh[t] - sb) + (sl[t] - slb)
+        fl = max(x[t], fb)
         out[base + t] = tot if tot >= fl else fl
 
 
@@ -123,10 +131,13 @@ def sums_tables(pre, k):
     n = k * (k + 1) // 2
     sp = np.empty(n)
     sq = np.empty(n)
+    # the rows as 1-D views: contiguous loads the compiler vectorises
+    ph, pl, sph, spl, px = pre[PH], pre[PL], pre[SPH], pre[SPL], pre[PX]
+    qh, ql, sqh, sql, qx = pre[QH], pre[QL], pre[SQH], pre[SQL], pre[QX]
     for i in range(1, k + 1):
         base = i * (i - 1) // 2
-        _side_sums(pre, PH, PL, SPH, SPL, PX, i, base, sp)
-        _side_sums(pre, QH, QL, SQH, SQL, QX, i, base, sq)
+        _side_sums(ph, pl, sph, spl, px, i, base, sp)
+        _side_sums(qh, ql, sqh, sql, qx, i, base, sq)
     return sp, sq
 
 
@@ -233,48 +244,37 @@ def _reduce_no_ties(u, v):
 def small_solve(u, v, l_user, code, param, c, A, lf, input_terms):
     """Reduction, prefix table and :func:`cached_solve` of the validated pair ``(u, v)`` in one call.
 
-    Returns ``(status, order, pre, raw, nb, method, budget, bounds, block_of, terms, terms_inf)``:
-    ``status`` ``NEAR_TIES`` means nothing was solved (``pre`` is empty); ``order`` lists the k
-    reduced symbols in likelihood-ratio order (one original symbol each), then the symbols of
-    mass 0 under both; ``pre`` is the reduced pair's prefix table (rows ``PX``, ``QX``: the pair),
-    ``bounds[:nb + 1]`` the block boundaries, ``budget`` as :func:`cached_solve`, ``block_of``
-    the block of every original symbol (those of mass 0 in block 0); ``terms`` the perspective
-    terms of the input divergence when ``input_terms`` (else empty) and ``terms_inf`` whether one
-    is +inf.  ``l_user`` <= 0: no budget.
+    Returns ``(status, raw, nb, method, budget, terms_inf, ints, floats)``: ``status``
+    ``NEAR_TIES`` means nothing was solved; ``raw``, ``nb``, ``method`` and ``budget`` as
+    :func:`cached_solve`; ``terms_inf`` whether a term of the input divergence is +inf.  The
+    arrays come packed in two (each array handed back to Python costs about a microsecond; slice
+    them with :func:`unpack`): ``ints`` holds ``order`` (the k reduced symbols in likelihood-ratio
+    order, one original symbol each, then the symbols of mass 0 under both), ``block_of`` (the
+    block of every original symbol, those of mass 0 in block 0) and ``bounds`` (``bounds[:nb + 1]``
+    the block boundaries, k + 1 entries); ``floats`` the perspective terms of the input divergence
+    when ``input_terms`` (else none), then the reduced pair's prefix table (rows ``PX``, ``QX``:
+    the pair), flattened (empty when nothing was solved).  ``l_user`` <= 0: no budget.
     """
     n = u.shape[0]
-    terms = np.empty(n if input_terms else 0)
+    nt = n if input_terms else 0
     terms_inf = False
-    for i in range(terms.shape[0]):
-        terms[i] = K.perspective(code, param, u[i], v[i], u[i] - v[i], -math.inf)
-        terms_inf = terms_inf or terms[i] == math.inf
     ok, members = _reduce_no_ties(u, v)
     k = members.shape[0]
-    order = np.empty(n, dtype=np.int64)
+    ints = np.zeros(2 * n + k + 1, dtype=np.int64)
+    z = np.int64(0)
+    if not ok:
+        return np.int64(NEAR_TIES), 0.0, z, z, z, terms_inf, ints, np.empty(0)
+    floats = np.empty(nt + PRE_ROWS * (k + 1))
+    for i in range(nt):
+        floats[i] = K.perspective(code, param, u[i], v[i], u[i] - v[i], -math.inf)
+        terms_inf = terms_inf or floats[i] == math.inf
     for j in range(k):  # (a slice assignment would compile numba's string formatting of its errors)
-        order[j] = members[j]
+        ints[j] = members[j]
     j = k
     for i in range(n):
         if not (u[i] > 0.0 or v[i] > 0.0):
-            order[j] = i
+            ints[j] = i
             j += 1
-    bounds = np.zeros(k + 1, dtype=np.int64)
-    block_of = np.zeros(n, dtype=np.int64)
-    z = np.int64(0)
-    if not ok:
-        return (
-            np.int64(NEAR_TIES),
-            order,
-            np.empty((PRE_ROWS, 0)),
-            0.0,
-            z,
-            z,
-            z,
-            bounds,
-            block_of,
-            terms,
-            terms_inf,
-        )
     p = np.empty(k)
     q = np.empty(k)
     for j in range(k):
@@ -282,8 +282,28 @@ def small_solve(u, v, l_user, code, param, c, A, lf, input_terms):
         q[j] = v[members[j]]
     pre = prefix_table(p, q)
     l = k if l_user <= 0 else min(l_user, k)
+    bounds = np.zeros(k + 1, dtype=np.int64)
     raw, nb, method, budget = cached_solve(pre, np.int64(k), np.int64(l), (code, param, c, A, lf), bounds)
     for b in range(nb):
         for r in range(bounds[b], bounds[b + 1]):
-            block_of[members[r]] = b
-    return np.int64(SOLVED), order, pre, raw, nb, method, budget, bounds, block_of, terms, terms_inf
+            ints[n + members[r]] = b
+    for j in range(k + 1):
+        ints[2 * n + j] = bounds[j]
+    w = k + 1
+    for r in range(PRE_ROWS):
+        for j in range(w):
+            floats[nt + r * w + j] = pre[r, j]
+    return np.int64(SOLVED), raw, nb, method, budget, terms_inf, ints, floats
+
+
+def unpack(n, nt, ints, floats):
+    """``(order, block_of, bounds, terms, pre)``: views of :func:`small_solve`'s packed arrays for
+    ``n`` original symbols and ``nt`` terms (``pre`` the (``PRE_ROWS``, k + 1) prefix table)."""
+    k = ints.shape[0] - 2 * n - 1
+    return (
+        ints[:n],
+        ints[n : 2 * n],
+        ints[2 * n :],
+        floats[:nt],
+        floats[nt:].reshape(PRE_ROWS, k + 1),
+    )

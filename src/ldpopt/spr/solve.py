@@ -249,14 +249,21 @@ def _solve_reduced(p, q, eps, div, l, method):
     return raw, cuts, name
 
 
+_FAST: types.ModuleType | None = None
+
+
 def _compiled() -> types.ModuleType:
     """The compiled solvers (:mod:`ldpopt.spr._fast`), imported on first use: importing them
     imports numba (about half a second), which ``import ldpopt`` and a readable design do not
     need.  (A deferred import of a heavy dependency, not a dodge: ``_fast`` does not import this
-    module, and lint-imports sees the edge.)"""
-    from ldpopt.spr import _fast
+    module, and lint-imports sees the edge.)  Kept after the first call: a solve of 100 symbols
+    takes tens of microseconds, of which an import statement would be one."""
+    global _FAST
+    if _FAST is None:
+        from ldpopt.spr import _fast
 
-    return _fast
+        _FAST = _fast
+    return _FAST
 
 
 # ---------------------------------------------------------------------------------------------
