@@ -98,7 +98,9 @@ def _side_sums(h, lo, sh, sl, x, i, base, out):
     ``_interval`` sums [t, i) from the prefix when ``h[i] <= sh[t]``, else from the suffix.  The
     suffix sums ``sh`` are non-increasing in t (running float sums of nonnegative masses never
     decrease), so that holds exactly for t < T and fails for t >= T: T is found by bisection, and
-    two branch-free loops (which the compiler vectorises) perform the same operations.
+    two branch-free loops (which the compiler vectorises) perform the same operations.  Each loop
+    indexes views from 0 (the compiler then knows no index is negative and drops numpy's
+    wraparound of negative indices, which kept the loops from vectorising: ~3x slower).
     """
     hb = h[i]
     a = 0
@@ -112,16 +114,21 @@ def _side_sums(h, lo, sh, sl, x, i, base, out):
     T = a
     lb = lo[i]
     fb = x[i - 1]
+    o = out[base : base + T]
     for t in range(T):
         tot = (hb - h[t]) + (lb - lo[t])
         fl = max(x[t], fb)
-        out[base + t] = tot if tot >= fl else fl
+        o[t] = tot if tot >= fl else fl
     sb = sh[i]
     slb = sl[i]
-    for t in range(T, i):
-        tot = (sh[t] - sb) + (sl[t] - slb)
-        fl = max(x[t], fb)
-        out[base + t] = tot if tot >= fl else fl
+    o2 = out[base + T : base + i]
+    sh2 = sh[T:i]
+    sl2 = sl[T:i]
+    x2 = x[T:i]
+    for t in range(i - T):
+        tot = (sh2[t] - sb) + (sl2[t] - slb)
+        fl = max(x2[t], fb)
+        o2[t] = tot if tot >= fl else fl
 
 
 @njit(cache=True, error_model="numpy")
