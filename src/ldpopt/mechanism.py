@@ -162,6 +162,22 @@ class Mechanism:
             object.__setattr__(obj, attr, val)
         return obj
 
+    @classmethod
+    def _spr_grouped(
+        cls, block_of: np.ndarray, grouped: list, ends: list, eps: float, labels: tuple | None
+    ) -> Mechanism:
+        """``spr_mechanism_from_assignment(block_of, eps, labels)`` for a caller that built the
+        assignment and its blocks itself (``optimal_mechanism``'s compiled small path), unchecked:
+        ``block_of`` a valid assignment (int64), ``grouped`` the symbols block by block, ascending
+        in each, ``ends[j]`` where block j ends in it, ``eps`` and ``labels`` as checked (a tuple
+        of k distinct entries).  The checks and the argsort of the public constructor are O(k)
+        numpy calls that a small solve would pay for nothing; the solver's blocks are tested
+        against it."""
+        blocks = tuple(tuple(grouped[a:e]) for a, e in zip([0, *ends[:-1]], ends, strict=True))
+        m = _block_matrix(block_of, len(ends), eps)
+        m.setflags(write=False)
+        return cls._trusted(m, eps, labels, blocks, "spr")
+
     # --- shape -----------------------------------------------------------------
     @property
     def num_inputs(self) -> int:

@@ -226,18 +226,20 @@ def solve_small(u: np.ndarray, v: np.ndarray, eps: float, div: FDivergence, l_us
     :func:`ldpopt.spr._small.small_solve` (reduction, prefix table, the cached solve and the terms
     of :math:`D_f(u\|v)`), then the budget program when it asks for it.  Returns ``None`` when two
     likelihood ratios are within the reduction's near-tie tolerance (the caller reduces exactly
-    and solves by :func:`solve`), else ``(raw, nb, method, input divergence, block_of, reduced)``:
-    ``block_of`` the output of every original symbol, ``reduced()`` the reduction and the cuts
+    and solves by :func:`solve`), else ``(raw, nb, method, input divergence, block_of, grouping,
+    reduced)``: ``block_of`` the output of every original symbol, ``grouping`` (unless the budget
+    program ran, else ``None``) the lists ``(grouped, ends)``: the symbols block by block, ascending
+    in each, and where each block ends in ``grouped``; ``reduced()`` the reduction and the cuts
     (built on demand).  Same result as ``solve(reduction.p, reduction.q, eps, div, l)`` (the same
     kernels on the same prefix table).  The input divergence is the sum of the kernel's terms by
-    ``math.fsum`` (as ``FDivergence.raw``; libm terms) for every built-in but Renyi, whose
-    reported value is ``renyi_value``'s.
+    ``math.fsum`` (as ``FDivergence.raw``; libm terms; summed in the kernel by ``_small.fsum``, the
+    same bits) for every built-in but Renyi, whose reported value is ``renyi_value``'s.
     """
     c, A, lf = rescale(float(eps))
     code = int(div.code)
     renyi = code in (CODE_POWER_UP, CODE_POWER_DOWN)
     l_arg = 0 if l_user is None else int(l_user)
-    status, raw, nb, method, budget, terms_inf, ints, floats = _small.small_solve(
+    status, raw, nb, method, budget, terms, total, ints, floats = _small.small_solve(
         u, v, l_arg, code, float(div.param), c, A, lf, not renyi
     )
     if status != _small.SOLVED:
@@ -245,22 +247,27 @@ def solve_small(u: np.ndarray, v: np.ndarray, eps: float, div: FDivergence, l_us
     n = int(u.shape[0])
     nt = 0 if renyi else n
     block_of = ints[n : 2 * n]
+    grouping = None
     if budget > 0:
-        order, _, bounds, _, pre = _small.unpack(n, nt, ints, floats)
+        order, _, _, _, bounds, _, pre = _small.unpack(n, nt, ints, floats)
         k = pre.shape[1] - 1
         raw, nb = K.budget_dp(pre, np.int64(k), np.int64(budget), (code, float(div.param), c, A, lf), bounds)
         block_of[:] = 0
         block_of[order[:k]] = np.repeat(np.arange(nb), np.diff(bounds[: nb + 1]))
+    else:
+        grouping = ints[2 * n : 3 * n].tolist(), ints[3 * n : 3 * n + nb].tolist()
     if renyi:
         input_div = div(u, v)
-    elif terms_inf:
+    elif terms == _small.TERMS_INF:
         input_div = math.inf
     else:
-        input_div = div.transform(max(math.fsum(floats[:nt].tolist()), 0.0))
+        if terms == _small.TERMS_PYTHON:
+            total = math.fsum(floats[:nt].tolist())
+        input_div = div.transform(max(total, 0.0))
     nb = int(nb)
 
     def reduced():
-        order, _, bounds, _, pre = _small.unpack(n, nt, ints, floats)
+        order, _, _, _, bounds, _, pre = _small.unpack(n, nt, ints, floats)
         k = pre.shape[1] - 1
         red = LRReduction(
             p=pre[PX, :k],
@@ -273,7 +280,7 @@ def solve_small(u: np.ndarray, v: np.ndarray, eps: float, div: FDivergence, l_us
         b = bounds[: nb + 1].tolist()
         return red, [(b[j], b[j + 1]) for j in range(nb)]
 
-    return float(raw), nb, METHOD_NAMES[int(method)], input_div, block_of, reduced
+    return float(raw), nb, METHOD_NAMES[int(method)], input_div, block_of, grouping, reduced
 
 
 # ---------------------------------------------------------------------------------------------

@@ -212,14 +212,18 @@ def _small_result(small, u, v, eps, div, l_user, labels) -> OptimalMechanismResu
     solver's assignment of symbols to outputs (the blocks ``red.lift_blocks(cuts)`` would give:
     ascending symbols, those of mass 0 in block 0); Renyi through the reduction (its value is
     evaluated from the blocks, far from S = 1 after a second solve)."""
-    raw, nb, used, input_div, block_of, reduced = small
+    raw, nb, used, input_div, block_of, grouping, reduced = small
     if div.code in (CODE_POWER_UP, CODE_POWER_DOWN):
         red, cuts = reduced()
         if _policy.power_far(div, raw):
             l = red.k if l_user is None else min(l_user, red.k)
             cuts = _solve_power_far(red.p, red.q, eps, div, l, cuts, True)
         return _build_result(red, raw, cuts, eps, div, l_user, u, v, labels, used, input_div)
-    mech = spr_mechanism_from_assignment(block_of, eps, labels=labels)
+    if grouping is None:
+        mech = spr_mechanism_from_assignment(block_of, eps, labels=labels)
+    else:
+        # the solver's own assignment and blocks (valid by construction; checked in the tests)
+        mech = Mechanism._spr_grouped(block_of, *grouping, eps, labels)
     return OptimalMechanismResult(
         value=_partition_value(None, None, eps, div, None, raw),
         mechanism=mech,
