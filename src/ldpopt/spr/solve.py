@@ -223,7 +223,8 @@ def _small_result(small, u, v, eps, div, l_user, labels) -> OptimalMechanismResu
         mech = spr_mechanism_from_assignment(block_of, eps, labels=labels)
     else:
         # the solver's own assignment and blocks (valid by construction; checked in the tests)
-        mech = Mechanism._spr_grouped(block_of, *grouping, eps, labels)
+        grouped, ends = grouping
+        mech = Mechanism._spr_grouped(block_of, grouped, ends, eps, labels)
     return OptimalMechanismResult(
         value=_partition_value(None, None, eps, div, None, raw),
         mechanism=mech,
