@@ -82,13 +82,17 @@ def test_prefix_table_is_the_readable_table_bit_for_bit():
 
 
 def test_block_sums_are_the_kernels_bit_for_bit():
-    """``_small.sums_tables`` (branch hoisted out of the loop) is ``_kernels.sums_tables``."""
+    """``_small.sums_tables`` (branch hoisted out of the loop, its switch point found by
+    bisection) is ``_kernels.sums_tables``."""
     rng = np.random.default_rng(66)
-    for n in range(60):
-        p, q = instance(rng, int(rng.integers(1, 50)))
+    for n in range(80):
+        p, q = instance(rng, int(rng.integers(1, 50)) if n % 8 else int(rng.integers(100, 300)))
         if n % 4 == 0:  # masses near 1e-300 at one end: the prefix/suffix choice flips early
             p = np.concatenate(([1e-300, 1e-290], p))
             q = np.concatenate(([0.5, 0.25], 0.25 * q))
+        elif n % 4 == 1 and p.shape[0] > 2:  # runs of zero masses: plateaus of the suffix sums
+            p[rng.random(p.shape[0]) < 0.5] = 0.0
+            p = p / p.sum() if p.sum() > 0 else q.copy()
         red = _reduce(p, q)
         pre = _Prefix(red.p, red.q).table
         got = _small.sums_tables(pre, red.k)
