@@ -227,6 +227,8 @@ def _plain_pair(p0: Any, p1: Any) -> tuple[np.ndarray, np.ndarray] | None:
 
 def check_eps(eps: Any, name: str = "eps", allow_inf: bool = True) -> float:
     """eps must be a real number > 0 (math.inf allowed = no privacy)."""
+    if type(eps) is float and 0.0 < eps < math.inf:  # the common case, without the ABC checks
+        return eps
     if not is_real(eps):
         raise TypeError(f"{name} must be a real number, got {short_repr(eps)}")
     e = float(eps)

@@ -59,6 +59,8 @@ PARTITION_ATOL = 1e-12
 PARTITION_TIE_EPS = 2.0**-40
 #: outputs checked at a time against every block (bounds the memory of the partition check)
 _PARTITION_CHUNK = 1024
+#: an SPR matrix with at most this many outputs is gathered from the s x s RR matrix (<= 512 KiB)
+_GATHER_MAX_S = 256
 
 
 def _column_privacy(matrix: np.ndarray) -> np.ndarray:
@@ -159,6 +161,22 @@ class Mechanism:
         ):
             object.__setattr__(obj, attr, val)
         return obj
+
+    @classmethod
+    def _spr_grouped(
+        cls, block_of: np.ndarray, grouped: list, ends: list, eps: float, labels: tuple | None
+    ) -> Mechanism:
+        """``spr_mechanism_from_assignment(block_of, eps, labels)`` for a caller that built the
+        assignment and its blocks itself (``optimal_mechanism``'s compiled small path), unchecked:
+        ``block_of`` a valid assignment (int64), ``grouped`` the symbols block by block, ascending
+        in each, ``ends[j]`` where block j ends in it, ``eps`` and ``labels`` as checked (a tuple
+        of k distinct entries).  The checks and the argsort of the public constructor are O(k)
+        numpy calls that a small solve would pay for nothing; the solver's blocks are tested
+        against it."""
+        blocks = tuple(tuple(grouped[a:e]) for a, e in zip([0, *ends[:-1]], ends, strict=True))
+        m = _block_matrix(block_of, len(ends), eps)
+        m.setflags(write=False)
+        return cls._trusted(m, eps, labels, blocks, "spr")
 
     # --- shape -----------------------------------------------------------------
     @property
@@ -426,7 +444,14 @@ def _rr_levels(s: int, eps: float) -> tuple[float, float]:
 
 
 def _block_matrix(block_of: np.ndarray, s: int, eps: float) -> np.ndarray:
+    """The (k, s) matrix of s-ary RR on the block label ``block_of``: for a few outputs, row x is
+    row ``block_of[x]`` of the s x s RR matrix (one gather, cheaper than filling the matrix and
+    scattering its high entries); for many, the scatter (no s x s temporary)."""
     high, low = _rr_levels(s, eps)
+    if s <= _GATHER_MAX_S:
+        rr = np.full((s, s), low)
+        rr.flat[:: s + 1] = high
+        return rr.take(block_of, axis=0)
     k = block_of.shape[0]
     m = np.full((k, s), low)
     m[np.arange(k), block_of] = high
@@ -512,17 +537,22 @@ def spr_mechanism_from_assignment(block_of: Any, eps: float, labels: Sequence | 
         raise TypeError(f"block_of must hold integers, got {short_repr(block_of)}")
     if b.ndim != 1 or b.size == 0:
         raise ValueError(f"block_of must be a non-empty 1-D array, got {short_repr(block_of)}")
-    lo, hi = int(b.min()), int(b.max())
-    if lo < 0 or hi >= b.size:  # every block is used, so there are at most k of them
-        bad = lo if lo < 0 else hi
-        raise ValueError(f"block_of must hold block indices in range({b.size}), found {bad}")
-    counts = np.bincount(b)
+    k = b.shape[0]
+    hi = int(b.max())
+    counts = None
+    if hi < k:  # every block is used, so there are at most k of them
+        try:
+            counts = np.bincount(b)
+        except ValueError:  # a negative entry
+            pass
+    if counts is None:
+        lo = int(b.min())
+        raise ValueError(f"block_of must hold block indices in range({k}), found {lo if lo < 0 else hi}")
     if not counts.all():
         empty = int(np.argmin(counts))
         raise ValueError(f"block_of must use every block 0..{counts.size - 1}, block {empty} is empty")
-    k = b.shape[0]
     order = np.argsort(b, kind="stable").tolist()  # block by block, ascending symbols
-    ends = np.cumsum(counts).tolist()
+    ends = list(itertools.accumulate(counts.tolist()))
     blocks = tuple(tuple(order[a:e]) for a, e in zip([0, *ends[:-1]], ends, strict=True))
     m = _block_matrix(b, counts.size, eps)
     m.setflags(write=False)

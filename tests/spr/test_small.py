@@ -25,6 +25,7 @@ from _valuebounds import dinkelbach_slack, pair_bound
 from ldpopt._validation import check_distribution_pair
 from ldpopt.divergences import get_divergence
 from ldpopt.errors import LdpoptWarning
+from ldpopt.mechanism import Mechanism, spr_mechanism_from_assignment
 from ldpopt.spr import _fast, _policy, _small
 from ldpopt.spr import _kernels as K
 from ldpopt.spr import grid as spr_grid
@@ -81,13 +82,17 @@ def test_prefix_table_is_the_readable_table_bit_for_bit():
 
 
 def test_block_sums_are_the_kernels_bit_for_bit():
-    """``_small.sums_tables`` (branch hoisted out of the loop) is ``_kernels.sums_tables``."""
+    """``_small.sums_tables`` (branch hoisted out of the loop, its switch point found by
+    bisection) is ``_kernels.sums_tables``."""
     rng = np.random.default_rng(66)
-    for n in range(60):
-        p, q = instance(rng, int(rng.integers(1, 50)))
+    for n in range(80):
+        p, q = instance(rng, int(rng.integers(1, 50)) if n % 8 else int(rng.integers(100, 300)))
         if n % 4 == 0:  # masses near 1e-300 at one end: the prefix/suffix choice flips early
             p = np.concatenate(([1e-300, 1e-290], p))
             q = np.concatenate(([0.5, 0.25], 0.25 * q))
+        elif n % 4 == 1 and p.shape[0] > 2:  # runs of zero masses: plateaus of the suffix sums
+            p[rng.random(p.shape[0]) < 0.5] = 0.0
+            p = p / p.sum() if p.sum() > 0 else q.copy()
         red = _reduce(p, q)
         pre = _Prefix(red.p, red.q).table
         got = _small.sums_tables(pre, red.k)
@@ -97,9 +102,10 @@ def test_block_sums_are_the_kernels_bit_for_bit():
 
 def test_small_solve_is_the_cached_solve_ws_bit_for_bit():
     """The same reduction as ``_reduce`` and the same optimum, cuts and method as ``solve_ws``
-    with a fresh cache (what the sweeps run), on ties, zeros, budgets, eps = 1e-6 .. inf."""
+    with a fresh cache (what the sweeps run), on ties, zeros, budgets, eps = 1e-6 .. inf; the
+    mechanism of the solver's own blocks is ``spr_mechanism_from_assignment``'s."""
     rng = np.random.default_rng(61)
-    solved = 0
+    solved = grouped = 0
     for n in range(150):
         k = int(rng.integers(1, 30)) if n % 10 else int(rng.integers(30, 90))
         u, v = instance(rng, k)
@@ -111,8 +117,15 @@ def test_small_solve_is_the_cached_solve_ws_bit_for_bit():
             assert has_near_ties(u, v), (n, u, v)  # only near-ties leave it to the exact reduction
             continue
         solved += 1
-        raw, _, method, _, _, reduced = out
+        raw, _, method, _, block_of, grouping, reduced = out
         red, cuts = reduced()
+        if grouping is not None:  # (None: the budget program reassigned the symbols)
+            # the mechanism built from the solver's own blocks is the checked constructor's
+            mine = Mechanism._spr_grouped(block_of, *grouping, eps, None)
+            ref_mech = spr_mechanism_from_assignment(block_of, eps)
+            assert mine.partition == ref_mech.partition == tuple(red.lift_blocks(cuts)), n
+            assert np.array_equal(mine.matrix, ref_mech.matrix) and not mine.matrix.flags.writeable, n
+            grouped += 1
         ref = _reduce(u, v)
         assert np.array_equal(red.members, ref.members) and np.array_equal(red.starts, ref.starts)
         assert np.array_equal(red.p, ref.p) and np.array_equal(red.q, ref.q) and red.dropped == ref.dropped
@@ -139,7 +152,7 @@ def test_small_solve_is_the_cached_solve_ws_bit_for_bit():
         info = (n, k, eps, div.name, l_user)
         assert (raw == ref_raw or (math.isnan(raw) and math.isnan(ref_raw))) and cuts == ref_cuts, info
         assert method == _policy.METHOD_NAMES[int(code)], info
-    assert solved >= 100
+    assert solved >= 100 and grouped >= 50, (solved, grouped)
 
 
 def test_small_path_is_optimal_mechanisms_and_near_the_readable_optimum():
@@ -233,3 +246,40 @@ def test_user_divergence_sweep_falls_back_to_the_readable_program_above_the_tabl
         res = ldpopt.sweep(p0s, p1s, [1.0, 4.0], user, return_partitions=True, progress=False)
     assert res.method == "dp"
     _user_sweep_cells(res, p0s, p1s, [1.0, 4.0], user, None)
+
+
+def test_compiled_fsum_is_math_fsum_bit_for_bit():
+    """``_small.fsum`` (the input divergence's sum in the kernel) is CPython's ``math.fsum``: on
+    sums that cancel, span the exponent range, sit on half-way cases between partials (the
+    half-even fix-up) or hold zeros; non-finite entries and intermediate overflow are left to
+    ``math.fsum`` (``exact`` false)."""
+    rng = np.random.default_rng(64)
+    cases = [
+        [],
+        [0.0, -0.0],
+        [1e-16, 1.0, 1e16],  # half-even rounding across partials
+        [1.0, 1e100, 1.0, -1e100],
+        [2.0**53, 1.0, 2.0**-60],
+        [2.0**53, -1.0, -(2.0**-60)],
+        [0.1] * 10,
+        [5e-324, 5e-324, -1e-320],
+    ]
+    for _ in range(3000):
+        n = int(rng.integers(1, 60))
+        kind = rng.integers(4)
+        if kind == 0:
+            x = rng.random(n)
+        elif kind == 1:  # wide exponents, both signs
+            x = rng.standard_normal(n) * 2.0 ** rng.integers(-1070, 1000, n)
+        elif kind == 2:  # cancellation: pairs of opposite terms perturbed by an ulp
+            a = rng.standard_normal(n) * 2.0 ** rng.integers(-30, 30, n)
+            x = np.concatenate((a, -np.nextafter(a, rng.choice([-np.inf, np.inf], n)), rng.random(2) * 1e-20))
+        else:  # integers near 2^53 and halves: exact ties
+            x = rng.integers(-(2**54), 2**54, n).astype(float) + rng.choice([0.0, 0.5, 0.25], n)
+        cases.append(rng.permutation(x).tolist())
+    for x in cases:
+        got, exact = _small.fsum(np.array(x, dtype=float))
+        want = math.fsum(x)
+        assert exact and got == want and math.copysign(1.0, got) == math.copysign(1.0, want), x
+    for bad in ([1.0, math.inf], [math.nan], [-math.inf, 1.0], [1.5e308, 1.5e308]):
+        assert not _small.fsum(np.array(bad))[1], bad

@@ -190,6 +190,10 @@ _SMALL_KERNELS = ((), (_small.small_solve, _small.cached_solve))
 _LARGE_KERNELS = ((K.uncached_pass, K.best_two_blocks, K.partition_ratio), (K.group_sums, K.super_sums))
 #: what this process read of numba's on-disk cache index, per (path, divergence code)
 _on_disk: dict = {}
+#: the (path, divergence code) keys found ready in this process: compiled kernels stay compiled,
+#: and the disk is read once, so a solve need not look again (reading a dispatcher's signatures
+#: hashes numba types, ~10 us)
+_found_ready: set = set()
 
 
 @contextlib.contextmanager
@@ -236,13 +240,18 @@ def _compiled(dispatchers, code: int | None = None) -> bool:
 
 def _ready(kernels, code: int) -> bool:
     specialised, shared = kernels
+    key = (id(kernels), code if specialised else None)
+    if key in _found_ready:
+        return True
     if not all(hasattr(d, "signatures") for d in specialised + shared):  # NUMBA_DISABLE_JIT
         return True
     if _compiled(specialised, code) and _compiled(shared):
+        _found_ready.add(key)
         return True
-    key = (id(kernels), code if specialised else None)
     if key not in _on_disk:  # read once per process: a cache filled later is used by the next one
         _on_disk[key] = _cached_on_disk(specialised, code) and _cached_on_disk(shared)
+    if _on_disk[key]:
+        _found_ready.add(key)
     return _on_disk[key]
 
 
@@ -301,48 +310,61 @@ def solve_small(u: np.ndarray, v: np.ndarray, eps: float, div: FDivergence, l_us
     :func:`ldpopt.spr._small.small_solve` (reduction, prefix table, the cached solve and the terms
     of :math:`D_f(u\|v)`), then the budget program when it asks for it.  Returns ``None`` when two
     likelihood ratios are within the reduction's near-tie tolerance (the caller reduces exactly
-    and solves by :func:`solve`), else ``(raw, nb, method, input divergence, block_of, reduced)``:
-    ``block_of`` the output of every original symbol, ``reduced()`` the reduction and the cuts
+    and solves by :func:`solve`), else ``(raw, nb, method, input divergence, block_of, grouping,
+    reduced)``: ``block_of`` the output of every original symbol, ``grouping`` (unless the budget
+    program ran, else ``None``) the lists ``(grouped, ends)``: the symbols block by block, ascending
+    in each, and where each block ends in ``grouped``; ``reduced()`` the reduction and the cuts
     (built on demand).  Same result as ``solve(reduction.p, reduction.q, eps, div, l)`` (the same
     kernels on the same prefix table).  The input divergence is the sum of the kernel's terms by
-    ``math.fsum`` (as ``FDivergence.raw``; libm terms) for every built-in but Renyi, whose
-    reported value is ``renyi_value``'s.
+    ``math.fsum`` (as ``FDivergence.raw``; libm terms; summed in the kernel by ``_small.fsum``, the
+    same bits) for every built-in but Renyi, whose reported value is ``renyi_value``'s.
     """
     c, A, lf = rescale(float(eps))
     code = int(div.code)
     renyi = code in (CODE_POWER_UP, CODE_POWER_DOWN)
     l_arg = 0 if l_user is None else int(l_user)
-    status, order, pre, raw, nb, method, budget, bounds, block_of, terms, terms_inf = _small.small_solve(
+    status, raw, nb, method, budget, terms, total, ints, floats = _small.small_solve(
         u, v, l_arg, code, float(div.param), c, A, lf, not renyi
     )
     if status != _small.SOLVED:
         return None
-    k = pre.shape[1] - 1
+    n = int(u.shape[0])
+    nt = 0 if renyi else n
+    block_of = ints[n : 2 * n]
+    grouping = None
     if budget > 0:
+        order, _, _, _, bounds, _, pre = _small.unpack(n, nt, ints, floats)
+        k = pre.shape[1] - 1
         raw, nb = K.budget_dp(pre, np.int64(k), np.int64(budget), (code, float(div.param), c, A, lf), bounds)
         block_of[:] = 0
         block_of[order[:k]] = np.repeat(np.arange(nb), np.diff(bounds[: nb + 1]))
+    else:
+        grouping = ints[2 * n : 3 * n].tolist(), ints[3 * n : 3 * n + nb].tolist()
     if renyi:
         input_div = div(u, v)
-    elif terms_inf:
+    elif terms == _small.TERMS_INF:
         input_div = math.inf
     else:
-        input_div = div.transform(max(math.fsum(terms.tolist()), 0.0))
+        if terms == _small.TERMS_PYTHON:
+            total = math.fsum(floats[:nt].tolist())
+        input_div = div.transform(max(total, 0.0))
     nb = int(nb)
 
     def reduced():
+        order, _, _, _, bounds, _, pre = _small.unpack(n, nt, ints, floats)
+        k = pre.shape[1] - 1
         red = LRReduction(
             p=pre[PX, :k],
             q=pre[QX, :k],
             members=order[:k],
             starts=np.arange(k + 1, dtype=np.int64),
             dropped=tuple(order[k:].tolist()),
-            k_original=int(u.shape[0]),
+            k_original=n,
         )
         b = bounds[: nb + 1].tolist()
         return red, [(b[j], b[j + 1]) for j in range(nb)]
 
-    return float(raw), nb, METHOD_NAMES[int(method)], input_div, block_of, reduced
+    return float(raw), nb, METHOD_NAMES[int(method)], input_div, block_of, grouping, reduced
 
 
 # ---------------------------------------------------------------------------------------------

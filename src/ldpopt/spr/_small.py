@@ -30,13 +30,69 @@ from ldpopt.spr import _kernels as K
 from ldpopt.spr import _policy
 from ldpopt.spr.reduction import _NEAR_TIE_RTOL, DH, PH, PL, PRE_ROWS, PX, QH, QL, QX, SDH, SPH, SPL, SQH, SQL
 
-__all__ = ["SMALL_MAX_K", "small_solve", "prefix_table", "sums_tables", "cached_solve"]
+__all__ = ["SMALL_MAX_K", "small_solve", "unpack", "fsum", "prefix_table", "sums_tables", "cached_solve"]
 
 #: alphabets of at most this many symbols (before the reduction) take this path: the score
 #: cache of ``_kernels.cached_pass`` holds k (k + 1) / 2 blocks (its size limit)
 SMALL_MAX_K = K.SCORE_CACHE_MAX_K
 #: ``small_solve``'s status: solved; near-tied ratios (the caller reduces exactly)
 SOLVED, NEAR_TIES = 0, 1
+#: ``small_solve``'s input divergence: the terms' sum is returned; a term is +inf; sum them in Python
+TERMS_SUM, TERMS_INF, TERMS_PYTHON = 0, 1, 2
+
+
+@njit(cache=True, error_model="numpy")
+def fsum(x):
+    """``(math.fsum(x), True)`` of finite floats, bit for bit: CPython's algorithm (Shewchuk's
+    exact partials, then the correctly rounded sum of the partials with its half-even fix-up
+    across partials); ``(nan, False)`` for a non-finite entry or an intermediate overflow, where
+    ``math.fsum`` returns a special value or raises (the caller calls it)."""
+    n = x.shape[0]
+    p = np.empty(n + 1)  # the partials: non-overlapping, increasing magnitude
+    m = 0
+    for idx in range(n):
+        xv = x[idx]
+        if not math.isfinite(xv):
+            return math.nan, False
+        i = 0
+        for j in range(m):
+            y = p[j]
+            if abs(xv) < abs(y):
+                xv, y = y, xv
+            hi = xv + y
+            yr = hi - xv
+            lo = y - yr
+            if lo != 0.0:
+                p[i] = lo
+                i += 1
+            xv = hi
+        m = i
+        if xv != 0.0:
+            if not math.isfinite(xv):
+                return math.nan, False  # intermediate overflow
+            p[m] = xv
+            m += 1
+    hi = 0.0
+    lo = 0.0
+    if m > 0:
+        m -= 1
+        hi = p[m]
+        while m > 0:  # sum the partials from the top while the sum stays exact
+            xv = hi
+            m -= 1
+            y = p[m]
+            hi = xv + y
+            yr = hi - xv
+            lo = y - yr
+            if lo != 0.0:
+                break
+        if m > 0 and ((lo < 0.0 and p[m - 1] < 0.0) or (lo > 0.0 and p[m - 1] > 0.0)):
+            y = lo * 2.0  # half-even rounding across partials
+            xv = hi + y
+            yr = xv - hi
+            if y == yr:
+                hi = xv
+    return hi, True
 
 
 #: the six compensated sums of ``reduction._Prefix``, one row of each array per sum: the source
@@ -89,31 +145,46 @@ def prefix_table(p, q):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _side_sums(pre, rh, rl, rsh, rsl, rx, i, base, out):
+def _side_sums(h, lo, sh, sl, x, i, base, out):
     """Sums of one distribution over the blocks [t, i), t < i, into ``out[base + t]``: those of
     ``_kernels.block_sums`` (``_interval``), bit for bit, with its branch hoisted out of the loop.
+    ``h, lo, sh, sl, x`` are the rows of that distribution in the prefix table (prefix sum, its
+    compensation, suffix sum, its compensation, the masses).
 
-    ``_interval`` sums [t, i) from the prefix when ``pre[rh, i] <= pre[rsh, t]``, else from the
-    suffix.  The suffix sums ``pre[rsh]`` are non-increasing in t (running float sums of
-    nonnegative masses never decrease), so that holds exactly for t < T and fails for t >= T:
-    two branch-free loops (which the compiler vectorises) perform the same operations.
+    ``_interval`` sums [t, i) from the prefix when ``h[i] <= sh[t]``, else from the suffix.  The
+    suffix sums ``sh`` are non-increasing in t (running float sums of nonnegative masses never
+    decrease), so that holds exactly for t < T and fails for t >= T: T is found by bisection, and
+    two branch-free loops (which the compiler vectorises) perform the same operations.  Each loop
+    indexes views from 0 (the compiler then knows no index is negative and drops numpy's
+    wraparound of negative indices, which kept the loops from vectorising: ~3x slower).
     """
-    hb = pre[rh, i]
-    T = 0
-    while T < i and hb <= pre[rsh, T]:
-        T += 1
-    lb = pre[rl, i]
-    fb = pre[rx, i - 1]
+    hb = h[i]
+    a = 0
+    b = i
+    while a < b:  # the first t < i with hb > sh[t], else i
+        mid = (a + b) >> 1
+        if hb <= sh[mid]:
+            a = mid + 1
+        else:
+            b = mid
+    T = a
+    lb = lo[i]
+    fb = x[i - 1]
+    o = out[base : base + T]
     for t in range(T):
-        tot = (hb - pre[rh, t]) + (lb - pre[rl, t])
-        fl = max(pre[rx, t], fb)
-        out[base + t] = tot if tot >= fl else fl
-    sb = pre[rsh, i]
-    slb = pre[rsl, i]
-    for t in range(T, i):
-        tot = (pre[rsh, t] - sb) + (pre[rsl, t] - slb)
-        fl = max(pre[rx, t], fb)
-        out[base + t] = tot if tot >= fl else fl
+        tot = (hb - h[t]) + (lb - lo[t])
+        fl = max(x[t], fb)
+        o[t] = tot if tot >= fl else fl
+    sb = sh[i]
+    slb = sl[i]
+    o2 = out[base + T : base + i]
+    sh2 = sh[T:i]
+    sl2 = sl[T:i]
+    x2 = x[T:i]
+    for t in range(i - T):
+        tot = (sh2[t] - sb) + (sl2[t] - slb)
+        fl = max(x2[t], fb)
+        o2[t] = tot if tot >= fl else fl
 
 
 @njit(cache=True, error_model="numpy")
@@ -123,10 +194,13 @@ def sums_tables(pre, k):
     n = k * (k + 1) // 2
     sp = np.empty(n)
     sq = np.empty(n)
+    # the rows as 1-D views: contiguous loads the compiler vectorises
+    ph, pl, sph, spl, px = pre[PH], pre[PL], pre[SPH], pre[SPL], pre[PX]
+    qh, ql, sqh, sql, qx = pre[QH], pre[QL], pre[SQH], pre[SQL], pre[QX]
     for i in range(1, k + 1):
         base = i * (i - 1) // 2
-        _side_sums(pre, PH, PL, SPH, SPL, PX, i, base, sp)
-        _side_sums(pre, QH, QL, SQH, SQL, QX, i, base, sq)
+        _side_sums(ph, pl, sph, spl, px, i, base, sp)
+        _side_sums(qh, ql, sqh, sql, qx, i, base, sq)
     return sp, sq
 
 
@@ -230,51 +304,76 @@ def _reduce_no_ties(u, v):
 
 
 @njit(cache=True, error_model="numpy")
+def _input_terms(u, v, code, param, terms):
+    """The perspective terms of the input divergence into ``terms`` (n entries, or none), and
+    ``(state, their sum)`` as :func:`small_solve` returns them."""
+    state = TERMS_SUM
+    for i in range(terms.shape[0]):
+        terms[i] = K.perspective(code, param, u[i], v[i], u[i] - v[i], -math.inf)
+        if terms[i] == math.inf:
+            state = TERMS_INF
+    total = 0.0
+    if state == TERMS_SUM and terms.shape[0] > 0:
+        total, exact = fsum(terms)
+        if not exact:
+            state = TERMS_PYTHON
+    return state, total
+
+
+@njit(cache=True, error_model="numpy")
+def _group(block_of, nb, grouped, ends):
+    """The symbols block by block into ``grouped``, ascending in each (a counting sort of
+    ``block_of``: the blocks ``spr_mechanism_from_assignment`` finds by a stable argsort), and
+    where each block ends there into ``ends[:nb]``."""
+    for i in range(block_of.shape[0]):
+        ends[block_of[i]] += 1
+    end = 0
+    for b in range(nb):  # each block's start, where its symbols go
+        end += ends[b]
+        ends[b] = end - ends[b]
+    for i in range(block_of.shape[0]):
+        b = block_of[i]
+        grouped[ends[b]] = i
+        ends[b] += 1  # (the block's end once its last symbol is placed)
+
+
+@njit(cache=True, error_model="numpy")
 def small_solve(u, v, l_user, code, param, c, A, lf, input_terms):
     """Reduction, prefix table and :func:`cached_solve` of the validated pair ``(u, v)`` in one call.
 
-    Returns ``(status, order, pre, raw, nb, method, budget, bounds, block_of, terms, terms_inf)``:
-    ``status`` ``NEAR_TIES`` means nothing was solved (``pre`` is empty); ``order`` lists the k
-    reduced symbols in likelihood-ratio order (one original symbol each), then the symbols of
-    mass 0 under both; ``pre`` is the reduced pair's prefix table (rows ``PX``, ``QX``: the pair),
-    ``bounds[:nb + 1]`` the block boundaries, ``budget`` as :func:`cached_solve`, ``block_of``
-    the block of every original symbol (those of mass 0 in block 0); ``terms`` the perspective
-    terms of the input divergence when ``input_terms`` (else empty) and ``terms_inf`` whether one
-    is +inf.  ``l_user`` <= 0: no budget.
+    Returns ``(status, raw, nb, method, budget, terms, total, ints, floats)``: ``status``
+    ``NEAR_TIES`` means nothing was solved; ``raw``, ``nb``, ``method`` and ``budget`` as
+    :func:`cached_solve`; ``terms`` ``TERMS_SUM`` when ``total`` is ``math.fsum`` of the
+    perspective terms of the input divergence (``input_terms``), ``TERMS_INF`` when a term is
+    +inf, ``TERMS_PYTHON`` when the caller sums them by ``math.fsum`` itself (a non-finite term
+    or an intermediate overflow, which :func:`fsum` leaves to it).  The
+    arrays come packed in two (each array handed back to Python costs about a microsecond; slice
+    them with :func:`unpack`): ``ints`` holds ``order`` (the k reduced symbols in likelihood-ratio
+    order, one original symbol each, then the symbols of mass 0 under both), ``block_of`` (the
+    block of every original symbol, those of mass 0 in block 0), ``grouped`` (the original
+    symbols block by block, ascending in each), ``ends`` (``ends[:nb]``: where each block ends in
+    ``grouped``; n entries) and ``bounds`` (``bounds[:nb + 1]`` the block boundaries, k + 1
+    entries); ``floats`` the perspective terms of the input divergence
+    when ``input_terms`` (else none), then the reduced pair's prefix table (rows ``PX``, ``QX``:
+    the pair), flattened (empty when nothing was solved).  ``l_user`` <= 0: no budget.
     """
     n = u.shape[0]
-    terms = np.empty(n if input_terms else 0)
-    terms_inf = False
-    for i in range(terms.shape[0]):
-        terms[i] = K.perspective(code, param, u[i], v[i], u[i] - v[i], -math.inf)
-        terms_inf = terms_inf or terms[i] == math.inf
+    nt = n if input_terms else 0
     ok, members = _reduce_no_ties(u, v)
     k = members.shape[0]
-    order = np.empty(n, dtype=np.int64)
+    ints = np.zeros(4 * n + k + 1, dtype=np.int64)
+    z = np.int64(0)
+    if not ok:
+        return np.int64(NEAR_TIES), 0.0, z, z, z, np.int64(TERMS_SUM), 0.0, ints, np.empty(0)
+    floats = np.empty(nt + PRE_ROWS * (k + 1))
+    terms, total = _input_terms(u, v, code, param, floats[:nt])
     for j in range(k):  # (a slice assignment would compile numba's string formatting of its errors)
-        order[j] = members[j]
+        ints[j] = members[j]
     j = k
     for i in range(n):
         if not (u[i] > 0.0 or v[i] > 0.0):
-            order[j] = i
+            ints[j] = i
             j += 1
-    bounds = np.zeros(k + 1, dtype=np.int64)
-    block_of = np.zeros(n, dtype=np.int64)
-    z = np.int64(0)
-    if not ok:
-        return (
-            np.int64(NEAR_TIES),
-            order,
-            np.empty((PRE_ROWS, 0)),
-            0.0,
-            z,
-            z,
-            z,
-            bounds,
-            block_of,
-            terms,
-            terms_inf,
-        )
     p = np.empty(k)
     q = np.empty(k)
     for j in range(k):
@@ -282,8 +381,32 @@ def small_solve(u, v, l_user, code, param, c, A, lf, input_terms):
         q[j] = v[members[j]]
     pre = prefix_table(p, q)
     l = k if l_user <= 0 else min(l_user, k)
+    bounds = np.zeros(k + 1, dtype=np.int64)
     raw, nb, method, budget = cached_solve(pre, np.int64(k), np.int64(l), (code, param, c, A, lf), bounds)
     for b in range(nb):
         for r in range(bounds[b], bounds[b + 1]):
-            block_of[members[r]] = b
-    return np.int64(SOLVED), order, pre, raw, nb, method, budget, bounds, block_of, terms, terms_inf
+            ints[n + members[r]] = b
+    _group(ints[n : 2 * n], nb, ints[2 * n : 3 * n], ints[3 * n : 4 * n])
+    for j in range(k + 1):
+        ints[4 * n + j] = bounds[j]
+    w = k + 1
+    for r in range(PRE_ROWS):
+        for j in range(w):
+            floats[nt + r * w + j] = pre[r, j]
+    return np.int64(SOLVED), raw, nb, method, budget, terms, total, ints, floats
+
+
+def unpack(n, nt, ints, floats):
+    """``(order, block_of, grouped, ends, bounds, terms, pre)``: views of :func:`small_solve`'s
+    packed arrays for ``n`` original symbols and ``nt`` terms (``pre`` the (``PRE_ROWS``, k + 1)
+    prefix table)."""
+    k = ints.shape[0] - 4 * n - 1
+    return (
+        ints[:n],
+        ints[n : 2 * n],
+        ints[2 * n : 3 * n],
+        ints[3 * n : 4 * n],
+        ints[4 * n :],
+        floats[:nt],
+        floats[nt:].reshape(PRE_ROWS, k + 1),
+    )

@@ -212,14 +212,19 @@ def _small_result(small, u, v, eps, div, l_user, labels) -> OptimalMechanismResu
     solver's assignment of symbols to outputs (the blocks ``red.lift_blocks(cuts)`` would give:
     ascending symbols, those of mass 0 in block 0); Renyi through the reduction (its value is
     evaluated from the blocks, far from S = 1 after a second solve)."""
-    raw, nb, used, input_div, block_of, reduced = small
+    raw, nb, used, input_div, block_of, grouping, reduced = small
     if div.code in (CODE_POWER_UP, CODE_POWER_DOWN):
         red, cuts = reduced()
         if _policy.power_far(div, raw):
             l = red.k if l_user is None else min(l_user, red.k)
             cuts = _solve_power_far(red.p, red.q, eps, div, l, cuts, True)
         return _build_result(red, raw, cuts, eps, div, l_user, u, v, labels, used, input_div)
-    mech = spr_mechanism_from_assignment(block_of, eps, labels=labels)
+    if grouping is None:
+        mech = spr_mechanism_from_assignment(block_of, eps, labels=labels)
+    else:
+        # the solver's own assignment and blocks (valid by construction; checked in the tests)
+        grouped, ends = grouping
+        mech = Mechanism._spr_grouped(block_of, grouped, ends, eps, labels)
     return OptimalMechanismResult(
         value=_partition_value(None, None, eps, div, None, raw),
         mechanism=mech,
@@ -249,14 +254,21 @@ def _solve_reduced(p, q, eps, div, l, method):
     return raw, cuts, name
 
 
+_FAST: types.ModuleType | None = None
+
+
 def _compiled() -> types.ModuleType:
     """The compiled solvers (:mod:`ldpopt.spr._fast`), imported on first use: importing them
     imports numba (about half a second), which ``import ldpopt`` and a readable design do not
     need.  (A deferred import of a heavy dependency, not a dodge: ``_fast`` does not import this
-    module, and lint-imports sees the edge.)"""
-    from ldpopt.spr import _fast
+    module, and lint-imports sees the edge.)  Kept after the first call: a solve of 100 symbols
+    takes tens of microseconds, of which an import statement would be one."""
+    global _FAST
+    if _FAST is None:
+        from ldpopt.spr import _fast
 
-    return _fast
+        _FAST = _fast
+    return _FAST
 
 
 # ---------------------------------------------------------------------------------------------
