@@ -691,17 +691,9 @@ def _wide_diff(dp, dq):
     return plain + e if plain >= 0.0 else plain - e
 
 
-@njit(cache=True, error_model="numpy")
-def bounds_into(sp, sq, sd, n, sc, out, st):
-    """``out[j], st[j]`` for the blocks with sums ``sp[j], sq[j]``, j < n: for KL, reverse KL
-    and JS an upper bound of the score at any difference :func:`block_diff` returns (+inf
-    where there is no cheap bound); for the other divergences the exact score, from the
-    differences ``sd[j]`` (:func:`block_diff`; not read for the three).
-
-    One loop per divergence, so the hot loop holds only that divergence's bound.
-    """
-    code, param, c, A, lf = sc
-    # no cheap bound (zero mass, extreme ratio): +inf, scored exactly when a pass reaches it
+def _bound_loops(code, sp, sq, n, c, A, out, st):
+    """``out[j], st[j]`` of :func:`bounds_into` for KL, reverse KL and JS, one loop per divergence
+    (the hot loop holds only that divergence's bound); a literal code compiles its loop alone."""
     if code == CODE_KL:
         for j in range(n):
             v = _kl_ub(c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
@@ -717,6 +709,54 @@ def bounds_into(sp, sq, sd, n, sc, out, st):
             v = _js_ub(c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
             out[j] = v if v == v else math.inf
             st[j] = _BOUND
+
+
+def _one_bound_loop(ub):
+    """:func:`_bound_loops` for the one divergence whose bound is ``ub``."""
+
+    def bound_loop(code, sp, sq, n, c, A, out, st):
+        for j in range(n):
+            v = ub(c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
+            out[j] = v if v == v else math.inf
+            st[j] = _BOUND
+
+    return bound_loop
+
+
+#: the loops of every divergence with a bound, for a code known only at run time
+_bound_loops_any = _inner(_bound_loops)
+
+
+def _bound_loops_dispatch(code, sp, sq, n, c, A, out, st):
+    _bound_loops_any(code, sp, sq, n, c, A, out, st)
+
+
+def _no_bound_loop(code, sp, sq, n, c, A, out, st):
+    pass
+
+
+@overload(_bound_loops, prefer_literal=True, jit_options=_OVERLOAD)
+def _bound_loops_typed(code, sp, sq, n, c, A, out, st):
+    if isinstance(code, types.IntegerLiteral) and code.literal_value in _G:
+        ub = _UB.get(code.literal_value)
+        return _no_bound_loop if ub is None else _one_bound_loop(ub)
+    return _bound_loops_dispatch
+
+
+@njit(cache=True, error_model="numpy")
+def bounds_into(sp, sq, sd, n, sc, out, st):
+    """``out[j], st[j]`` for the blocks with sums ``sp[j], sq[j]``, j < n: for KL, reverse KL
+    and JS an upper bound of the score at any difference :func:`block_diff` returns (+inf
+    where there is no cheap bound); for the other divergences the exact score, from the
+    differences ``sd[j]`` (:func:`block_diff`; not read for the three).
+
+    One loop per divergence (:func:`_bound_loops`), so the hot loop holds only that divergence's
+    bound; a literal code (:class:`LiteralCode`) compiles its own bound alone.
+    """
+    code, param, c, A, lf = sc
+    # no cheap bound (zero mass, extreme ratio): +inf, scored exactly when a pass reaches it
+    if _has_bound(code):
+        _bound_loops(code, sp, sq, n, c, A, out, st)
     else:
         for j in range(n):
             out[j] = perspective(code, param, c + A * sp[j], c + A * sq[j], A * sd[j], lf)
@@ -758,8 +798,33 @@ def carry_bounds(val, state, sp, sq, c0, A0, c1, A1):
 @njit(cache=True, error_model="numpy")
 def fill_cache(pre, pos, sp, sq, val, state, sc):
     """Fresh bounds (or exact scores, for cheap divergences) of every block of an empty cache."""
-    sd = np.empty(0) if _has_bound(sc[0]) else diff_table(pre, pos, sp, sq)
+    sd = _score_diffs(sc[0], pre, pos, sp, sq)
     bounds_into(sp, sq, sd, sp.shape[0], sc, val, state)
+
+
+def _score_diffs(code, pre, pos, sp, sq):
+    """The block differences :func:`bounds_into` reads: none for KL, reverse KL and JS (bounded),
+    :func:`diff_table` for the divergences scored exactly; a literal code compiles one of the two."""
+    return np.empty(0) if _has_bound(code) else diff_table(pre, pos, sp, sq)
+
+
+def _no_diffs(code, pre, pos, sp, sq):
+    return np.empty(0)
+
+
+def _all_diffs(code, pre, pos, sp, sq):
+    return diff_table(pre, pos, sp, sq)
+
+
+def _any_diffs(code, pre, pos, sp, sq):
+    return np.empty(0) if _has_bound(code) else diff_table(pre, pos, sp, sq)
+
+
+@overload(_score_diffs, prefer_literal=True, jit_options=_OVERLOAD)
+def _score_diffs_typed(code, pre, pos, sp, sq):
+    if isinstance(code, types.IntegerLiteral) and code.literal_value in _G:
+        return _no_diffs if code.literal_value in _UB else _all_diffs
+    return _any_diffs
 
 
 #: split points are pruned in groups of GROUP, and GROUP groups form a super group, when there

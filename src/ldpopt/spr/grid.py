@@ -419,7 +419,9 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
 
 #: a centred power score (Renyi, alpha > 1) at privacy level eps is at most about
 #: exp((alpha - 1) eps) (x <= 1, x / y <= e^eps with y >= c = e^-eps): below this exponent it
-#: cannot overflow (log of the largest double: 709.78; a margin for the other factors)
+#: does not overflow (log of the largest double: 709.78; a margin for the other factors).  Only
+#: a prediction of which kernel variant to compile: a cell that overflows all the same is solved
+#: again with the budget program
 POWER_OVERFLOW_EXP = 700.0
 
 
@@ -448,11 +450,15 @@ class SweepParts:
 
     def kernel_args(self) -> tuple[bool | None, bool | None, bool | None]:
         """``solve_item``'s ``with_coarse, with_uncached, with_budget``: True, or None (left out)."""
-        return tuple(True if x else None for x in (self.coarse, self.uncached, self.budget))  # type: ignore[return-value]
+        return _present(self.coarse), _present(self.uncached), _present(self.budget)
 
     def with_budget(self) -> SweepParts:
         """These parts and the budget program (the variant that re-solves an item)."""
         return SweepParts(self.coarse, self.uncached, True)
+
+
+def _present(part: bool) -> bool | None:
+    return True if part else None
 
 
 def size_class(k: int) -> int:
