@@ -8,7 +8,11 @@ carries score bounds down the grid, so agreement here checks all of that.  Tests
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -26,12 +30,13 @@ from _valuebounds import (
     partition_scores,
     transform_bound,
 )
+from ldpopt._numerics import rescale
 from ldpopt.divergences import get_divergence
 from ldpopt.errors import LdpoptWarning
 from ldpopt.spr import _policy
 from ldpopt.spr import grid as spr_grid
 from ldpopt.spr._policy import power_far as _power_far
-from ldpopt.spr.reduction import _reduce
+from ldpopt.spr.reduction import _Prefix, _reduce
 from ldpopt.spr.reference import _dp_readable, spr_value
 from ldpopt.spr.solve import _partition_value, _solve_power_far
 from reference import lr_reduction_exact, reduced_cuts
@@ -426,3 +431,164 @@ def test_reduction_equals_the_exact_rational_one():
         assert a.classes == classes and a.dropped == dropped and a.k_original == k
         assert np.array_equal(a.p, p) and np.array_equal(a.q, q)
         assert a.members.tolist() == [i for c in classes for i in c]
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. The kernel variants: a sweep compiles only the parts of the solver its cells can need
+# ---------------------------------------------------------------------------------------------
+def _parts(ks, ls, grid, divergence):
+    return spr_grid.sweep_parts(
+        np.array(ks, dtype=np.int64),
+        np.array(ls, dtype=np.int64),
+        np.array(grid, float),
+        get_divergence(divergence),
+    )
+
+
+@pytest.mark.nojit
+def test_sweep_parts_are_what_the_cells_can_need():
+    none = spr_grid.SweepParts(coarse=False, uncached=False, budget=False)
+    # the Figure-1b sweep: k = 100, eps 0.1 .. 10.1, no budget: the score-cache kernel alone
+    assert _parts([100] * 3, [100] * 3, np.arange(1, 102) * 0.1, "kl") == none
+    assert none.kernel_args() == (None, None, None)
+    assert spr_grid.SweepParts(True, False, True).kernel_args() == (True, None, True)
+    assert none.with_budget() == spr_grid.SweepParts(False, False, True)
+    # a budget can bind when 1 < l < k (l = 1: one block; l = k: no constraint)
+    assert _parts([100, 5], [100, 3], [1.0], "kl").budget
+    assert not _parts([100, 5], [100, 1], [1.0], "kl").budget
+    assert not _parts([100, 5], [100, 5], [1.0], "kl").budget
+    # c = e^-eps < TIE_C = 1e-12 (near-ties settled by the budget program) iff eps > 12 ln 10 = 27.63
+    assert not _parts([100], [100], [27.6], "kl").budget
+    assert _parts([100], [100], [1.0, 27.7], "kl").budget
+    assert _parts([100], [100], [1.0, math.inf], "kl").budget
+    # Renyi of order a > 1 scores up to about e^((a - 1) eps): may overflow once that passes e^700
+    assert not _parts([100], [100], [20.0], "renyi:2").budget
+    assert _parts([100], [100], [25.0], "renyi:30").budget  # 29 * 25 = 725
+    assert not _parts([100], [100], [25.0], "renyi:0.5").budget  # a < 1: bounded scores
+    # the alphabet sizes: the pass without a score cache above 1024 symbols, the coarse start above 4096
+    K = spr_grid._compiled().K
+    sizes = {
+        K.SCORE_CACHE_MAX_K: (False, False),
+        K.SCORE_CACHE_MAX_K + 1: (False, True),
+        K.COARSEN_MIN_K: (False, True),
+        K.COARSEN_MIN_K + 1: (True, True),
+    }
+    for k, (coarse, uncached) in sizes.items():
+        parts = _parts([10, k], [10, k], [1.0], "kl")
+        assert (parts.coarse, parts.uncached) == (coarse, uncached), k
+        assert spr_grid.size_class(k) == int(coarse) + int(uncached)
+
+
+def _spy_items(monkeypatch):
+    """Record what every ``solve_item`` call returned (False: the variant lacked a part)."""
+    K = spr_grid._compiled().K
+    calls = []
+    real = K.solve_item
+
+    def spy(*args):
+        ok = real(*args)
+        calls.append((bool(ok), args[-3:]))
+        return ok
+
+    monkeypatch.setattr(K, "solve_item", spy)
+    return calls
+
+
+@pytest.mark.parametrize(
+    "divergence,l,grid",
+    [
+        ("kl", 2, [0.5, 3.0, 8.0]),  # a binding budget
+        ("js", None, [2.0, 30.0, math.inf]),  # c < TIE_C: near-ties settled by the budget program
+        ("renyi:100", None, [10.0, 2.0]),  # an overflowing score (infinite raw optimum)
+    ],
+)
+def test_reduced_variant_falls_back_to_the_budget_program(monkeypatch, divergence, l, grid):
+    """The kernel without the budget program, forced on cells that need it: those items are solved
+    again with it, so the sweep equals the full kernel's bit for bit and the readable program."""
+    rng = np.random.default_rng(26)
+    p0s, p1s = random_pairs(rng, 3, [12, 25, 40])
+    p1s[0][:3] = 0.0  # symbols only P0 has: infinite likelihood ratios (overflows for Renyi)
+    p1s[0] /= p1s[0].sum()
+    full = spr_grid.SweepParts(coarse=True, uncached=True, budget=True)
+    monkeypatch.setattr(spr_grid, "sweep_parts", lambda *a: full)
+    ref = ldpopt.sweep(p0s, p1s, grid, divergence, l, return_partitions=True, progress=False)
+    reduced = spr_grid.SweepParts(coarse=False, uncached=False, budget=False)
+    monkeypatch.setattr(spr_grid, "sweep_parts", lambda *a: reduced)
+    calls = _spy_items(monkeypatch)
+    res = ldpopt.sweep(p0s, p1s, grid, divergence, l, return_partitions=True, progress=False)
+    assert any(not ok for ok, _ in calls), calls  # the fallback ran ...
+    assert all(ok for ok, parts in calls if parts[2] is not None)  # ... and the budget variant solved
+    assert all(parts == (None, None, None) or parts == (None, None, True) for _, parts in calls)
+    assert np.array_equal(res.values, ref.values, equal_nan=True)
+    assert np.array_equal(res.num_outputs, ref.num_outputs) and res.partitions == ref.partitions
+    assert_matches_loop(res, p0s, p1s, grid, divergence, l)
+
+
+def test_reduced_variant_reports_the_parts_it_lacks():
+    """``solve_ws`` built without a part returns NEEDS_FULL where a cell needs it, never a value."""
+    K = spr_grid._compiled().K
+    rng = np.random.default_rng(27)
+    empty = np.empty(0, dtype=np.int64)
+    cases = (
+        (K.SCORE_CACHE_MAX_K + 8, 1.0, None, (True, None, True)),  # no cache and no uncached pass
+        (K.COARSEN_MIN_K + 8, 1.0, None, (None, True, True)),  # the coarse start is left out
+        (40, 8.0, 2, (None, None, None)),  # a budget below the free optimum's blocks (checked)
+        (40, math.inf, None, (None, None, None)),  # c = 0 < TIE_C
+    )
+    for k, eps, l, parts in cases:
+        p, q = rng.dirichlet(np.full(k, 0.3)), rng.dirichlet(np.full(k, 0.3))
+        red = _reduce(p, q)
+        pre = _Prefix(red.p, red.q).table
+        if red.k <= K.SCORE_CACHE_MAX_K:
+            sp, sq, val, state = K._new_cache(pre, np.arange(red.k + 1))
+        else:
+            sp = sq = val = np.empty(0)
+            state = np.empty(0, dtype=np.uint8)
+        sc = K.scoring(get_divergence("kl").code, 0.0, *rescale(eps))
+        ll = red.k if l is None else l
+        bounds = np.zeros(red.k + 1, dtype=np.int64)
+        args = (pre, np.int64(red.k), np.int64(ll), sc, bounds, np.int64(0), sp, sq, val, state, empty)
+        _, _, method = K.solve_ws(*args, *parts)
+        assert method == K.NEEDS_FULL, (k, eps, l, parts)
+        _, nb, method = K.solve_ws(*args, *(True if x is None else x for x in parts))
+        assert method != K.NEEDS_FULL and nb >= 1
+        if l is not None:  # the budget binds: the free optimum has more blocks
+            free = (pre, np.int64(red.k), np.int64(red.k), *args[3:])
+            assert K.solve_ws(*free)[1] > l
+
+
+_COLD_SWEEP = """
+import json
+import numpy as np
+from numba.core import event
+import ldpopt
+
+rng = np.random.default_rng(5)
+P, Q = rng.dirichlet(np.ones(100), size=4), rng.dirichlet(np.ones(100), size=4)
+grid = np.arange(1, 41) * 0.25
+used = {}
+for name, l in (("free", None), ("budget", 3)):
+    with event.install_recorder("numba:compile") as rec:
+        ldpopt.sweep(P, Q, grid, "kl", max_outputs=l, progress=False)
+    used[name] = sorted({ev.data["dispatcher"].py_func.__name__ for _, ev in rec.buffer if ev.is_start})
+print(json.dumps(used))
+"""
+
+
+def test_a_cold_sweep_compiles_only_what_its_cells_can_need(tmp_path):
+    """In a fresh process with an empty cache, a Figure-1-like sweep (k = 100, eps <= 10, KL, no
+    budget) compiles neither the budget program, nor the pass without a score cache, nor the coarse
+    start; a second sweep with a budget adds the budget program alone."""
+    env = {key: val for key, val in os.environ.items() if key != "NUMBA_DISABLE_JIT"}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-c", _COLD_SWEEP], capture_output=True, text=True, check=True, env=env
+    )
+    used = json.loads(out.stdout.strip().splitlines()[-1])
+    large = {"budget_dp", "_budget_row", "uncached_pass", "_uncached_row", "_chunk_prunes", "_coarse_start"}
+    assert "solve_item" in used["free"] and "cached_pass" in used["free"]
+    assert not large & set(used["free"])
+    # the KL kernel alone: no other divergence's perspective
+    assert "_g_kl" in used["free"] and not {"_g_js", "_g_power_up", "_perspective_any"} & set(used["free"])
+    assert {"solve_item", "budget_dp"} <= set(used["budget"])
+    assert not {"uncached_pass", "_coarse_start", "cached_pass"} & set(used["budget"])

@@ -115,3 +115,31 @@ def test_warm_up_in_process_reports_what_it_did():
     res = ldpopt.warm_up(["kl", "js"], paths=["small"])
     assert res.paths == ("small",) and res.divergences == ("kl", "js")
     assert res.seconds > 0 and res.compiled >= 0
+
+
+_SWEEPS = """
+import json
+import numpy as np
+from numba.core import event
+import ldpopt
+
+rng = np.random.default_rng(4)
+P, Q = rng.dirichlet(np.ones(150), size=8), rng.dirichlet(np.ones(150), size=8)
+grid = np.arange(1, 81) * 0.125
+compiled = []
+for l in (None, 5):
+    with event.install_recorder("numba:compile") as rec:
+        ldpopt.sweep(P, Q, grid, "kl", max_outputs=l, progress=False)
+    compiled.append(sum(1 for _, ev in rec.buffer if ev.is_start))
+print(json.dumps(compiled))
+"""
+
+
+def test_warm_up_sweep_compiles_the_variants_of_a_typical_sweep(tmp_path):
+    """After ``ldpopt warmup --path sweep``, a fresh process's batched sweeps of k <= 1024 and eps
+    <= 10, with no budget and with a budget below k, load every kernel from the cache."""
+    env = {key: val for key, val in os.environ.items() if key != "NUMBA_DISABLE_JIT"}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path)
+    warm = _run(["-m", "ldpopt", "warmup", "--path", "sweep", "--json", "-"], env)
+    assert warm["compiled"] > 0 and warm["paths"] == ["sweep"]
+    assert _run(["-c", _SWEEPS], env) == [0, 0]

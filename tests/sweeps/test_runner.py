@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -12,6 +13,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -31,6 +33,7 @@ from ldpopt.errors import LdpoptWarning
 from ldpopt.spr import grid as spr_grid
 from ldpopt.spr.reduction import likelihood_ratio_reduction
 from ldpopt.sweeps import chunks, runner, schedulers
+from ldpopt.sweeps import config as config_mod
 from ldpopt.sweeps.config import dirichlet_pair, parse_config
 from ldpopt.sweeps.store import COLUMNS, chunk_files
 from reference import reduced_cuts
@@ -722,3 +725,21 @@ def test_rows_of_one_symbol_instances_are_zero_and_unnormalised(tmp_path):
     assert len(df) == 2 * 3 * 3 * 4
     assert (df["value"] == 0.0).all(), df["value"].describe()
     assert df["normalized_utility"].isna().all()
+
+
+def test_warmup_task_takes_both_ends_of_every_size_class():
+    """The warm-up chunk holds, for each size class of alphabets (the batched kernel's variant:
+    ``spr.grid.size_class``), its smallest and its largest instance: every variant a chunk's
+    per-alphabet sweeps take (a budget binds from some k on, within a class too)."""
+    cfg = parse_config(GRID)
+    ks = [3, 900, 10, 1500, 1100, 5000, 1300]
+    rng = np.random.default_rng(0)
+    pairs = tuple((rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))) for k in ks)
+    inst = config_mod.Instances(
+        spec=cfg.instances.spec, ids=tuple(f"i{j}" for j in range(len(ks))), ks=np.array(ks), pairs=pairs
+    )
+    task = chunks.warmup_task(dataclasses.replace(cfg, instances=inst))
+    # class 0 (k <= 1024): 3 and 900; class 1: 1100 and 1500; class 2 (k > 4096): 5000
+    assert task.ids == ("i0", "i1", "i3", "i4", "i5")
+    assert [u.shape[0] for u, _ in task.pairs] == [3, 900, 1500, 1100, 5000]
+    assert task.eps == cfg.eps and task.budgets == cfg.budgets and task.divergences == cfg.divergences

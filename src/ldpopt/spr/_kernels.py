@@ -93,6 +93,9 @@ COARSE_GROUPS = 1024
 COARSE_REFINES = 3
 COARSE_WINDOW_GROUPS = 3
 COARSE_REFINE_MAX = 2048
+#: method code of :func:`solve_ws` / :func:`solve_item` for a solve that needs a part of the
+#: solver its reduced variant was compiled without (the caller solves it with the full variant)
+NEEDS_FULL = -1
 
 
 #: the decorator of private kernels (a leading underscore) that only compiled code calls: no
@@ -358,9 +361,11 @@ class LiteralCode(int):
 
     Compiled code called with one (alone, or in the ``sc`` tuple) is specialised to that
     divergence: ``perspective`` and ``_bound_one`` compile its branch alone, which is what a
-    first call pays for.  A plain int code still works (every branch is compiled).  Only large
-    single solves use it (``_fast``): each specialisation recompiles every kernel that takes
-    ``sc``, so sweeps, which may run several divergences in one process, keep the plain code.
+    first call pays for.  A plain int code still works (every branch is compiled).  Large
+    single solves (``_fast``) and the batched sweep (``grid``, :func:`solve_item`) use it: each
+    specialisation recompiles every kernel that takes ``sc`` (a second divergence in a process
+    costs its own compile, ~6 s on 2 cores, against ~0.1 s with the plain code), but the first
+    compiles ~1.5 s less and runs ~5% faster; the small path keeps the plain code.
     """
 
     __slots__ = ()
@@ -686,17 +691,9 @@ def _wide_diff(dp, dq):
     return plain + e if plain >= 0.0 else plain - e
 
 
-@njit(cache=True, error_model="numpy")
-def bounds_into(sp, sq, sd, n, sc, out, st):
-    """``out[j], st[j]`` for the blocks with sums ``sp[j], sq[j]``, j < n: for KL, reverse KL
-    and JS an upper bound of the score at any difference :func:`block_diff` returns (+inf
-    where there is no cheap bound); for the other divergences the exact score, from the
-    differences ``sd[j]`` (:func:`block_diff`; not read for the three).
-
-    One loop per divergence, so the hot loop holds only that divergence's bound.
-    """
-    code, param, c, A, lf = sc
-    # no cheap bound (zero mass, extreme ratio): +inf, scored exactly when a pass reaches it
+def _bound_loops(code, sp, sq, n, c, A, out, st):
+    """``out[j], st[j]`` of :func:`bounds_into` for KL, reverse KL and JS, one loop per divergence
+    (the hot loop holds only that divergence's bound); a literal code compiles its loop alone."""
     if code == CODE_KL:
         for j in range(n):
             v = _kl_ub(c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
@@ -712,6 +709,54 @@ def bounds_into(sp, sq, sd, n, sc, out, st):
             v = _js_ub(c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
             out[j] = v if v == v else math.inf
             st[j] = _BOUND
+
+
+def _one_bound_loop(ub):
+    """:func:`_bound_loops` for the one divergence whose bound is ``ub``."""
+
+    def bound_loop(code, sp, sq, n, c, A, out, st):
+        for j in range(n):
+            v = ub(c + A * sp[j], c + A * sq[j], A * _wide_diff(sp[j], sq[j]))
+            out[j] = v if v == v else math.inf
+            st[j] = _BOUND
+
+    return bound_loop
+
+
+#: the loops of every divergence with a bound, for a code known only at run time
+_bound_loops_any = _inner(_bound_loops)
+
+
+def _bound_loops_dispatch(code, sp, sq, n, c, A, out, st):
+    _bound_loops_any(code, sp, sq, n, c, A, out, st)
+
+
+def _no_bound_loop(code, sp, sq, n, c, A, out, st):
+    pass
+
+
+@overload(_bound_loops, prefer_literal=True, jit_options=_OVERLOAD)
+def _bound_loops_typed(code, sp, sq, n, c, A, out, st):
+    if isinstance(code, types.IntegerLiteral) and code.literal_value in _G:
+        ub = _UB.get(code.literal_value)
+        return _no_bound_loop if ub is None else _one_bound_loop(ub)
+    return _bound_loops_dispatch
+
+
+@njit(cache=True, error_model="numpy")
+def bounds_into(sp, sq, sd, n, sc, out, st):
+    """``out[j], st[j]`` for the blocks with sums ``sp[j], sq[j]``, j < n: for KL, reverse KL
+    and JS an upper bound of the score at any difference :func:`block_diff` returns (+inf
+    where there is no cheap bound); for the other divergences the exact score, from the
+    differences ``sd[j]`` (:func:`block_diff`; not read for the three).
+
+    One loop per divergence (:func:`_bound_loops`), so the hot loop holds only that divergence's
+    bound; a literal code (:class:`LiteralCode`) compiles its own bound alone.
+    """
+    code, param, c, A, lf = sc
+    # no cheap bound (zero mass, extreme ratio): +inf, scored exactly when a pass reaches it
+    if _has_bound(code):
+        _bound_loops(code, sp, sq, n, c, A, out, st)
     else:
         for j in range(n):
             out[j] = perspective(code, param, c + A * sp[j], c + A * sq[j], A * sd[j], lf)
@@ -753,8 +798,33 @@ def carry_bounds(val, state, sp, sq, c0, A0, c1, A1):
 @njit(cache=True, error_model="numpy")
 def fill_cache(pre, pos, sp, sq, val, state, sc):
     """Fresh bounds (or exact scores, for cheap divergences) of every block of an empty cache."""
-    sd = np.empty(0) if _has_bound(sc[0]) else diff_table(pre, pos, sp, sq)
+    sd = _score_diffs(sc[0], pre, pos, sp, sq)
     bounds_into(sp, sq, sd, sp.shape[0], sc, val, state)
+
+
+def _score_diffs(code, pre, pos, sp, sq):
+    """The block differences :func:`bounds_into` reads: none for KL, reverse KL and JS (bounded),
+    :func:`diff_table` for the divergences scored exactly; a literal code compiles one of the two."""
+    return np.empty(0) if _has_bound(code) else diff_table(pre, pos, sp, sq)
+
+
+def _no_diffs(code, pre, pos, sp, sq):
+    return np.empty(0)
+
+
+def _all_diffs(code, pre, pos, sp, sq):
+    return diff_table(pre, pos, sp, sq)
+
+
+def _any_diffs(code, pre, pos, sp, sq):
+    return np.empty(0) if _has_bound(code) else diff_table(pre, pos, sp, sq)
+
+
+@overload(_score_diffs, prefer_literal=True, jit_options=_OVERLOAD)
+def _score_diffs_typed(code, pre, pos, sp, sq):
+    if isinstance(code, types.IntegerLiteral) and code.literal_value in _G:
+        return _no_diffs if code.literal_value in _UB else _all_diffs
+    return _any_diffs
 
 
 #: split points are pruned in groups of GROUP, and GROUP groups form a super group, when there
@@ -1274,9 +1344,15 @@ def cached_pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted):
 
 
 @_inner
-def _pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted, GH, SH, GS, GR):
-    """One penalised pass: :func:`cached_pass` when there is a score cache, else :func:`uncached_pass`."""
-    if val.shape[0] > 0:
+def _pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted, GH, SH, GS, GR, with_uncached):
+    """One penalised pass: :func:`cached_pass` when there is a score cache, else :func:`uncached_pass`.
+
+    ``with_uncached`` None: the caller has a score cache, and :func:`uncached_pass` is not even
+    compiled (numba prunes the branch before typing; see :func:`solve_item`).
+    """
+    if with_uncached is None:
+        cached_pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted)
+    elif val.shape[0] > 0:
         cached_pass(pre, pos, sp, sq, val, state, sc, pen, H, cnt, par, hinted)
     else:
         uncached_pass(pre, pos, sc, pen, H, cnt, par, hinted, GH, SH, GS, GR)
@@ -1298,7 +1374,7 @@ def _traceback(pos, par, cnt, out):
 
 
 @njit(cache=True, error_model="numpy")
-def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, sc, bounds, nb):
+def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, sc, bounds, nb, with_uncached=True):
     r"""Maximise :math:`\sum_t \mu'(B_t) / (1 + (s-1)c)` over partitions with cuts in ``pos``.
 
     ``bounds[:nb + 1]`` is a feasible start partition on entry and the optimum on exit.
@@ -1306,7 +1382,8 @@ def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, sc, bounds, nb):
     either all entries empty - it is then filled - or all valid for this eps: exact scores,
     bounds or carried bounds).  ``hint`` (length m + 1, or empty) holds each end point's split
     point of a previous solve (e.g. the neighbouring eps): tried first, and overwritten with
-    this solve's.  Returns ``(ratio, nb)``.
+    this solve's.  ``with_uncached`` None: a variant without :func:`uncached_pass` (the cache
+    must then be there; see :func:`solve_item`).  Returns ``(ratio, nb)``.
 
     Dinkelbach: with :math:`\lambda` the ratio of the current partition, one penalised pass
     maximises :math:`N(\pi) - \lambda D(\pi) = \sum_t(\mu'(B_t) - \lambda c) - \lambda(1-c)`;
@@ -1325,9 +1402,10 @@ def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, sc, bounds, nb):
     SH = np.empty(nr // GROUP + 1)
     GS = np.empty((2, m + 1 if nr > 0 else 0))
     GR = np.empty((4, nr))
-    if nr > 0:
-        group_sums(pre, pos, GS)
-        super_sums(pre, pos, GS, GR)
+    if with_uncached is not None:
+        if nr > 0:
+            group_sums(pre, pos, GS)
+            super_sums(pre, pos, GS, GR)
     hinted = hint.shape[0] == m + 1
     if hinted:
         for i in range(m + 1):
@@ -1337,14 +1415,16 @@ def dinkelbach_ws(pre, pos, sp, sq, val, state, hint, sc, bounds, nb):
         fill_cache(pre, pos, sp, sq, val, state, sc)
     if c == 0.0:
         # every partition has denominator 1: one unpenalised pass is the optimum
-        _pass(pre, pos, sp, sq, val, state, sc, 0.0, H, cnt, par, hinted, GH, SH, GS, GR)
+        _pass(pre, pos, sp, sq, val, state, sc, 0.0, H, cnt, par, hinted, GH, SH, GS, GR, with_uncached)
         nb = _traceback(pos, par, cnt, bounds)
         lam = partition_ratio(pre, bounds, nb, sc)
     else:
         lam = partition_ratio(pre, bounds, nb, sc)
         passes = 0
         while passes < MAX_DINKELBACH_STEPS and not math.isinf(lam):
-            _pass(pre, pos, sp, sq, val, state, sc, lam * c, H, cnt, par, hinted, GH, SH, GS, GR)
+            _pass(
+                pre, pos, sp, sq, val, state, sc, lam * c, H, cnt, par, hinted, GH, SH, GS, GR, with_uncached
+            )
             passes += 1
             hinted = True  # the previous pass's split points
             nb2 = _traceback(pos, par, cnt, cand)
@@ -1634,13 +1714,14 @@ def _refine_width(k, g, nb):
 
 
 @njit(cache=True, error_model="numpy")
-def _coarse_start(pre, k, sc, bounds):
+def _coarse_start(pre, k, sc, bounds, with_uncached=True):
     """Start for large k: the optimum over cuts on a coarse grid, refined around its cuts.
 
     Any partition is a valid Dinkelbach start; a good one saves full O(k^2) passes.  The
     refinement (every cut within :func:`_refine_width` of a current cut) is repeated until the
     cuts stop moving, at most ``COARSE_REFINES`` times.  Returns the block count written to
-    ``bounds``.
+    ``bounds``.  ``with_uncached`` is never None (refinements may exceed the score cache's size);
+    it is passed on so that :func:`dinkelbach_ws` has one compiled signature per caller's type.
     """
     g = min(COARSE_GROUPS, k)
     pos = np.empty(g + 1, dtype=np.int64)
@@ -1655,7 +1736,9 @@ def _coarse_start(pre, k, sc, bounds):
         for j in range(nb + 1):
             prev[j] = bounds[j]
         sp, sq, val, state = _new_cache(pre, pos)
-        nb = dinkelbach_ws(pre, pos, sp, sq, val, state, np.empty(0, dtype=np.int64), sc, bounds, nb)[1]
+        nb = dinkelbach_ws(
+            pre, pos, sp, sq, val, state, np.empty(0, dtype=np.int64), sc, bounds, nb, with_uncached
+        )[1]
         if rnd > 0 and nb == nb_prev:
             moved = False
             for j in range(nb + 1):
@@ -1685,7 +1768,22 @@ def _coarse_start(pre, k, sc, bounds):
 
 
 @njit(cache=True, error_model="numpy")
-def solve_ws(pre, k, l, sc, bounds, nwarm, sp, sq, val, state, hint):
+def solve_ws(
+    pre,
+    k,
+    l,
+    sc,
+    bounds,
+    nwarm,
+    sp,
+    sq,
+    val,
+    state,
+    hint,
+    with_coarse=True,
+    with_uncached=True,
+    with_budget=True,
+):
     """Optimal raw value and partition of one reduced instance with budget ``l`` (1 <= l <= k).
 
     ``bounds`` (length k + 1) receives the block boundaries; on entry ``bounds[:nwarm + 1]``
@@ -1694,6 +1792,12 @@ def solve_ws(pre, k, l, sc, bounds, nwarm, sp, sq, val, state, hint):
     :func:`cached_pass`; empty arrays: none) and ``hint`` the split points of a previous
     solve (see :func:`dinkelbach_ws`; empty: none).  Returns ``(raw, nb, method)``, method
     0 = Dinkelbach, 1 = budget program, 2 = one block (k = 1 or l = 1).
+
+    ``with_coarse``, ``with_uncached``, ``with_budget`` None: a reduced variant, compiled without
+    :func:`_coarse_start`, :func:`uncached_pass` or :func:`budget_dp` (numba prunes ``is None``
+    branches of NoneType arguments before typing).  A solve that would need a missing part stops
+    and returns ``method = NEEDS_FULL`` (its other outputs are meaningless); any other return
+    is what the full kernel returns, bit for bit (the same code, only untaken branches removed).
     """
     c = sc[2]
     first = _start(k, l, c)
@@ -1711,18 +1815,27 @@ def solve_ws(pre, k, l, sc, bounds, nwarm, sp, sq, val, state, hint):
         else:
             nb = best_two_blocks(pre, k, sc, bounds)
         if k > COARSEN_MIN_K:
+            if with_coarse is None:
+                return math.nan, np.int64(0), np.int64(NEEDS_FULL)
+            if with_uncached is None:  # the coarse start's refinements may exceed the cache
+                return math.nan, np.int64(0), np.int64(NEEDS_FULL)
             alt = np.empty(k + 1, dtype=np.int64)
-            nb_alt = _coarse_start(pre, k, sc, alt)
+            nb_alt = _coarse_start(pre, k, sc, alt, with_uncached)
             if partition_ratio(pre, alt, nb_alt, sc) > partition_ratio(pre, bounds, nb, sc):
                 nb = nb_alt
                 for j in range(nb + 1):
                     bounds[j] = alt[j]
+    if with_uncached is None:
+        if val.shape[0] == 0:  # no score cache: only the uncached pass can solve it
+            return math.nan, np.int64(0), np.int64(NEEDS_FULL)
     pos = np.arange(k + 1)
-    raw, nb = dinkelbach_ws(pre, pos, sp, sq, val, state, hint, sc, bounds, nb)
+    raw, nb = dinkelbach_ws(pre, pos, sp, sq, val, state, hint, sc, bounds, nb, with_uncached)
     # an infinite score, near-ties between block counts or a binding budget: the budget
     # program settles the answer (ldpopt.spr._policy.settle)
     budget, method = _settle(raw, nb, k, l, c)
     if budget > 0:
+        if with_budget is None:
+            return raw, nb, np.int64(NEEDS_FULL)
         raw, nb = budget_dp(pre, k, budget, sc, bounds)
     return raw, nb, np.int64(method)
 
@@ -1871,6 +1984,9 @@ def solve_item(
     meth_out,
     bounds_out,
     bounds_off,
+    with_coarse=True,
+    with_uncached=True,
+    with_budget=True,
 ):
     """Instance ``t`` at the eps indices ``order[e0:e1]`` (by decreasing eps), sequentially.
 
@@ -1881,6 +1997,13 @@ def solve_item(
     ``pre_off[t]``.  Results go to ``raw_out[t, e]``, ``nb_out[t, e]``, ``meth_out[t, e]``
     and, when ``bounds_out`` is not empty, the block boundaries to
     ``bounds_out[bounds_off[t, e]:]``.  Releases the GIL, so items run in parallel threads.
+
+    ``with_coarse``, ``with_uncached``, ``with_budget``: None compiles a reduced variant without
+    that part of the solver (see :func:`solve_ws`; a cold sweep compiles only what its cells can
+    need, ``docs/fast.md``).  Returns True when every cell was solved; False when a cell needed a
+    missing part: the item stops there (its cells so far are written, the rest not), and the
+    caller solves the whole item again with a variant that has it (the same computation as the
+    full kernel's, warm starts included).  The code ``code`` may be a :class:`LiteralCode`.
     """
     k = ks[t]
     o = pre_off[t]
@@ -1904,8 +2027,23 @@ def solve_item(
         else:
             state[:] = _EMPTY
         raw, nb, m = solve_ws(
-            pre, k, ls[t], (code, param, c, A, lfs[e]), bounds, nwarm, sp, sq, val, state, hint
+            pre,
+            k,
+            ls[t],
+            (code, param, c, A, lfs[e]),
+            bounds,
+            nwarm,
+            sp,
+            sq,
+            val,
+            state,
+            hint,
+            with_coarse,
+            with_uncached,
+            with_budget,
         )
+        if m == NEEDS_FULL:
+            return False
         c_prev = c
         A_prev = A
         raw_out[t, e] = raw
@@ -1916,3 +2054,4 @@ def solve_item(
             b0 = bounds_off[t, e]
             for j in range(nb + 1):
                 bounds_out[b0 + j] = bounds[j]
+    return True

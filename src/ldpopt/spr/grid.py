@@ -36,7 +36,7 @@ from ldpopt.spr.reduction import _Prefix, _reduce
 from ldpopt.spr.reference import _dp_readable
 from ldpopt.spr.solve import _compiled, _partition_value, _solve_power_far
 
-__all__ = ["SweepResult", "sweep"]
+__all__ = ["SweepParts", "SweepResult", "size_class", "sweep", "sweep_parts"]
 
 #: the progress bar appears once a sweep has run this long (seconds) with ``progress=None``
 PROGRESS_DELAY = 2.0
@@ -352,14 +352,18 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
     else:
         bounds_off = np.zeros((T, E), dtype=np.int64)
         bounds = np.empty(0, dtype=np.int64)
-    code, param = int(div.code), float(div.param)
+    # the kernel specialised to the divergence (its perspective and bound alone are compiled: a
+    # cold sweep compiles less, a warm one runs ~5% faster; each divergence compiles its own)
+    code, param = K.LiteralCode(div.code), float(div.param)
     threads = _threads()
     items = _work_items(ks, E, threads)
+    parts = sweep_parts(ks, ls, grid, div)
+    redo = []  # items that needed a part of the solver their variant was compiled without
 
-    def run(item):
+    def solve(item, parts):
         t, e0, e1 = item
         # the kernel releases the GIL: items of different threads run on different cores
-        K.solve_item(
+        return K.solve_item(
             pres,
             pre_off,
             ks,
@@ -378,8 +382,13 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
             meth,
             bounds,
             bounds_off,
+            *parts.kernel_args(),
         )
-        return e1 - e0
+
+    def run(item):
+        if not solve(item, parts):
+            redo.append(item)  # list.append is atomic: safe from the pool's threads
+        return item[2] - item[1]
 
     bar = _progress_bar(T * E, progress, f"sweep {T} x {E} ({div.name})")
     try:
@@ -392,6 +401,12 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
                     bar.advance(count)
     finally:
         bar.close()
+    # rare (a Renyi score that overflows, a budget that binds where none was expected): the
+    # whole item again with the budget program, the same computation as the full kernel's
+    full = parts.with_budget()
+    for item in sorted(redo):
+        if not solve(item, full):
+            raise RuntimeError(f"sweep: item {item} was not solved by the kernel variant {full}")
     bounds_list = None
     if keep_bounds:
         bounds_list = []
@@ -400,6 +415,71 @@ def _sweep_fast(reds, ls, grid, div, keep_bounds, progress):
             rows = bounds[b0 : b0 + E * (k + 1)].reshape(E, k + 1)
             bounds_list.append(_cut_lists(rows, nb[t], order))
     return raw, nb, bounds_list
+
+
+#: a centred power score (Renyi, alpha > 1) at privacy level eps is at most about
+#: exp((alpha - 1) eps) (x <= 1, x / y <= e^eps with y >= c = e^-eps): below this exponent it
+#: does not overflow (log of the largest double: 709.78; a margin for the other factors).  Only
+#: a prediction of which kernel variant to compile: a cell that overflows all the same is solved
+#: again with the budget program
+POWER_OVERFLOW_EXP = 700.0
+
+
+@dataclass(frozen=True)
+class SweepParts:
+    """Which optional parts of the solver a sweep's compiled kernel is built with.
+
+    A cold sweep compiles only these (``docs/fast.md``, "What a cold sweep compiles"); a cell
+    that needs a part left out is solved again with the budget program added (the k-based parts
+    are exact: they depend on the alphabet sizes alone).
+
+    Attributes
+    ----------
+    coarse : bool
+        The coarse start (some pair has more than ``COARSEN_MIN_K`` reduced symbols).
+    uncached : bool
+        The pass without a score cache (some pair has more than ``SCORE_CACHE_MAX_K``).
+    budget : bool
+        The budget program (a budget may bind, an eps has c = e^-eps below ``_policy.TIE_C``,
+        or a Renyi score of order > 1 may overflow).
+    """
+
+    coarse: bool
+    uncached: bool
+    budget: bool
+
+    def kernel_args(self) -> tuple[bool | None, bool | None, bool | None]:
+        """``solve_item``'s ``with_coarse, with_uncached, with_budget``: True, or None (left out)."""
+        return _present(self.coarse), _present(self.uncached), _present(self.budget)
+
+    def with_budget(self) -> SweepParts:
+        """These parts and the budget program (the variant that re-solves an item)."""
+        return SweepParts(self.coarse, self.uncached, True)
+
+
+def _present(part: bool) -> bool | None:
+    return True if part else None
+
+
+def size_class(k: int) -> int:
+    """The parts of the solver a pair of ``k`` reduced symbols needs: 0 the score cache alone
+    (k <= ``SCORE_CACHE_MAX_K``), 1 the pass without it, 2 the coarse start too
+    (k > ``COARSEN_MIN_K``).  A sweep's kernel is built for its largest class (:func:`sweep_parts`)."""
+    K = _compiled().K
+    return int(k > K.SCORE_CACHE_MAX_K) + int(k > K.COARSEN_MIN_K)
+
+
+def sweep_parts(ks: np.ndarray, ls: np.ndarray, grid: np.ndarray, div: FDivergence) -> SweepParts:
+    """The parts of the solver the compiled sweep of pairs with ``ks`` reduced symbols, budgets
+    ``ls`` (``min(max_outputs, k)``) and privacy levels ``grid`` of ``div`` is built with."""
+    cls = size_class(int(np.max(ks)))
+    eps_max = float(np.max(grid))
+    budget = bool(np.any((ls > 1) & (ls < ks)))  # l = 1 is a single block, no program
+    # c = e^-eps below TIE_C (at the largest eps: c is the smallest): near-ties settled by it
+    budget = budget or rescale(eps_max)[0] < _policy.TIE_C
+    if div.code == CODE_POWER_UP:
+        budget = budget or (float(div.param) - 1.0) * eps_max > POWER_OVERFLOW_EXP
+    return SweepParts(coarse=cls >= 2, uncached=cls >= 1, budget=budget)
 
 
 def _cut_lists(b: np.ndarray, nbs: np.ndarray, order: np.ndarray) -> list:

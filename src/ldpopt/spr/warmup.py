@@ -29,13 +29,17 @@ __all__ = ["PATHS", "WarmUpResult", "warm_up"]
 
 #: what :func:`warm_up` can compile: ``small`` the single solves of at most
 #: ``SCORE_CACHE_MAX_K`` symbols (with and without a binding budget), ``large`` those above it
-#: (the coarse start included), ``sweep`` the batched :func:`ldpopt.sweep`
+#: (the coarse start included), ``sweep`` the batched :func:`ldpopt.sweep` of alphabets up to
+#: ``SCORE_CACHE_MAX_K`` and eps up to 27.6, without and with an output budget (the two
+#: variants of its kernel such a sweep takes: ``docs/fast.md``, "What a cold sweep compiles")
 PATHS = ("small", "large", "sweep")
 #: symbols of the instance of each path (``large``: past the coarse start's threshold)
 _SMALL_K = 40
 _LARGE_K = _kernels.COARSEN_MIN_K + 4
 _SWEEP_PAIRS = 3
 _SWEEP_K = 200
+#: the warm-up sweep's output budget (< _SWEEP_K: the variant with the budget program)
+_SWEEP_BUDGET = 2
 #: eps grid of the warm-up sweep: enough cells to take the batched kernel, not the small-sweep path
 _SWEEP_EPS = tuple(0.5 * (i + 1) for i in range(int(SMALL_SWEEP_WORK // (_SWEEP_PAIRS * _SWEEP_K**2)) + 2))
 
@@ -113,9 +117,12 @@ def _large(div: FDivergence, rng: np.random.Generator) -> None:
 
 
 def _sweep(div: FDivergence, rng: np.random.Generator) -> None:
+    """The batched kernel's variants of a typical sweep (``grid.sweep_parts``): alphabets up to
+    ``SCORE_CACHE_MAX_K`` and eps up to 27.6, without and with an output budget below k."""
     pairs = [_pair(_SWEEP_K, rng) for _ in range(_SWEEP_PAIRS)]
     P, Q = np.array([p for p, _ in pairs]), np.array([q for _, q in pairs])
     sweep(P, Q, _SWEEP_EPS, div, progress=False)
+    sweep(P, Q, _SWEEP_EPS, div, max_outputs=_SWEEP_BUDGET, progress=False)
 
 
 _RUN = {"small": _small, "large": _large, "sweep": _sweep}
@@ -128,7 +135,8 @@ def warm_up(divergences="kl", *, paths=PATHS) -> WarmUpResult:
     ----------
     divergences : str, FDivergence or sequence of them
         Built-in divergences (``"kl"``, ``["kl", "js"]``, ``"chernoff"``...).  The large single
-        solve compiles kernels specialised to each divergence; the other paths share one compile.
+        solve and the sweep compile kernels specialised to each divergence; the small path shares
+        one compile.
     paths : str or sequence of str, keyword-only
         A selection of :data:`PATHS` (default: all).
 

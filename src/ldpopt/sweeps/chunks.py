@@ -36,7 +36,7 @@ from ldpopt.divergences import (
     is_chernoff,
     renyi_value,
 )
-from ldpopt.spr.grid import sweep
+from ldpopt.spr.grid import size_class, sweep
 from ldpopt.spr.kov import kov_lp
 from ldpopt.sweeps.config import InstanceSpec, SweepConfig, dirichlet_pair
 from ldpopt.sweeps.store import FEATURE, SCHEMA
@@ -588,12 +588,21 @@ def make_tasks(cfg: SweepConfig, ipc: int, faults: tuple = (), in_worker: bool =
 
 
 def warmup_task(cfg: SweepConfig) -> ChunkTask:
-    """A small task that runs every compiled code path the sweep's chunks run: its instances of the
-    smallest and the largest alphabet, at every eps, divergence and budget (the baselines too,
-    except the KOV LP, which compiles nothing).  Run once in the driver before the workers start,
-    it fills the on-disk numba cache that the workers then load (they never compile)."""
+    """A small task that runs every compiled code path the sweep's chunks run: for each size class
+    of alphabets (:func:`ldpopt.spr.grid.size_class`: the batched kernel is compiled with the
+    parts of the solver the class needs), its instances of the smallest and the largest alphabet,
+    at every eps, divergence and budget (the baselines too, except the KOV LP, which compiles
+    nothing): whether a budget can bind grows with the alphabet, so the two ends of a class take
+    every variant its instances take.  Run once in the driver before the workers start, it fills
+    the on-disk numba cache that the workers then load (they never compile)."""
     inst = cfg.instances
-    picks = sorted({int(np.argmin(inst.ks)), int(np.argmax(inst.ks))})
+    ks = np.asarray(inst.ks)
+    classes = np.array([size_class(int(k)) for k in ks.tolist()])
+    chosen: set[int] = set()
+    for cls in np.unique(classes).tolist():
+        members = np.flatnonzero(classes == cls)
+        chosen |= {int(members[np.argmin(ks[members])]), int(members[np.argmax(ks[members])])}
+    picks = sorted(chosen)
     pairs = tuple(p for i in picks for p in inst.get(i, i + 1))
     return ChunkTask(
         chunk_id=-1,
