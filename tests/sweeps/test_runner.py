@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -625,6 +626,65 @@ def test_chunk_threads_run_one_solver_thread_each(tmp_path, monkeypatch):
     t.start()
     t.join()
     assert seen == [1]
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "inline"])
+def test_in_process_sweeps_leave_the_garbage_collector_as_they_found_it(tmp_path, monkeypatch, scheduler):
+    """The warm-up pauses the collector and, when nothing compiled, freezes what it loaded while
+    the chunks run (they see it frozen); afterwards the program's collector is as before: enabled
+    and nothing frozen, or disabled / its own objects frozen, untouched."""
+    gc.collect()
+    seen = []
+    real = schedulers.run_chunk
+
+    def run_chunk(task):
+        seen.append((gc.isenabled(), gc.get_freeze_count()))
+        return real(task)
+
+    monkeypatch.setattr(schedulers, "run_chunk", run_chunk)
+    runner.run_sweep(GRID, tmp_path / "a", scheduler=scheduler, quiet=True)  # kernels compiled or loaded
+    seen.clear()
+    runner.run_sweep(GRID, tmp_path / "b", scheduler=scheduler, quiet=True)  # nothing left to compile
+    assert seen and all(enabled and frozen > 0 for enabled, frozen in seen)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        runner.run_sweep(GRID, tmp_path / "c", scheduler=scheduler, quiet=True)
+        assert not gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
+    box: list = []  # a container: tracked by the collector
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()  # frozen objects can still die: the count only decreases
+        seen.clear()
+        runner.run_sweep(GRID, tmp_path / "d", scheduler=scheduler, quiet=True)
+        assert seen and all(enabled and n <= frozen for enabled, n in seen)
+        # the program's objects are still frozen (out of every generation)
+        assert gc.isenabled() and not any(o is box for o in gc.get_objects())
+    finally:
+        gc.unfreeze()
+    assert any(o is box for o in gc.get_objects())
+
+
+def test_a_compile_resumes_the_paused_collector():
+    """A numba compile leaves garbage: the warm-up's pause of the collector ends at the first one
+    (and the caller freezes nothing then)."""
+    numba = pytest.importorskip("numba")
+
+    @numba.njit(cache=False)
+    def twice(x):
+        return 2 * x
+
+    with schedulers._collection_paused() as pause:
+        assert pause.paused and not gc.isenabled()
+        assert twice(21) == 42  # compiled here
+        assert pause.compiled and gc.isenabled()
+    assert gc.isenabled()
+    with schedulers._collection_paused() as pause:
+        assert twice(4) == 8  # compiled already: no compile, the pause holds
+        assert pause.paused and not pause.compiled and not gc.isenabled()
+    assert gc.isenabled()
 
 
 def test_damaged_and_temporary_files_are_recomputed(tmp_path, reference):
