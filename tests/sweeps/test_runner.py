@@ -233,6 +233,24 @@ def test_partition_strings_round_trip():
     assert runner.parse_partition is chunks.parse_partition and runner.plan_chunks is chunks.plan_chunks
 
 
+def test_partition_codes_by_identity_match_the_partition_strings():
+    """A chunk's partitions are coded by object identity (each distinct partition and block
+    formatted once); the codes must still give every partition its own string, and equal
+    partitions one code whether or not they are the same object."""
+    names = [str(i) for i in range(12)]
+    shared = (0, 3)
+    p1 = (shared, (1, 2), (4, 10, 11))
+    p2 = (shared, (1, 2, 4, 10, 11))
+    p1_copy = ((0, 3), (1, 2), (4, 10, 11))  # equal to p1, other objects
+    listed = [[0, 3], [1, 2], [4, 10, 11]]  # not tuples: copied first
+    parts = [p1, p2, p1, p1_copy, listed, p2]
+    strings = chunks._Strings()
+    codes = strings.partition_codes(parts, names)
+    assert [strings.values[c] for c in codes] == [chunks.partition_string(p) for p in parts]
+    assert codes[0] == codes[2] == codes[3] == codes[4] and codes[1] == codes[5] != codes[0]
+    assert strings.partition_codes([p2], names) == [codes[1]]  # codes persist across calls
+
+
 def test_chunk_plan_depends_on_the_config_only():
     fig1b = parse_config(
         {
