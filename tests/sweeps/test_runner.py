@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import math
 import os
@@ -233,6 +234,24 @@ def test_partition_strings_round_trip():
         chunks.parse_partition(None)
     # the runner keeps the names it always exported
     assert runner.parse_partition is chunks.parse_partition and runner.plan_chunks is chunks.plan_chunks
+
+
+def test_partition_codes_by_identity_match_the_partition_strings():
+    """A chunk's partitions are coded by object identity (each distinct partition and block
+    formatted once); the codes must still give every partition its own string, and equal
+    partitions one code whether or not they are the same object."""
+    names = [str(i) for i in range(12)]
+    shared = (0, 3)
+    p1 = (shared, (1, 2), (4, 10, 11))
+    p2 = (shared, (1, 2, 4, 10, 11))
+    p1_copy = ((0, 3), (1, 2), (4, 10, 11))  # equal to p1, other objects
+    listed = [[0, 3], [1, 2], [4, 10, 11]]  # not tuples: copied first
+    parts = [p1, p2, p1, p1_copy, listed, p2]
+    strings = chunks._Strings()
+    codes = strings.partition_codes(parts, names)
+    assert [strings.values[c] for c in codes] == [chunks.partition_string(p) for p in parts]
+    assert codes[0] == codes[2] == codes[3] == codes[4] and codes[1] == codes[5] != codes[0]
+    assert strings.partition_codes([p2], names) == [codes[1]]  # codes persist across calls
 
 
 def test_chunk_plan_depends_on_the_config_only():
@@ -628,6 +647,65 @@ def test_chunk_threads_run_one_solver_thread_each(tmp_path, monkeypatch):
     t.start()
     t.join()
     assert seen == [1]
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "inline"])
+def test_in_process_sweeps_leave_the_garbage_collector_as_they_found_it(tmp_path, monkeypatch, scheduler):
+    """The warm-up pauses the collector and, when nothing compiled, freezes what it loaded while
+    the chunks run (they see it frozen); afterwards the program's collector is as before: enabled
+    and nothing frozen, or disabled / its own objects frozen, untouched."""
+    gc.collect()
+    seen = []
+    real = schedulers.run_chunk
+
+    def run_chunk(task):
+        seen.append((gc.isenabled(), gc.get_freeze_count()))
+        return real(task)
+
+    monkeypatch.setattr(schedulers, "run_chunk", run_chunk)
+    runner.run_sweep(GRID, tmp_path / "a", scheduler=scheduler, quiet=True)  # kernels compiled or loaded
+    seen.clear()
+    runner.run_sweep(GRID, tmp_path / "b", scheduler=scheduler, quiet=True)  # nothing left to compile
+    assert seen and all(enabled and frozen > 0 for enabled, frozen in seen)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        runner.run_sweep(GRID, tmp_path / "c", scheduler=scheduler, quiet=True)
+        assert not gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
+    box: list = []  # a container: tracked by the collector
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()  # frozen objects can still die: the count only decreases
+        seen.clear()
+        runner.run_sweep(GRID, tmp_path / "d", scheduler=scheduler, quiet=True)
+        assert seen and all(enabled and n <= frozen for enabled, n in seen)
+        # the program's objects are still frozen (out of every generation)
+        assert gc.isenabled() and not any(o is box for o in gc.get_objects())
+    finally:
+        gc.unfreeze()
+    assert any(o is box for o in gc.get_objects())
+
+
+def test_a_compile_resumes_the_paused_collector():
+    """A numba compile leaves garbage: the warm-up's pause of the collector ends at the first one
+    (and the caller freezes nothing then)."""
+    numba = pytest.importorskip("numba")
+
+    @numba.njit(cache=False)
+    def twice(x):
+        return 2 * x
+
+    with schedulers._collection_paused() as pause:
+        assert pause.paused and not gc.isenabled()
+        assert twice(21) == 42  # compiled here
+        assert pause.compiled and gc.isenabled()
+    assert gc.isenabled()
+    with schedulers._collection_paused() as pause:
+        assert twice(4) == 8  # compiled already: no compile, the pause holds
+        assert pause.paused and not pause.compiled and not gc.isenabled()
+    assert gc.isenabled()
 
 
 def test_damaged_and_temporary_files_are_recomputed(tmp_path, reference):

@@ -123,7 +123,6 @@ class _Strings:
     def __init__(self, values: tuple | list = ()):
         self.values: list[str] = list(values)
         self._codes: dict = {v: i for i, v in enumerate(self.values)}
-        self._blocks: dict = {}  # block -> "i,j,..." (partitions of nearby eps share most blocks)
 
     def code(self, text: str | None) -> int:
         if text is None:
@@ -134,20 +133,34 @@ class _Strings:
             self.values.append(text)
         return c
 
-    def partition_code(self, blocks, names: list[str]) -> int:
-        """The code of a partition given as blocks of symbol indices (formatted only the first
-        time it is seen; ``names[i]`` is ``str(i)``)."""
-        key = blocks if isinstance(blocks, tuple) else tuple(map(tuple, blocks))
-        c = self._codes.get(key)
-        if c is None:
-            texts = []
-            for b in key:
-                t = self._blocks.get(b)
-                if t is None:
-                    t = self._blocks[b] = ",".join([names[i] for i in b])
-                texts.append(t)
-            c = self._codes[key] = self.code("|".join(texts))
-        return c
+    def partition_codes(self, partitions: list, names: list[str]) -> list[int]:
+        """The codes of a list of partitions given as blocks of symbol indices (``names[i]`` is
+        ``str(i)``).
+
+        Keyed by object identity: :meth:`ldpopt.spr.reduction.LRReduction.lift_many` (where the
+        partitions of one instance come from) returns one tuple for each distinct partition and for
+        each distinct block, so every partition and block is formatted once, without hashing its
+        symbols (neighbouring eps share most of them).  Equal partitions that are distinct objects
+        are formatted twice and still get one code (by their text).  ``held`` keeps every keyed
+        object alive while its id is a key: a tuple holds its blocks, other containers are copied
+        into tuples first.
+        """
+        held = [p if isinstance(p, tuple) else tuple(map(tuple, p)) for p in partitions]
+        by_id: dict[int, int] = {}
+        block_text: dict[int, str] = {}
+        codes = []
+        for blocks in held:
+            c = by_id.get(id(blocks))
+            if c is None:
+                texts = []
+                for b in blocks:
+                    t = block_text.get(id(b))
+                    if t is None:
+                        t = block_text[id(b)] = ",".join([names[i] for i in b])
+                    texts.append(t)
+                c = by_id[id(blocks)] = self.code("|".join(texts))
+            codes.append(c)
+        return codes
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,11 +415,11 @@ def _solve_optimal(pairs, by_k: dict, eps: np.ndarray, name: str, budget: int, c
 
 
 def _store_partitions(results: list, cells: _Cells, g: int) -> None:
-    code = cells.partition_strings.partition_code
+    codes = cells.partition_strings.partition_codes
     for k, pos, partitions in results:
         names = [str(i) for i in range(k)]
         for j, i in enumerate(pos):
-            cells.partitions[i, g, :] = [code(p, names) for p in partitions[j]]
+            cells.partitions[i, g, :] = codes(partitions[j], names)
 
 
 # ``pyarrow.array`` imports pandas on its first call (a check for pandas inputs) and
