@@ -23,6 +23,10 @@ Run:  python benchmarks/bench_sweep.py            (Figure-1b grid)
       python benchmarks/bench_sweep.py --trials 400   (a longer sweep: worker start-up amortised)
       python benchmarks/bench_sweep.py --cli      (the command: warm / cold, threads / inline / pool)
       python benchmarks/bench_sweep.py --cli --no-cold   (warm runs only)
+
+``--cli`` prints a Markdown table (``benchmarks/run.py`` puts it in the README's
+``bench_sweep_cli`` section) with the two goals of the command and its floor: the same command
+on a 30-cell grid, warm and cold, what it costs with nothing to solve.
 """
 
 from __future__ import annotations
@@ -102,9 +106,14 @@ def toml(cfg: dict) -> str:
 
 
 def cli_run(config_path: Path, cache_dir: Path, extra: list[str], debug_cache: bool) -> dict:
-    """``ldpopt sweep`` in a fresh process: wall seconds, the manifest's run record, recompiles."""
+    """``ldpopt sweep`` in a fresh process: wall seconds, the manifest's run record, recompiles.
+
+    The process writes Python's bytecode cache as an installed package does
+    (``PYTHONDONTWRITEBYTECODE`` is dropped from its environment): a user's second run does not
+    compile ldpopt's modules from source again, and neither do the warm runs here."""
     out = Path(tempfile.mkdtemp(prefix="bench-sweep-cli-"))
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if debug_cache:
         env["NUMBA_DEBUG_CACHE"] = "1"
     cmd = [sys.executable, "-m", "ldpopt", "sweep", str(config_path), "--out", str(out), "--quiet", *extra]
@@ -128,63 +137,134 @@ CLI_ROWS = (
     ("--scheduler inline", ["--scheduler", "inline"], False),
     ("--scheduler processes --workers 2", ["--scheduler", "processes", "--workers", "2"], True),
 )
+#: the goals of the two rows a user feels (the default scheduler): the warm command's wall over
+#: the sweep's one-core solving, the cold command's wall over the warm one's
+WARM_GOAL, COLD_GOAL = 1.5, 2.0
+#: the floor grid: one pair, eps = 0.1 ... 3.0 (30 cells: past grid.SMALL_SWEEP_WORK, so the
+#: command loads, or compiles, the same kernels as the Figure-1b grid, for ~1 ms of solving)
+FLOOR_EPS = {"start": 0.1, "stop": 3.0, "step": 0.1}
+
+
+def _median_run(runs: list[dict]) -> dict:
+    return {
+        "wall": statistics.median(r["wall"] for r in runs),
+        "run": statistics.median(r["run"]["wall_seconds"] for r in runs),
+        "store": statistics.median(r["run"]["store_seconds"] / r["run"]["solve_seconds"] for r in runs),
+        "busy": "/".join(map(str, runs[0]["run"].get("chunks_per_worker", []))),
+        "sched": runs[0]["run"]["scheduler"],
+    }
+
+
+def _measure_cli(path: Path, floor_path: Path, repeats: int, cold: bool) -> tuple[dict, dict, dict]:
+    """Cold runs (each row's own empty cache, also filling it), then warm runs interleaved (a
+    change of the machine's load hits every row), and the floor grid cold and warm."""
+    labels = [label for label, _, _ in CLI_ROWS] + ["floor"]
+    caches = {label: Path(tempfile.mkdtemp(prefix="bench-numba-cold-")) for label in labels}
+    rows = [*CLI_ROWS, ("floor", [], True)]
+    try:
+        colds = {}
+        for label, extra, with_cold in rows:
+            grid = floor_path if label == "floor" else path
+            colds[label] = cli_run(grid, caches[label], extra, debug_cache=with_cold and cold)
+        warm: dict[str, list] = {label: [] for label in labels}
+        for _ in range(repeats):
+            for label, extra, _ in rows:
+                grid = floor_path if label == "floor" else path
+                warm[label].append(cli_run(grid, caches[label], extra, debug_cache=False))
+    finally:
+        for d in caches.values():
+            shutil.rmtree(d, ignore_errors=True)
+    return colds, {label: _median_run(runs) for label, runs in warm.items()}, warm
+
+
+def _met(ok: bool) -> str:
+    return "**yes**" if ok else "no"
 
 
 def cli_main(trials: int, repeats: int, cold: bool) -> None:
     """The ``ldpopt sweep`` command, warm (runs of the rows interleaved) and cold, with the default
-    scheduler, inline and a pool of 2 worker processes."""
+    scheduler, inline and a pool of 2 worker processes, and the command's fixed cost: the same
+    command on a 30-cell grid, warm and cold."""
     cfg = config(trials)
+    floor_cfg = config(1)
+    floor_cfg["grid"]["eps"] = FLOOR_EPS
     from ldpopt.sweeps.config import parse_config
 
     cells = parse_config(cfg).num_cells
     work = Path(tempfile.mkdtemp(prefix="bench-sweep-cli-"))
-    path = work / "fig1b.toml"
+    path, floor_path = work / "fig1b.toml", work / "floor.toml"
     path.write_text(toml(cfg))
-    solve = statistics.median(one_core_solve(cfg) for _ in range(repeats))
-    print(f"ldpopt sweep, k = 100, T = {trials}: {cells} cells; {os.cpu_count()} cores")
-    print(f"reference: the sweep's solving work on one core (chunks in sequence): {solve:.3f} s")
-    header = (
-        f"{'run':<44} {'scheduler':<26} {'busy':>6} {'wall s':>7} {'run s':>6} {'wall/solve':>10} "
-        f"{'run/solve':>9} {'store %':>7} {'cold/warm':>9} {'saved':>5} {'twice':>5}"
-    )
-    print(header)
-    print("-" * len(header))
-    caches = {label: Path(tempfile.mkdtemp(prefix="bench-numba-cold-")) for label, _, _ in CLI_ROWS}
+    floor_path.write_text(toml(floor_cfg))
     try:
-        colds = {}
-        for label, extra, with_cold in CLI_ROWS:  # also fills each row's cache
-            colds[label] = cli_run(path, caches[label], extra, debug_cache=with_cold and cold)
-        warm: dict[str, list] = {label: [] for label, _, _ in CLI_ROWS}
-        for _ in range(repeats):  # interleaved: a change of the machine's load hits every row
-            for label, extra, _ in CLI_ROWS:
-                warm[label].append(cli_run(path, caches[label], extra, debug_cache=False))
-        for label, _, with_cold in CLI_ROWS:
-            runs = warm[label]
-            w = statistics.median(r["wall"] for r in runs)
-            w_run = statistics.median(r["run"]["wall_seconds"] for r in runs)
-            store = statistics.median(r["run"]["store_seconds"] / r["run"]["solve_seconds"] for r in runs)
-            busy = "/".join(map(str, runs[0]["run"].get("chunks_per_worker", [])))
-            sched = runs[0]["run"]["scheduler"]
-            print(
-                f"{'warm, ' + label:<44} {sched:<26} {busy:>6} {w:>7.2f} {w_run:>6.2f} {w / solve:>10.2f} "
-                f"{w_run / solve:>9.2f} {100 * store:>6.1f}% {'':>9} {'':>5} {'':>5}"
-            )
-            if with_cold and cold:
-                c = colds[label]
-                c_run = c["run"]["wall_seconds"]
-                print(
-                    f"{'cold (empty cache), ' + label:<44} {sched:<26} {'':>6} {c['wall']:>7.2f} "
-                    f"{c_run:>6.2f} {c['wall'] / solve:>10.2f} {c_run / solve:>9.2f} {'':>7} "
-                    f"{c['wall'] / w:>9.2f} {c['saved']:>5} {c['twice']:>5}"
-                )
+        solve = statistics.median(one_core_solve(cfg) for _ in range(repeats))
+        colds, warm, _ = _measure_cli(path, floor_path, repeats, cold)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        for d in caches.values():
-            shutil.rmtree(d, ignore_errors=True)
-    print("wall = the command's process, start to exit; run = the manifest's wall_seconds (after imports);")
-    print("busy = chunks computed by each worker process or thread; store % = the manifest's store seconds")
-    print("over its solve seconds (the store writes overlap the solving); saved = kernels written to the")
-    print("empty cache, twice = of them, saved again by another process (a worker recompiling): 0 expected")
+    print(
+        f"`ldpopt sweep`, k = 100, T = {trials} (Figure-1b grid): {cells} cells; {os.cpu_count()} cores; "
+        f"{repeats} warm run(s) per row (median). Reference: the sweep's solving work on one core "
+        f"(every chunk in sequence in the benchmark's process, kernels loaded): **{solve:.3f} s**."
+    )
+    print()
+    print(
+        "| run | scheduler | busy | wall | run (after imports) | wall / solving | cold / warm | store % "
+        "| kernels saved (twice) | goal | met? |"
+    )
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+    for label, _, with_cold in CLI_ROWS:
+        w = warm[label]
+        goal, met = "", ""
+        if label == "default":
+            busy_all = all(int(b) > 0 for b in w["busy"].split("/")) if w["busy"] else False
+            goal = f"wall <= {WARM_GOAL}x solving, every worker busy"
+            met = _met(w["wall"] <= WARM_GOAL * solve and busy_all)
+        print(
+            f"| warm, {label} | {w['sched']} | {w['busy']} | {w['wall']:.2f} s | {w['run']:.2f} s "
+            f"| {w['wall'] / solve:.2f}x | | {100 * w['store']:.1f}% | | {goal} | {met} |"
+        )
+        if with_cold and cold:
+            c = colds[label]
+            goal, met = "", ""
+            if label == "default":
+                goal, met = f"<= {COLD_GOAL}x warm", _met(c["wall"] <= COLD_GOAL * w["wall"])
+            print(
+                f"| cold (empty cache), {label} | {w['sched']} | | {c['wall']:.2f} s "
+                f"| {c['run']['wall_seconds']:.2f} s | {c['wall'] / solve:.2f}x | {c['wall'] / w['wall']:.2f}x "
+                f"| | {c['saved']} ({c['twice']}) | {goal} | {met} |"
+            )
+    f, fc = warm["floor"], colds["floor"]
+    print(
+        f"| floor: the same command on 30 cells (T = 1), warm | {f['sched']} | {f['busy']} | {f['wall']:.2f} s "
+        f"| {f['run']:.2f} s | {f['wall'] / solve:.2f}x | | | | fixed cost of a warm run | |"
+    )
+    if cold:
+        print(
+            f"| floor, cold (empty cache) | {f['sched']} | | {fc['wall']:.2f} s | {fc['run']['wall_seconds']:.2f} s "
+            f"| | {fc['wall'] / f['wall']:.2f}x | | {fc['saved']} ({fc['twice']}) | fixed cost of a cold run | |"
+        )
+    print()
+    print(
+        f"The floor rows are what the command costs with (almost) nothing to solve: starting Python, "
+        f"importing numpy, numba (whose first cache load imports scipy.linalg), typer and pyarrow, "
+        f"loading the kernels from numba's cache (warm) or compiling them (cold), writing the store. "
+        f"The warm floor alone is {f['wall'] / solve:.2f}x the solving time (goal for the whole run: "
+        f"{WARM_GOAL}x)"
+        + (
+            f"; the cold floor exceeds the warm one by {fc['wall'] - f['wall']:.2f} s of compiling, "
+            f"{(fc['wall'] - f['wall']) / warm['default']['wall']:.1f}x the warm Figure-1b run (goal for "
+            f"the whole cold run: {COLD_GOAL}x it)."
+            if cold
+            else "."
+        )
+    )
+    print()
+    print(
+        "wall = the command's process, start to exit; run = the manifest's wall_seconds (after imports); "
+        "busy = chunks computed by each worker process or thread; store % = the manifest's store seconds "
+        "over its solve seconds (the store writes overlap the solving); kernels saved = kernels written "
+        "to the empty cache, twice = of them, saved again by another process (a worker recompiling): "
+        "0 expected."
+    )
 
 
 def main() -> None:

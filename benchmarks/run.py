@@ -5,6 +5,7 @@ Run from the repository root::
     python benchmarks/run.py                 # every bench_*.py, full size (tens of minutes on 2 cores)
     python benchmarks/run.py --quick         # the quick variants
     python benchmarks/run.py --only speed    # only bench_speed.py
+    python benchmarks/run.py --only sweep_cli   # only the ldpopt sweep command (bench_sweep.py --cli)
     python benchmarks/run.py --no-write      # print, leave the README alone
 
 Each ``bench_NAME.py`` runs in its own process (which starts its own fresh child processes where
@@ -39,8 +40,25 @@ QUICK_ARGS = {
 }
 
 
+#: sections that run a script with arguments of their own: section -> (script, arguments,
+#: arguments with --quick); ``bench_sweep_cli`` is the ``ldpopt sweep`` command itself, warm and
+#: cold, in fresh processes
+VARIANTS = {
+    "bench_sweep_cli": ("bench_sweep", ["--cli"], ["--cli", "--quick", "--repeats", "1"]),
+}
+
+
 def scripts() -> list[str]:
-    return sorted(p.stem for p in HERE.glob("bench_*.py"))
+    """Every section: one per ``bench_*.py``, then the variants."""
+    return sorted(p.stem for p in HERE.glob("bench_*.py")) + sorted(VARIANTS)
+
+
+def command(name: str, quick: bool) -> list[str]:
+    """The script of section ``name`` and its arguments."""
+    if name in VARIANTS:
+        script, full, short = VARIANTS[name]
+        return [sys.executable, str(HERE / f"{script}.py"), *(short if quick else full)]
+    return [sys.executable, str(HERE / f"{name}.py"), *(QUICK_ARGS.get(name, []) if quick else [])]
 
 
 def host_line() -> str:
@@ -99,7 +117,7 @@ def replace_section(readme: str, name: str, body: str) -> str:
 
 
 def run_one(name: str, quick: bool) -> str:
-    cmd = [sys.executable, str(HERE / f"{name}.py"), *(QUICK_ARGS.get(name, []) if quick else [])]
+    cmd = command(name, quick)
     before = load()
     t = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE.parent)
