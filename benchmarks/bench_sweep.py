@@ -229,18 +229,21 @@ def cli_main(trials: int, repeats: int, cold: bool) -> None:
                 goal, met = f"<= {COLD_GOAL}x warm", _met(c["wall"] <= COLD_GOAL * w["wall"])
             print(
                 f"| cold (empty cache), {label} | {w['sched']} | | {c['wall']:.2f} s "
-                f"| {c['run']['wall_seconds']:.2f} s | {c['wall'] / solve:.2f}x | {c['wall'] / w['wall']:.2f}x "
+                f"| {c['run']['wall_seconds']:.2f} s | {c['wall'] / solve:.2f}x "
+                f"| {c['wall'] / w['wall']:.2f}x "
                 f"| | {c['saved']} ({c['twice']}) | {goal} | {met} |"
             )
     f, fc = warm["floor"], colds["floor"]
     print(
-        f"| floor: the same command on 30 cells (T = 1), warm | {f['sched']} | {f['busy']} | {f['wall']:.2f} s "
+        f"| floor: the same command on 30 cells (T = 1), warm | {f['sched']} | {f['busy']} "
+        f"| {f['wall']:.2f} s "
         f"| {f['run']:.2f} s | {f['wall'] / solve:.2f}x | | | | fixed cost of a warm run | |"
     )
     if cold:
         print(
-            f"| floor, cold (empty cache) | {f['sched']} | | {fc['wall']:.2f} s | {fc['run']['wall_seconds']:.2f} s "
-            f"| | {fc['wall'] / f['wall']:.2f}x | | {fc['saved']} ({fc['twice']}) | fixed cost of a cold run | |"
+            f"| floor, cold (empty cache) | {f['sched']} | | {fc['wall']:.2f} s "
+            f"| {fc['run']['wall_seconds']:.2f} s | | {fc['wall'] / f['wall']:.2f}x | "
+            f"| {fc['saved']} ({fc['twice']}) | fixed cost of a cold run | |"
         )
     print()
     print(
