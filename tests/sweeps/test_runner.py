@@ -7,12 +7,15 @@ import gc
 import json
 import math
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+import types
+from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -817,7 +820,205 @@ def test_warmup_task_takes_both_ends_of_every_size_class():
         spec=cfg.instances.spec, ids=tuple(f"i{j}" for j in range(len(ks))), ks=np.array(ks), pairs=pairs
     )
     task = chunks.warmup_task(dataclasses.replace(cfg, instances=inst))
-    # class 0 (k <= 1024): 3 and 900; class 1: 1100 and 1500; class 2 (k > 4096): 5000
-    assert task.ids == ("i0", "i1", "i3", "i4", "i5")
-    assert [u.shape[0] for u, _ in task.pairs] == [3, 900, 1500, 1100, 5000]
+    # class 0 (k <= 1024): 3 and 900, and 10: one pair at 4 eps takes the table path up to
+    # k = 250 (4 k^2 <= 250,000), so 3 and 10 are the ends of the class's table-path alphabets
+    # and 900 those of its batched ones; class 1: 1100 and 1500; class 2 (k > 4096): 5000
+    assert task.ids == ("i0", "i1", "i2", "i3", "i4", "i5")
+    assert [u.shape[0] for u, _ in task.pairs] == [3, 900, 10, 1500, 1100, 5000]
     assert task.eps == cfg.eps and task.budgets == cfg.budgets and task.divergences == cfg.divergences
+
+
+#: a sweep of a built-in divergence solves its pairs by the table path when cells x k^2 (k: the
+#: most reduced symbols of a pair) is at most this, and k <= 1024 (spr/grid.py), else by the
+#: batched kernels; written out here to count by hand, apart from the library's predicate
+TABLE_PATH_WORK, TABLE_PATH_MAX_K = 250_000, 1024
+
+
+def sweep_config(k: int, eps, trials: int, per_chunk: int | None = None, **grid):
+    """A Dirichlet sweep of ``trials`` instances of alphabet ``k`` (KL, no budget, RR baselines)."""
+    cfg = {
+        "instances": {"generator": "dirichlet", "k": k, "trials": trials, "alpha": 1.0, "seed": 0},
+        "grid": {"eps": eps, "divergences": ["kl"], "max_outputs": [0], "baselines": ["binary", "rr"]},
+    }
+    cfg["grid"].update(grid)
+    if per_chunk is not None:
+        cfg["run"] = {"instances_per_chunk": per_chunk}
+    return parse_config(cfg)
+
+
+@pytest.mark.parametrize(
+    "k, E, pairs",
+    # 25 x 100^2 = 250,000 (26: 260,000); 250,000 // (101 x 10^2) = 24; 1 x 500^2 = 250,000
+    # (501^2 = 251,001); 1024^2 > 250,000 already; above 1024 never
+    [(100, 1, 25), (10, 101, 24), (500, 1, 1), (501, 1, 0), (1024, 1, 0), (1025, 1, 0), (1, 1, 250_000)],
+)
+def test_table_path_pairs_is_the_sweeps_threshold(k, E, pairs):
+    assert spr_grid.table_path_pairs(k, E) == pairs
+    for n in (pairs, pairs + 1):  # the sweep's own choice on either side of it
+        if n:
+            reds = [types.SimpleNamespace(k=k)] * n
+            assert spr_grid._small(reds, E) == (n <= pairs) == (n * E * k * k <= TABLE_PATH_WORK)
+
+
+@pytest.mark.parametrize(
+    "args, name", [((0, 1), "k"), ((5, 0), "num_eps"), ((2.5, 1), "k"), ((5, True), "num_eps")]
+)
+def test_table_path_pairs_names_a_bad_argument(args, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        spr_grid.table_path_pairs(*args)
+
+
+def task_pairs(task) -> list:
+    if task.pairs is not None:
+        return list(task.pairs)
+    return [dirichlet_pair(task.spec, i) for i in range(task.start, task.stop)]
+
+
+def paths_by_hand(task) -> set[tuple[int, str]]:
+    """(reduced alphabet, path) of each ``ldpopt.sweep`` of a task: ``compute_chunk`` solves the
+    pairs of one alphabet size together; counted by hand (cells x k^2), and checked against the
+    library's predicate ``spr.grid.table_path_pairs``."""
+    by_size: dict[int, list] = {}
+    for u, v in task_pairs(task):
+        by_size.setdefault(u.shape[0], []).append(likelihood_ratio_reduction(u, v).k)
+    out = set()
+    for reduced in by_size.values():
+        k, n, E = max(reduced), len(reduced), len(task.eps)
+        table = k <= TABLE_PATH_MAX_K and n * E * k * k <= TABLE_PATH_WORK
+        assert table == (n <= spr_grid.table_path_pairs(k, E))
+        out.add((k, "table" if table else "batched"))
+    return out
+
+
+def with_alphabets(cfg, ks: list[int]):
+    """``cfg`` with one Dirichlet(1) instance of each alphabet size of ``ks``, in that order."""
+    rng = np.random.default_rng(5)
+    pairs = tuple((rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))) for k in ks)
+    ids = tuple(f"i{j}" for j in range(len(ks)))
+    inst = config_mod.Instances(spec=cfg.instances.spec, ids=ids, ks=np.array(ks), pairs=pairs)
+    return dataclasses.replace(cfg, instances=inst)
+
+
+FIG1B_EPS = {"start": 0.1, "stop": 10.1, "step": 0.1}
+
+
+@pytest.mark.parametrize(
+    "cfg, paths, warm_sizes",
+    [
+        # chunks of 30, 30, 30, 10: 30 x 1 x 100^2 = 300,000 cells x k^2 (batched), 10: 100,000
+        # (table); the warm-up used to be one pair (10,000: table) and compiled no batched kernel.
+        # Now 26 = 250,000 / 100^2 + 1 pairs, and an instance padded with a symbol of probability
+        # 0 under both distributions (a size of its own in compute_chunk) for the table path
+        (sweep_config(100, [1.0], 100, 30), {(100, "batched"), (100, "table")}, [100] * 26 + [101]),
+        # chunks of 30 only: batched alone
+        (sweep_config(100, [1.0], 90, 30), {(100, "batched")}, [100] * 26),
+        # chunks of 10: 100,000 cells x k^2, all by the table path
+        (sweep_config(100, [1.0], 100, 10), {(100, "table")}, [100]),
+        # the Figure-1b grid (101 eps, chunks of 10 by the cost model): one pair is past the
+        # threshold (1,010,000), as before
+        (sweep_config(100, FIG1B_EPS, 100), {(100, "batched")}, [100]),
+    ],
+    ids=["both-paths", "batched", "table", "figure-1b"],
+)
+def test_warmup_task_takes_the_paths_of_the_chunks(cfg, paths, warm_sizes):
+    """The warm-up solves each alphabet size by every path a chunk's sweep of it takes (the
+    kernels differ: loaded from numba's cache by every worker, compiled by one), with as few
+    pairs as that takes."""
+    tasks = chunks.make_tasks(cfg, chunks.plan_chunks(cfg))
+    assert set().union(*map(paths_by_hand, tasks)) == paths
+    warm = chunks.warmup_task(cfg)
+    assert paths_by_hand(warm) == paths
+    assert [u.shape[0] for u, _ in warm.pairs] == warm_sizes
+    assert warm.stop - warm.start == len(warm.pairs) == len(warm.ids)
+    if len(set(warm_sizes)) == 2:  # the padded instance is the first one once reduced
+        (u, v), (u0, v0) = warm.pairs[-1], dirichlet_pair(cfg.instances.spec, 0)
+        padded, plain = likelihood_ratio_reduction(u, v), likelihood_ratio_reduction(u0, v0)
+        assert np.array_equal(padded.p, plain.p) and np.array_equal(padded.q, plain.q)
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        sweep_config(100, [1.0], 100, 30, max_outputs=[0, 5]),
+        # at 2 eps: k = 60 and 200 batched (chunks of 40: 288,000 and 3,200,000 cells x k^2),
+        # and a budget of 80 binds for 200 alone: two kernel variants, so both ends of the
+        # batched alphabets are needed; 5 and 30 by the table path.  The old warm-up (5 and 200,
+        # one pair each) took the table path alone
+        with_alphabets(
+            sweep_config(1, [0.5, 2.0], 1, 40, max_outputs=[80]),
+            [60] * 40 + [200] * 40 + [5] * 40 + [30] * 40,
+        ),
+    ],
+    ids=["k100", "mixed-alphabets"],
+)
+def test_warmup_task_runs_the_kernels_of_every_chunk(monkeypatch, cfg):
+    """The sweeps of the warm-up and of the chunks as ``ldpopt.sweep`` dispatches them (recorded
+    at its two paths, with the batched kernel's variant): the same kernels."""
+    calls: set[tuple] = set()
+
+    def recorded(path, func):
+        def solve(reds, ls, grid, div, *args, **kwargs):
+            ks = np.array([r.k for r in reds])
+            parts = spr_grid.sweep_parts(ks, ls, grid, div) if path == "batched" else None
+            calls.add((path, int(ks.max()), parts))
+            return func(reds, ls, grid, div, *args, **kwargs)
+
+        return solve
+
+    monkeypatch.setattr(spr_grid, "_sweep_small", recorded("table", spr_grid._sweep_small))
+    monkeypatch.setattr(spr_grid, "_sweep_fast", recorded("batched", spr_grid._sweep_fast))
+    chunks.compute_chunk(chunks.warmup_task(cfg))
+    warm = set(calls)
+    calls.clear()
+    for task in chunks.make_tasks(cfg, chunks.plan_chunks(cfg)):
+        chunks.compute_chunk(task)
+    assert calls == warm
+    assert {path for path, _, _ in warm} == {"table", "batched"}
+
+
+#: 60 instances of k = 100 at one eps in chunks of 26, 26 and 8: 260,000 cells x k^2 (batched)
+#: and 80,000 (table path)
+COLD_POOL_CONFIG = """
+[instances]
+generator = "dirichlet"
+k = 100
+trials = 60
+seed = 0
+[grid]
+eps = [1.0]
+divergences = ["kl"]
+max_outputs = [0]
+baselines = []
+[run]
+instances_per_chunk = 26
+"""
+
+
+def test_a_cold_process_pool_compiles_every_kernel_once(tmp_path):
+    """``ldpopt sweep`` with 2 worker processes and an empty numba cache, on a sweep whose chunks
+    take both paths: the warm-up compiles every kernel the chunks run (one worker, the other
+    waiting), so no kernel is saved to the cache twice (the warm-up's one pair used to take the
+    table path, and then every worker compiled the batched kernels itself)."""
+    cfg = tmp_path / "cold.toml"
+    cfg.write_text(COLD_POOL_CONFIG)
+    parsed = config_mod.load_config(cfg)
+    tasks = chunks.make_tasks(parsed, chunks.plan_chunks(parsed))
+    assert [t.stop - t.start for t in tasks] == [26, 26, 8]
+    assert set().union(*map(paths_by_hand, tasks)) == {(100, "batched"), (100, "table")}
+    env = {key: val for key, val in os.environ.items() if key != "NUMBA_DISABLE_JIT"}
+    env.update(NUMBA_CACHE_DIR=str(tmp_path / "numba"), NUMBA_DEBUG_CACHE="1")
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "ldpopt", "sweep", str(cfg), "--out", str(out), "--quiet"]
+    res = subprocess.run(
+        [*cmd, "--scheduler", "processes", "--workers", "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    saved = Counter(re.findall(r"data saved to '([^']+)'", res.stdout + res.stderr))
+    assert saved, "the empty cache got no kernel: nothing was compiled, or numba's debug output changed"
+    assert [path for path, n in saved.items() if n > 1] == []
+    manifest = runner.read_manifest(out)
+    assert manifest["status"] == "complete" and manifest["runs"][-1]["scheduler"] == "processes"

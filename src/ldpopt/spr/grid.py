@@ -36,7 +36,7 @@ from ldpopt.spr.reduction import _Prefix, _reduce
 from ldpopt.spr.reference import _dp_readable
 from ldpopt.spr.solve import _compiled, _partition_value, _solve_power_far
 
-__all__ = ["SweepParts", "SweepResult", "size_class", "sweep", "sweep_parts"]
+__all__ = ["SweepParts", "SweepResult", "size_class", "sweep", "sweep_parts", "table_path_pairs"]
 
 #: the progress bar appears once a sweep has run this long (seconds) with ``progress=None``
 PROGRESS_DELAY = 2.0
@@ -501,10 +501,24 @@ def _cut_lists(b: np.ndarray, nbs: np.ndarray, order: np.ndarray) -> list:
     return out
 
 
+def table_path_pairs(k: int, num_eps: int) -> int:
+    """The most pairs a :func:`sweep` of a built-in divergence (Chernoff information aside: its
+    own solver) at ``num_eps`` privacy levels solves by the table path, cell by cell with the
+    single solver's small kernels, when its largest pair has ``k`` reduced symbols: at most
+    ``SMALL_SWEEP_WORK`` cells x k^2, and none above ``k = 1024`` (the table path's limit).  A
+    sweep of more pairs takes the batched kernels.  The results are the same either way; the
+    compiled kernels differ (``ldpopt.sweeps.chunks.warmup_task`` loads the ones its chunks use).
+    """
+    k = check_positive_int(k, "k")
+    num_eps = check_positive_int(num_eps, "num_eps")
+    if k > _policy.USER_TABLE_MAX_K:
+        return 0
+    return SMALL_SWEEP_WORK // (num_eps * k * k)
+
+
 def _small(reds, E: int) -> bool:
     """True for a sweep of at most ``SMALL_SWEEP_WORK`` cells x k^2 (every k <= the table path's)."""
-    kmax = max(r.k for r in reds)
-    return kmax <= _policy.USER_TABLE_MAX_K and len(reds) * E * kmax * kmax <= SMALL_SWEEP_WORK
+    return len(reds) <= table_path_pairs(max(r.k for r in reds), E)
 
 
 def _sweep_small(reds, ls, grid, div, keep_bounds, progress=False):

@@ -36,7 +36,7 @@ from ldpopt.divergences import (
     is_chernoff,
     renyi_value,
 )
-from ldpopt.spr.grid import size_class, sweep
+from ldpopt.spr.grid import size_class, sweep, table_path_pairs
 from ldpopt.spr.kov import kov_lp
 from ldpopt.sweeps.config import InstanceSpec, SweepConfig, dirichlet_pair
 from ldpopt.sweeps.store import FEATURE, SCHEMA
@@ -600,30 +600,104 @@ def make_tasks(cfg: SweepConfig, ipc: int, faults: tuple = (), in_worker: bool =
     return tasks
 
 
+#: the two ways :func:`ldpopt.spr.grid.sweep` solves a chunk's instances of one alphabet size
+#: (:func:`ldpopt.spr.grid.table_path_pairs`): cell by cell by the table path (the single
+#: solver's small kernels) or by the batched kernels
+_TABLE, _BATCHED = "table", "batched"
+
+
+def _paths_by_k(cfg: SweepConfig, ipc: int) -> dict[int, set[str]]:
+    """The paths the chunks (``ipc`` instances each) take, per alphabet size.
+
+    A chunk solves its instances of one alphabet size k in one :func:`ldpopt.spr.grid.sweep` per
+    divergence and budget (:func:`compute_chunk`), by the table path when they are at most
+    ``table_path_pairs(k, E)``.  The instance's alphabet size stands for its reduced one (which
+    the sweep counts): they are equal unless symbols share a likelihood ratio or have
+    probability 0 under both distributions (a Dirichlet draw: almost never).
+    """
+    sizes, size_of = np.unique(np.asarray(cfg.instances.ks, dtype=np.int64), return_inverse=True)
+    # the instances of each (chunk, alphabet size)
+    keys, counts = np.unique(
+        (np.arange(size_of.shape[0]) // ipc) * sizes.shape[0] + size_of, return_counts=True
+    )
+    which = keys % sizes.shape[0]
+    E = len(cfg.eps)
+    table = counts <= np.array([table_path_pairs(k, E) for k in sizes.tolist()])[which]
+    n_table = np.bincount(which[table], minlength=sizes.shape[0])
+    n_batched = np.bincount(which[~table], minlength=sizes.shape[0])
+    return {
+        k: {path for path, n in ((_TABLE, nt), (_BATCHED, nb)) if n}
+        for k, nt, nb in zip(sizes.tolist(), n_table.tolist(), n_batched.tolist(), strict=True)
+    }
+
+
+def _warm_groups(cfg: SweepConfig, ipc: int) -> list[tuple[int, str]]:
+    """(alphabet size, path) of the warm-up's sweeps: for each size class and each path some
+    chunk's sweep of an alphabet of that class takes, the smallest and the largest such alphabet."""
+    members: dict[tuple[int, str], list[int]] = {}
+    for k, paths in _paths_by_k(cfg, ipc).items():
+        for path in paths:
+            members.setdefault((size_class(k), path), []).append(k)
+    return sorted({(k, path) for (_, path), ks in members.items() for k in (min(ks), max(ks))})
+
+
+def _padded(pair: tuple, width: int) -> tuple:
+    """``pair`` with symbols of probability 0 under both distributions appended up to ``width``
+    symbols: the likelihood-ratio reduction drops them, so it is solved as the same reduced
+    instance (the same kernels), but :func:`compute_chunk` solves it apart from the instances of
+    its own alphabet size."""
+    u, v = pair
+    pad = np.zeros(width - u.shape[0])
+    return np.concatenate([u, pad]), np.concatenate([v, pad])
+
+
 def warmup_task(cfg: SweepConfig) -> ChunkTask:
-    """A small task that runs every compiled code path the sweep's chunks run: for each size class
-    of alphabets (:func:`ldpopt.spr.grid.size_class`: the batched kernel is compiled with the
-    parts of the solver the class needs), its instances of the smallest and the largest alphabet,
-    at every eps, divergence and budget (the baselines too, except the KOV LP, which compiles
-    nothing): whether a budget can bind grows with the alphabet, so the two ends of a class take
-    every variant its instances take.  Run once in the driver before the workers start, it fills
-    the on-disk numba cache that the workers then load (they never compile)."""
+    """A small task that runs every compiled code path the sweep's chunks run.  Run once in the
+    driver before the workers start, it fills the on-disk numba cache that the workers then load
+    (they never compile).
+
+    A chunk's instances of one alphabet size k are solved together by
+    :func:`ldpopt.spr.grid.sweep`, by the table path (the single solver's small kernels) when
+    they are few (:func:`ldpopt.spr.grid.table_path_pairs`), else by the batched kernels, compiled
+    with the parts of the solver the size class of k needs (:func:`ldpopt.spr.grid.size_class`).
+    So for each size class and each path the chunks (:func:`plan_chunks`) take for alphabets of
+    that class, the task solves the smallest and the largest of those alphabets by that path:
+    one instance for the table path, for the batched one just enough instances of that size to
+    take it (``table_path_pairs(k, E) + 1``: one for the usual grids of tens of eps values or
+    more, never more than a chunk holds).  Whether a budget can bind grows with the alphabet,
+    so the two ends take every variant the class's alphabets take.  An alphabet size both paths
+    need has its table-path instance padded with symbols of probability 0 (:func:`_padded`), a
+    size of its own in the task.  Every eps, divergence and budget is run, and the baselines but
+    the KOV LP (which compiles nothing).
+    """
     inst = cfg.instances
     ks = np.asarray(inst.ks)
-    classes = np.array([size_class(int(k)) for k in ks.tolist()])
-    chosen: set[int] = set()
-    for cls in np.unique(classes).tolist():
-        members = np.flatnonzero(classes == cls)
-        chosen |= {int(members[np.argmin(ks[members])]), int(members[np.argmax(ks[members])])}
-    picks = sorted(chosen)
-    pairs = tuple(p for i in picks for p in inst.get(i, i + 1))
+    groups = _warm_groups(cfg, plan_chunks(cfg))
+    E = len(cfg.eps)
+    picks: set[int] = set()
+    for k, path in groups:
+        count = 1 if path == _TABLE else table_path_pairs(k, E) + 1
+        picks |= set(np.flatnonzero(ks == k)[:count].tolist())
+    order = sorted(picks)
+    ids = [inst.ids[i] for i in order]
+    pairs = [p for i in order for p in inst.get(i, i + 1)]
+    sizes = {k for k, _ in groups}
+    for k, path in groups:
+        if path == _TABLE and (k, _BATCHED) in groups:
+            i = int(np.flatnonzero(ks == k)[0])
+            width = k + 1
+            while width in sizes:  # a size no other instance of the task has
+                width += 1
+            sizes.add(width)
+            ids.append(f"{inst.ids[i]}+padded")
+            pairs.append(_padded(inst.get(i, i + 1)[0], width))
     return ChunkTask(
         chunk_id=-1,
         start=0,
-        stop=len(picks),
-        ids=tuple(inst.ids[i] for i in picks),
+        stop=len(pairs),
+        ids=tuple(ids),
         spec=inst.spec,
-        pairs=pairs,
+        pairs=tuple(pairs),
         eps=cfg.eps,
         divergences=cfg.divergences,
         budgets=cfg.budgets,
