@@ -33,6 +33,7 @@ from _valuebounds import (
     transform_bound,
     utility_bound,
 )
+from ldpopt import _validation as ldpopt_validation
 from ldpopt.errors import LdpoptWarning
 from ldpopt.spr import grid as spr_grid
 from ldpopt.spr.reduction import likelihood_ratio_reduction
@@ -788,6 +789,51 @@ def test_argument_validation(tmp_path):
     with pytest.raises(ValueError, match="max_rows_in_memory must be an integer >= 0"):
         runner.run_sweep(GRID, tmp_path, scheduler="inline", max_rows_in_memory=1.5)
     assert ldpopt.run_sweep is runner.run_sweep
+
+
+def test_optimum_baselines_and_input_divergence_see_the_same_distributions(monkeypatch):
+    """A chunk renormalises each pair once, by the rule every solver applies: the optimum (solved
+    by ``ldpopt.sweep`` from the raw pairs), the baselines and the input divergence all see the
+    same arrays.  Renormalising twice is not the identity: 4 of these 50 draws move by an ulp on
+    a second pass, so a chunk that renormalised before calling the solver would fail here."""
+    cfg = parse_config(
+        {
+            "instances": {"generator": "dirichlet", "k": 6, "trials": 50, "seed": 1},
+            "grid": {"eps": [1.0], "divergences": ["kl"], "baselines": ["binary"]},
+            "run": {"instances_per_chunk": 50},
+        }
+    )
+    raw = [dirichlet_pair(cfg.instances.spec, i) for i in range(50)]
+    once = [ldpopt_validation.check_distribution_pair(u, v) for u, v in raw]
+    twice = [ldpopt_validation.check_distribution_pair(u, v) for u, v in once]
+    moved = [i for i, (a, b) in enumerate(zip(once, twice, strict=True)) if not np.array_equal(a, b)]
+    assert len(moved) >= 2, moved  # the instance set exercises the case
+
+    solver_saw, baseline_saw = [], []
+    real_sweep, real_binary = chunks.sweep, chunks._BASELINE_FUNCS["binary"]
+
+    def sweep_spy(p0s, p1s, *args, **kwargs):
+        res = real_sweep(p0s, p1s, *args, **kwargs)
+        # what the solver solved: its rows as ldpopt.sweep validates them (it keeps no copy)
+        check = ldpopt_validation.check_distribution_pair
+        solver_saw.extend(check(a, b) for a, b in zip(p0s, p1s, strict=True))
+        inputs.extend(res.input_divergence.tolist())
+        return res
+
+    def binary_spy(u, v, *args):
+        baseline_saw.append((u, v))
+        return real_binary(u, v, *args)
+
+    inputs: list[float] = []
+    monkeypatch.setattr(chunks, "sweep", sweep_spy)
+    monkeypatch.setitem(chunks._BASELINE_FUNCS, "binary", binary_spy)
+    (task,) = chunks.make_tasks(cfg, chunks.plan_chunks(cfg))
+    chunks.compute_chunk(task)
+    assert len(solver_saw) == len(baseline_saw) == 50
+    for i in range(50):
+        for a, b in zip(solver_saw[i] + baseline_saw[i], once[i] + once[i], strict=True):
+            assert a.tobytes() == b.tobytes(), i
+        assert inputs[i] == ldpopt.f_divergence(*raw[i], "kl")  # which renormalises raw once
 
 
 def test_rows_of_one_symbol_instances_are_zero_and_unnormalised(tmp_path):

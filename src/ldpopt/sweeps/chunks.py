@@ -393,9 +393,12 @@ def _groups(task: ChunkTask) -> list[tuple[int, str, int]]:
     return groups
 
 
-def _solve_optimal(pairs, by_k: dict, eps: np.ndarray, name: str, budget: int, cells: _Cells, g: int) -> list:
+def _solve_optimal(
+    pairs, by_k: dict, eps: np.ndarray, name: str, budget: int, cells: _Cells, g: int, inputs: np.ndarray
+) -> list:
     """Optimal values of group ``g`` for all pairs, one batched :func:`ldpopt.sweep` per alphabet
-    size; returns the partitions as (alphabet size, positions, partitions) per batch."""
+    size, and their input divergences into ``inputs``; returns the partitions as (alphabet size,
+    positions, partitions) per batch."""
     results = []
     for k, pos in by_k.items():
         res = sweep(
@@ -409,6 +412,7 @@ def _solve_optimal(pairs, by_k: dict, eps: np.ndarray, name: str, budget: int, c
         )
         cells.values[pos, g, :] = np.asarray(res.values, dtype=float)
         cells.num_outputs[pos, g, :] = np.asarray(res.num_outputs, dtype=np.int64)
+        inputs[pos] = res.input_divergence
         assert res.partitions is not None  # return_partitions=True
         results.append((k, pos, res.partitions))
     return results
@@ -482,14 +486,16 @@ def _table(task: ChunkTask, ks: np.ndarray, eps: np.ndarray, groups: list, input
 
 def compute_chunk(task: ChunkTask) -> tuple[Any, float, float]:
     """The rows of one chunk (a ``pyarrow.Table``), the seconds spent solving and building them."""
-    pairs = (
+    raw = (
         list(task.pairs)
         if task.pairs is not None
         else [dirichlet_pair(task.spec, i) for i in range(task.start, task.stop)]
     )
-    # renormalised exactly as every solver does (a Dirichlet draw sums to 1 only to rounding):
-    # the input divergence, the baselines and the optimum then see the same distributions
-    pairs = [check_distribution_pair(u, v, names=("p0", "p1")) for u, v in pairs]
+    # the optimum is solved from the raw pairs, which ``ldpopt.sweep`` renormalises (a Dirichlet
+    # draw sums to 1 only to rounding) and whose input divergence it reports; the baselines see
+    # the same rule applied once to the same pairs, so all three see the same distributions (a
+    # second renormalisation of a renormalised pair could move it by an ulp)
+    pairs = [check_distribution_pair(u, v, names=("p0", "p1")) for u, v in raw]
     eps = np.asarray(task.eps, dtype=float)
     groups = _groups(task)
     n, E = len(pairs), len(task.eps)
@@ -504,9 +510,7 @@ def compute_chunk(task: ChunkTask) -> tuple[Any, float, float]:
         div = get_divergence(name)
         t0 = time.perf_counter()
         if mech == "optimal":
-            if budget == task.budgets[0]:
-                inputs[:, di] = [div(u, v) for u, v in pairs]
-            results = _solve_optimal(pairs, by_k, eps, name, budget, cells, g)
+            results = _solve_optimal(raw, by_k, eps, name, budget, cells, g, inputs[:, di])
             dt = time.perf_counter() - t0
             t1 = time.perf_counter()
             _store_partitions(results, cells, g)
