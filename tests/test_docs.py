@@ -1,0 +1,150 @@
+"""The Python examples of README.md and docs/*.md run, and the numbers they show are what they print.
+
+Each file's ```python blocks run in order in one namespace (a later block continues an earlier
+one), in a temporary directory.  A line ``expression  # 0.0820, 0.0459`` states the value of the
+expression: when the comment starts with as many numbers as the value has, each is compared to
+the number shown, to half a unit of its last digit.  A comment that starts with a number but
+describes rather than states the value is listed in ``DESCRIPTIVE``; every other one is compared.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCK = re.compile(r"```python\n(.*?)```", re.S)
+
+#: blocks that are not run, by their first line, and why
+NOT_RUN = {
+    # the dicts elide their other entries with `...` (a sketch of the workflow, not a program)
+    ("deployment.md", 'p0 = {"page_view": 0.31, "search": 0.14, "checkout": 0.06, "gift_card": 0.01, ...}'),
+    # the generator's description: seed, k and T are the reader's (the test of the figures runs it)
+    ("experiments.md", "rng = numpy.random.default_rng(seed)"),
+    # reads the study.toml of the reader and runs a sweep (tests/sweeps runs the same call)
+    ("sweeps.md", 'df = ldpopt.run_sweep("study.toml", "runs/study")'),
+}
+#: blocks run only with the slow tests (a paper reproduction of ~26 s on 2 cores)
+SLOW = {("experiments.md", "from ldpopt import experiments, plots")}
+#: comments that start with a number but do not state the value of their line
+DESCRIPTIVE = {
+    "res.status, res.success, res.message",  # "0 / True when optimal"
+    "jr.points, jr.labels, jr.is_extreme, jr.hull",  # "10 candidates, 6 extreme, hexagon"
+    'meas("gift_card_purchase")',  # "0 or 1": a random report
+}
+NUMBER = re.compile(r"\s*(-?\d+(?:\.\d*)?(?:e-?\d+)?)\s*(?:,|$|(?=\S))")
+
+
+def _blocks(path: Path) -> list[str]:
+    return BLOCK.findall(path.read_text())
+
+
+def _first_code_line(block: str) -> str:
+    """The block's first line that is not an import, without its comment (its key in NOT_RUN)."""
+    line = next(line for line in block.splitlines() if line.strip() and not line.startswith("import "))
+    return line.split("  #")[0].rstrip()
+
+
+def _stated_numbers(comment: str) -> list[str]:
+    """The numbers a comment starts with: ``"0.0820, 0.0459 (both)"`` -> ["0.0820", "0.0459"]."""
+    out, pos = [], 0
+    while (m := NUMBER.match(comment, pos)) is not None:
+        out.append(m.group(1))
+        pos = m.end()
+        if pos < len(comment) and comment[pos - 1] != ",":
+            break
+    return out
+
+
+def _numbers_of(value) -> list[float] | None:
+    """The numbers of a value (a number, a tuple or an array of them); None for anything else."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return [float(value)]
+    if isinstance(value, (tuple, list, np.ndarray)):
+        parts = [_numbers_of(v) for v in value]
+        if any(p is None for p in parts):
+            return None
+        return [x for p in parts for x in p]  # type: ignore[union-attr]
+    return None
+
+
+def _run(block: str, namespace: dict, stated: list) -> None:
+    """Run the statements of ``block``; the value of every ``expr  # numbers`` line is kept."""
+    lines = block.splitlines()
+    for node in ast.parse(block).body:
+        code = compile(ast.Module(body=[node], type_ignores=[]), "<doc>", "exec")
+        line = lines[node.lineno - 1]
+        if isinstance(node, ast.Expr) and "  # " in line and node.end_lineno == node.lineno:
+            expr, comment = line.split("  # ", 1)
+            value = eval(compile(ast.Expression(node.value), "<doc>", "eval"), namespace)
+            numbers = _stated_numbers(comment)
+            if numbers:
+                stated.append((expr.strip(), numbers, value))
+        else:
+            exec(code, namespace)
+
+
+def _runnable(path: Path) -> list[str]:
+    return [b for b in _blocks(path) if (path.name, _first_code_line(b)) not in NOT_RUN]
+
+
+def _cases():
+    for path in DOCS:
+        blocks = _runnable(path)
+        if not blocks:
+            continue
+        marks = [pytest.mark.slow] if any((path.name, _first_code_line(b)) in SLOW for b in blocks) else []
+        yield pytest.param(path, id=path.name, marks=marks)
+
+
+def _check_stated(stated: list) -> int:
+    compared = 0
+    for expr, numbers, value in stated:
+        got = _numbers_of(value)
+        if expr in DESCRIPTIVE:
+            continue
+        assert got is not None and len(got) == len(numbers), (expr, numbers, value)
+        for shown, x in zip(numbers, got, strict=True):
+            decimals = len(shown.split(".")[1]) if "." in shown and "e" not in shown else 0
+            assert abs(x - float(shown)) <= 0.5 * 10.0**-decimals, (expr, shown, x)
+            compared += 1
+    return compared
+
+
+@pytest.mark.parametrize("path", list(_cases()))
+def test_doc_examples_run_and_show_what_they_print(path, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {"__name__": "__doc_example__"}
+    stated: list = []
+    for block in _runnable(path):
+        _run(block, namespace, stated)
+    _check_stated(stated)
+
+
+def test_every_exclusion_names_a_block_that_exists():
+    firsts = {(p.name, _first_code_line(b)) for p in DOCS for b in _blocks(p)}
+    assert NOT_RUN <= firsts and SLOW <= firsts
+    lines = {line.split("  # ")[0].strip() for p in DOCS for b in _blocks(p) for line in b.splitlines()}
+    assert DESCRIPTIVE <= lines
+
+
+def test_stated_values_are_compared_and_a_wrong_one_fails():
+    assert _stated_numbers("0.0820, 0.0459, 0.1188 (both ends closed)") == ["0.0820", "0.0459", "0.1188"]
+    assert _stated_numbers("5.917: eps0 for a central 0.5") == ["5.917"]
+    assert _stated_numbers("the guarantee") == []
+    assert _check_stated([("x", ["0.0820", "1"], (0.08204, 1))]) == 2
+    with pytest.raises(AssertionError):
+        _check_stated([("x", ["0.0820"], 0.0826)])
+    with pytest.raises(AssertionError):  # a count that does not match is not silently skipped
+        _check_stated([("x", ["0.0820"], (0.082, 0.5))])
+    ns: dict = {}
+    stated: list = []
+    _run("a = 2\na / 4  # 0.5\n", ns, stated)
+    assert _check_stated(stated) == 1
