@@ -110,3 +110,30 @@ def test_version_from_package_metadata():
     assert r.stdout.strip() == f"ldpopt {expected}"
     h = subprocess.run([sys.executable, "-m", "ldpopt", "-h"], capture_output=True, text=True, timeout=60)
     assert h.returncode == 0 and "Usage" in h.stdout
+
+
+PAIR = ["--p0", "0.1,0.9", "--p1", "0.5,0.5"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["design", *PAIR, "--eps", "1", "--bogus"], "No such option: --bogus"),
+        (["design", *PAIR, "--eps", "abc"], "Invalid value for '--eps'"),
+        (["decide", "problem.json"], "Missing option '--eps'"),
+        (["sweep"], "Missing argument 'config'"),
+        (["no-such-command"], "No such command 'no-such-command'"),
+    ],
+)
+def test_usage_errors_are_one_line_with_status_2(args, message, tmp_path):
+    """A bad option, value or command is bad input like any other: one line naming it and where
+    the command's help is, exit status 2, nothing on stdout (not click's usage block)."""
+    r = subprocess.run(
+        [sys.executable, "-m", "ldpopt", *args], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert r.returncode == 2, r.stderr
+    assert r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], r.stderr
+    command = "ldpopt" if args[0] == "no-such-command" else f"ldpopt {args[0]}"
+    assert lines[0].endswith(f"(see '{command} -h')"), r.stderr

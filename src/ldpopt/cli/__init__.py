@@ -13,6 +13,8 @@ import gc
 import os
 import sys
 
+import typer
+
 from ldpopt.cli import certify, decide, deploy, design, estimate, reproduce, studio, sweep, warmup
 from ldpopt.cli._common import app, command, err_console
 
@@ -24,8 +26,14 @@ def main() -> None:  # pragma: no cover - exercised through the console script
     """Console-script entry point."""
     try:
         args = sys.argv[1:]
-        command(help_requested=not args or "-h" in args or "--help" in args)(prog_name="ldpopt")
-    except KeyboardInterrupt:
+        group = command(help_requested=not args or "-h" in args or "--help" in args)
+        if not args:  # bare `ldpopt`: the help on stdout, status 2, as click shows it
+            group(args=[], prog_name="ldpopt")
+        # not standalone: a usage error comes here instead of click's multi-line usage block
+        code = group.main(args=args, prog_name="ldpopt", standalone_mode=False)
+    except typer.TyperException as exc:  # click's errors (a bad option or value: status 2)
+        sys.exit(_click_error(exc))
+    except (KeyboardInterrupt, typer.Abort):
         err_console.print("interrupted")
         sys.exit(130)
     except Exception as exc:  # the safety net: a one-line error, never a traceback
@@ -38,8 +46,22 @@ def main() -> None:  # pragma: no cover - exercised through the console script
             soft_wrap=True,
         )
         sys.exit(1)
+    else:
+        # a command's typer.Exit(n) comes back as n; a command that returns ends with status 0
+        sys.exit(code if isinstance(code, int) and not isinstance(code, bool) else 0)
     finally:
         # the process ends here: leave the objects alive now out of the interpreter's last
         # garbage collection, which would tear numba's compiled-kernel objects down one by one
         # (0.4-1.5 s after any command that loaded a kernel)
         gc.freeze()
+
+
+def _click_error(exc: typer.TyperException) -> int:
+    """Print an error of the command line's parser in one line (a usage error with where to find
+    the command's help) and return its exit status."""
+    text = f"error: {exc.format_message()}"
+    if exc.exit_code == 2:  # a usage error: it knows its command
+        ctx = getattr(exc, "ctx", None)
+        text += f" (see '{getattr(ctx, 'command_path', 'ldpopt')} -h')"
+    err_console.print(" ".join(text.split()), markup=False, highlight=False, soft_wrap=True)
+    return exc.exit_code
