@@ -87,6 +87,17 @@ def test_compare_writes_a_certificate_that_verifies(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps(cert))
     b = run("verify-certificate", "bad.json", cwd=tmp_path)
     assert b.returncode == 1 and "invalid" in b.stdout
+    # the verdict as JSON: on stdout alone with --json - (the messages go to stderr), or a file
+    vj = run("verify-certificate", "cert.json", "--json", "-", cwd=tmp_path)
+    assert vj.returncode == 0 and "valid" in vj.stderr
+    verdict = strict(vj.stdout)
+    assert verdict["valid"] is True and verdict["problems"] == [] and verdict["residual"] <= 1e-12
+    assert verdict["num_components"] == len(cert["weights"])
+    bj = run("verify-certificate", "bad.json", "--json", "bad_verdict.json", cwd=tmp_path)
+    assert bj.returncode == 1 and "invalid" in bj.stdout
+    bad_verdict = strict((tmp_path / "bad_verdict.json").read_text())
+    assert bad_verdict["valid"] is False and len(bad_verdict["problems"]) >= 1
+    assert all(f"invalid: {p}" in " ".join(bj.stdout.split()) for p in bad_verdict["problems"])
     (tmp_path / "junk.json").write_text('{"format": "ldpopt.spr_certificate", "eps": 1}')
     j = run("verify-certificate", "junk.json", cwd=tmp_path)
     assert j.returncode == 2 and j.stderr.strip().count("\n") == 0 and "missing key" in j.stderr

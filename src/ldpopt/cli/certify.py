@@ -132,6 +132,8 @@ def verify_cmd(
     certificate: Path = typer.Argument(
         ..., help="Certificate file (JSON, as written by 'ldpopt compare --json')."
     ),
+    *,
+    json_out: Path | None = JsonOpt,
 ) -> None:
     """Re-check a dominance certificate with matrix products alone (exit 1 when it does not hold)."""
     from ldpopt.spr.certificates import verify_certificate
@@ -150,12 +152,24 @@ def verify_cmd(
         check = verify_certificate(doc)
     except (ValueError, TypeError) as exc:
         fail(f"{certificate}: {exc}")
-    if check.valid:
-        console.print(
-            f"[green]valid:[/] {check.num_components} SPR mechanism(s), residual {check.residual:.3g} "
-            "(the mechanism's pair of output distributions is their convex combination)"
+    with report_to_stderr_if_json_on_stdout(json_out):
+        if check.valid:
+            console.print(
+                f"[green]valid:[/] {check.num_components} SPR mechanism(s), residual {check.residual:.3g} "
+                "(the mechanism's pair of output distributions is their convex combination)"
+            )
+        for problem in check.problems:
+            console.print(f"[red]invalid:[/] {problem}", highlight=False)
+    if json_out is not None:
+        write_json(
+            json_out,
+            {
+                "certificate": str(certificate),
+                "valid": check.valid,
+                "num_components": check.num_components,
+                "residual": check.residual,
+                "problems": list(check.problems),
+            },
         )
-        return
-    for problem in check.problems:
-        console.print(f"[red]invalid:[/] {problem}", highlight=False)
-    raise typer.Exit(1)
+    if not check.valid:
+        raise typer.Exit(1)
