@@ -12,6 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 import ldpopt
+from _errmodel import within
+from _valuebounds import fast_spr_err
 from ldpopt.cli import app
 from ldpopt.cli.design import DEMO_EVENTS
 
@@ -137,3 +139,52 @@ def test_usage_errors_are_one_line_with_status_2(args, message, tmp_path):
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], r.stderr
     command = "ldpopt" if args[0] == "no-such-command" else f"ldpopt {args[0]}"
     assert lines[0].endswith(f"(see '{command} -h')"), r.stderr
+
+
+#: the relative precision of every built-in divergence's value (README, "Design an optimal
+#: mechanism": measured <= 1e-14 against 60-digit arithmetic, stated as 2e-13)
+DOC_REL = 2e-13
+
+
+def test_demo_writes_its_designs_as_json(tmp_path):
+    """``ldpopt demo --json -``: stdout is the strict JSON alone (the tables go to stderr), with the
+    designs the tables show; each design is optimal for its own exponent."""
+    r = subprocess.run(
+        [sys.executable, "-m", "ldpopt", "demo", "--json", "-"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"non-strict JSON token {c}"))
+    assert "Designed for KL vs for Chernoff" in r.stderr
+    p0 = {k: v[0] for k, v in DEMO_EVENTS.items()}
+    p1 = {k: v[1] for k, v in DEMO_EVENTS.items()}
+    assert doc["p0"] == p0 and doc["p1"] == p1
+    u, v = np.array(list(p0.values())), np.array(list(p1.values()))
+    for d in doc["designs"]:
+        res = ldpopt.optimal_mechanism(p0, p1, d["eps"], "kl")
+        # the command may take another of the solver's paths (a fresh process): each is within
+        # fast_spr_err of the exact optimum
+        assert within(
+            "cli demo vs optimal_mechanism", d["value"], res.value, 2 * fast_spr_err(u, v, d["eps"], "kl")
+        )
+        assert d["num_outputs"] == res.num_outputs
+        # the matrix is the channel of the labelled partition it reports
+        mech = ldpopt.spr_mechanism(d["partition"], len(p0), d["eps"])
+        assert np.array_equal(mech.matrix, np.array(d["matrix"]))
+    assert doc["budget_3_eps_2"]["num_outputs"] <= 3
+    by_eps: dict = {}
+    for row in doc["kl_vs_chernoff"]:
+        by_eps.setdefault(row["eps"], {})[row["design"]] = row
+    assert sorted(by_eps) == sorted(d["eps"] for d in doc["designs"])
+    for eps, rows in by_eps.items():
+        kl, ch = rows["KL-optimal"], rows["Chernoff-optimal"]
+        # each design wins on its own exponent: the KL design's KL is the optimum (within its
+        # error bound, plus the channel evaluation's), and no mechanism's Chernoff information
+        # exceeds the Chernoff solver's certified upper bound
+        bound = fast_spr_err(u, v, eps, "kl") + DOC_REL * kl["kl"]
+        assert kl["kl"] >= ch["kl"] - bound, (eps, kl, ch)
+        certified = ldpopt.optimal_mechanism(p0, p1, eps, "chernoff").upper_bound
+        assert kl["chernoff"] <= certified * (1 + DOC_REL), (eps, kl, certified)

@@ -32,28 +32,38 @@ def print_certificate(res) -> None:
         )
 
 
-def print_chernoff_vs_kl(p0, p1, eps_values) -> None:
-    """A table per eps: the KL-optimal and the Chernoff-optimal design, both scored in Chernoff
+def chernoff_vs_kl(p0, p1, eps_values) -> list[dict]:
+    """Per eps, the KL-optimal and the Chernoff-optimal design, both scored in Chernoff
     information (the Bayes-error exponent) and in KL (the Stein exponent)."""
     import ldpopt
 
+    rows = []
+    for eps in eps_values:
+        for name, div in (("KL-optimal", "kl"), ("Chernoff-optimal", "chernoff")):
+            res = ldpopt.optimal_mechanism(p0, p1, eps, div)
+            assert res.mechanism is not None  # the SPR solvers always return their mechanism
+            c = ldpopt.chernoff_information(*res.mechanism.output_distributions(p0, p1))
+            rows.append(
+                {
+                    "eps": eps,
+                    "design": name,
+                    "num_outputs": res.num_outputs,
+                    "chernoff": c.value,
+                    "kl": res.mechanism.utility(p0, p1, "kl"),
+                    "lam": c.lam,
+                }
+            )
+    return rows
+
+
+def print_chernoff_vs_kl(rows: list[dict]) -> None:
+    """The rows of :func:`chernoff_vs_kl` as a table, with what the two exponents mean."""
     t = Table(title="Designed for KL vs for Chernoff (both errors weighted alike)")
     for col in ("eps", "design", "outputs", "Chernoff C", "KL", "lambda"):
         t.add_column(col, justify="left" if col == "design" else "right")
-    for eps in eps_values:
-        kl = ldpopt.optimal_mechanism(p0, p1, eps, "kl")
-        ch = ldpopt.optimal_mechanism(p0, p1, eps, "chernoff")
-        for name, res in (("KL-optimal", kl), ("Chernoff-optimal", ch)):
-            assert res.mechanism is not None  # the SPR solvers always return their mechanism
-            c = ldpopt.chernoff_information(*res.mechanism.output_distributions(p0, p1))
-            t.add_row(
-                f"{eps:g}",
-                name,
-                str(res.num_outputs),
-                fmt(c.value),
-                fmt(res.mechanism.utility(p0, p1, "kl")),
-                fmt(c.lam),
-            )
+    for r in rows:
+        numbers = (fmt(r["chernoff"]), fmt(r["kl"]), fmt(r["lam"]))
+        t.add_row(f"{r['eps']:g}", r["design"], str(r["num_outputs"]), *numbers)
     console.print(t)
     console.print(
         "KL is the Stein exponent (one error held fixed); the Chernoff information is the Bayes-error "

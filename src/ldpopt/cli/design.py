@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from ldpopt.cli import _robust
-from ldpopt.cli._chernoff import certificate_fields, print_certificate, print_chernoff_vs_kl
+from ldpopt.cli._chernoff import certificate_fields, chernoff_vs_kl, print_certificate, print_chernoff_vs_kl
 from ldpopt.cli._common import (
     FromOpt,
     JsonOpt,
@@ -188,30 +188,45 @@ def budget_note(res) -> str | None:
 @app.command()
 def demo(
     divergence: str = typer.Option("kl", "--divergence", help="Utility divergence."),
+    *,
+    json_out: Path | None = JsonOpt,
 ) -> None:
     """Design optimal mechanisms for an embedded fraud-detection example (normal vs fraudulent sessions)."""
     labels = list(DEMO_EVENTS)
     p0 = {k: v[0] for k, v in DEMO_EVENTS.items()}
     p1 = {k: v[1] for k, v in DEMO_EVENTS.items()}
-    console.rule("[bold]ldpopt demo: web-session events, normal (P0) vs fraudulent (P1)")
-    console.print(
-        f"{len(labels)} event categories; each session reports one event through an eps-LDP mechanism."
-    )
     try:
-        for eps in DEMO_EPS:
-            res, rows = _comparison_rows(p0, p1, eps, divergence, None)
-            console.rule(f"eps = {eps:g}")
+        designs = [_comparison_rows(p0, p1, eps, divergence, None) for eps in DEMO_EPS]
+        budget = solve(p0, p1, 2.0, divergence, max_outputs=3)
+        versus = chernoff_vs_kl(p0, p1, DEMO_EPS)
+    except (ValueError, TypeError) as exc:
+        fail(str(exc))
+    with report_to_stderr_if_json_on_stdout(json_out):
+        console.rule("[bold]ldpopt demo: web-session events, normal (P0) vs fraudulent (P1)")
+        console.print(
+            f"{len(labels)} event categories; each session reports one event through an eps-LDP mechanism."
+        )
+        for res, rows in designs:
+            console.rule(f"eps = {res.eps:g}")
             console.print(
                 partition_table(
                     res, f"Optimal partition ({res.num_outputs} outputs)", "events (likelihood-ratio order)"
                 )
             )
             _print_comparison(res, rows)
-        budget = solve(p0, p1, 2.0, divergence, max_outputs=3)
         console.print(
             f"With an output budget of 3 at eps = 2: value {fmt(budget.value)} "
             f"(normalised {fmt(budget.normalized_value)})."
         )
-        print_chernoff_vs_kl(p0, p1, DEMO_EPS)
-    except (ValueError, TypeError) as exc:
-        fail(str(exc))
+        print_chernoff_vs_kl(versus)
+    if json_out is not None:
+        write_json(
+            json_out,
+            {
+                "p0": p0,
+                "p1": p1,
+                "designs": [_result_dict(res, rows) for res, rows in designs],
+                "budget_3_eps_2": _result_dict(budget, []),
+                "kl_vs_chernoff": versus,
+            },
+        )
