@@ -27,7 +27,7 @@ def main() -> None:  # pragma: no cover - exercised through the console script
     try:
         args = sys.argv[1:]
         group = command(help_requested=not args or "-h" in args or "--help" in args)
-        if not args:  # bare `ldpopt`: the help on stdout, status 2, as click shows it
+        if not args:  # bare `ldpopt`: the help and status 2, as click shows them
             group(args=[], prog_name="ldpopt")
         # not standalone: a usage error comes here instead of click's multi-line usage block
         code = group.main(args=args, prog_name="ldpopt", standalone_mode=False)
