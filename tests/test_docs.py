@@ -3,7 +3,8 @@
 Each file's ```python blocks run in order in one namespace (a later block continues an earlier
 one), in a temporary directory.  A line ``expression  # 0.0820, 0.0459`` states the value of the
 expression: when the comment starts with as many numbers as the value has, each is compared to
-the number shown, to half a unit of its last digit.  A comment that starts with a number but
+the number shown, to half a unit of its last digit; a comment that is a string or boolean literal
+(``# 'rr_closed_form'``, ``# True``) is compared for equality.  A comment that starts with a number but
 describes rather than states the value is listed in ``DESCRIPTIVE``; every other one is compared.
 """
 
@@ -28,13 +29,13 @@ NOT_RUN = {
     ("experiments.md", "rng = numpy.random.default_rng(seed)"),
     # reads the study.toml of the reader and runs a sweep (tests/sweeps runs the same call)
     ("sweeps.md", 'df = ldpopt.run_sweep("study.toml", "runs/study")'),
+    # the full-size Figure 6 (~30 s on 2 cores); tests/experiments runs fig6, summary(),
+    # plot_utility_curves and save_figure at a reduced size
+    ("experiments.md", "from ldpopt import experiments, plots"),
 }
-#: blocks run only with the slow tests (a paper reproduction of ~26 s on 2 cores)
-SLOW = {("experiments.md", "from ldpopt import experiments, plots")}
 #: comments that start with a number but do not state the value of their line
 DESCRIPTIVE = {
     "res.status, res.success, res.message",  # "0 / True when optimal"
-    "jr.points, jr.labels, jr.is_extreme, jr.hull",  # "10 candidates, 6 extreme, hexagon"
     'meas("gift_card_purchase")',  # "0 or 1": a random report
 }
 NUMBER = re.compile(r"\s*(-?\d+(?:\.\d*)?(?:e-?\d+)?)\s*(?:,|$|(?=\S))")
@@ -59,6 +60,15 @@ def _stated_numbers(comment: str) -> list[str]:
         if pos < len(comment) and comment[pos - 1] != ",":
             break
     return out
+
+
+def _stated_literal(comment: str) -> str | bool | None:
+    """A comment that is a string or a boolean literal: ``"'rr_closed_form'"``, ``"True"``."""
+    try:
+        literal = ast.literal_eval(comment.strip())
+    except (ValueError, SyntaxError):
+        return None
+    return literal if isinstance(literal, (str, bool)) else None
 
 
 def _numbers_of(value) -> list[float] | None:
@@ -87,6 +97,8 @@ def _run(block: str, namespace: dict, stated: list) -> None:
             numbers = _stated_numbers(comment)
             if numbers:
                 stated.append((expr.strip(), numbers, value))
+            elif (literal := _stated_literal(comment)) is not None:
+                assert value == literal, (expr.strip(), literal, value)
         else:
             exec(code, namespace)
 
@@ -97,11 +109,8 @@ def _runnable(path: Path) -> list[str]:
 
 def _cases():
     for path in DOCS:
-        blocks = _runnable(path)
-        if not blocks:
-            continue
-        marks = [pytest.mark.slow] if any((path.name, _first_code_line(b)) in SLOW for b in blocks) else []
-        yield pytest.param(path, id=path.name, marks=marks)
+        if _runnable(path):
+            yield pytest.param(path, id=path.name)
 
 
 def _check_stated(stated: list) -> int:
@@ -130,7 +139,7 @@ def test_doc_examples_run_and_show_what_they_print(path, tmp_path, monkeypatch):
 
 def test_every_exclusion_names_a_block_that_exists():
     firsts = {(p.name, _first_code_line(b)) for p in DOCS for b in _blocks(p)}
-    assert NOT_RUN <= firsts and SLOW <= firsts
+    assert NOT_RUN <= firsts
     lines = {line.split("  # ")[0].strip() for p in DOCS for b in _blocks(p) for line in b.splitlines()}
     assert DESCRIPTIVE <= lines
 
@@ -148,3 +157,8 @@ def test_stated_values_are_compared_and_a_wrong_one_fails():
     stated: list = []
     _run("a = 2\na / 4  # 0.5\n", ns, stated)
     assert _check_stated(stated) == 1
+    _run("'x' + 'y'  # 'xy'\na == 2  # True\n", ns, stated)  # literals are compared as they run
+    with pytest.raises(AssertionError):
+        _run("'x'  # 'y'\n", ns, stated)
+    with pytest.raises(AssertionError):
+        _run("a == 3  # True\n", ns, stated)
