@@ -12,10 +12,16 @@ from __future__ import annotations
 
 import ast
 import re
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import typer
+
+from ldpopt import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -162,3 +168,65 @@ def test_stated_values_are_compared_and_a_wrong_one_fails():
         _run("'x'  # 'y'\n", ns, stated)
     with pytest.raises(AssertionError):
         _run("a == 3  # True\n", ns, stated)
+
+
+SHELL_BLOCK = re.compile(r"```(?:bash|console|sh)\n(.*?)```", re.S)
+#: ``ldpopt COMMAND ARGS`` up to the end of the line, a pipe, ``&&`` or a comment
+SHELL_CALL = re.compile(r"(?:^|[\s/])ldpopt ([a-z-]+)([^#|&\n]*)")
+
+
+def _shell_calls(text: str) -> list[tuple[str, list[str]]]:
+    """The ``ldpopt`` commands of the shell blocks of a doc: (command, its arguments)."""
+    calls = []
+    for block in SHELL_BLOCK.findall(text):
+        variables = dict(re.findall(r'^(\w+)="([^"]*)"$', block, re.M))
+        for line in block.splitlines():
+            for var, value in variables.items():
+                line = line.replace(f"${var}", value)
+            for command, args in SHELL_CALL.findall(line):
+                calls.append((command, args.split()))
+    return calls
+
+
+def test_the_shell_examples_name_commands_and_options_that_exist():
+    # the commands are run by hand (they write files, some start a server); here every command and
+    # option the docs' shell blocks show is one the command line accepts
+    commands = typer.main.get_command(cli.app).commands
+    calls = [(p.name, c, opts) for p in DOCS for c, opts in _shell_calls(p.read_text())]
+    assert len(calls) >= 20
+    for doc, command, args in calls:
+        assert command in commands, (doc, command)
+        cmd = commands[command]
+        if hasattr(cmd, "commands"):  # `ldpopt reproduce fig1 --out DIR`: the subcommand's options
+            assert args[0] in cmd.commands, (doc, command, args[0])
+            cmd = cmd.commands[args[0]]
+        known = {o for param in cmd.params for o in param.opts} | {"--help"}
+        opts = {a for a in args if a.startswith("--")}
+        assert opts <= known, (doc, command, opts - known)
+
+
+def test_shell_calls_are_parsed_with_their_options():
+    text = '```bash\nF="--p0 1 --eps 1"\nldpopt design $F --json - | python3  # --quick\n$ ldpopt demo\n```\n'
+    assert _shell_calls(text) == [("design", ["--p0", "1", "--eps", "1", "--json", "-"]), ("demo", [])]
+
+
+def _walkthroughs() -> list[str]:
+    """The shell walkthroughs (design, export, privatize, test, samplesize), each text once."""
+    blocks = {b for p in DOCS for b in SHELL_BLOCK.findall(p.read_text()) if "cat > counts.csv" in b}
+    return sorted(blocks)
+
+
+@pytest.mark.parametrize("block", _walkthroughs(), ids=lambda b: f"walkthrough{len(b)}")
+def test_the_shell_walkthrough_runs(block, tmp_path):
+    # `ldpopt` and `python3` are this interpreter's (`python -m ldpopt` is the same command line)
+    py = shlex.quote(sys.executable)
+    script = f'ldpopt() {{ {py} -m ldpopt "$@"; }}\npython3() {{ {py} "$@"; }}\n{block}'
+    run = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stderr and "error:" not in run.stderr, run.stderr
+    value = [line for line in run.stdout.splitlines() if re.fullmatch(r"[0-9.e-]+", line)]
+    assert len(value) == 1 and float(value[0]) > 0, run.stdout  # the design's value, from --json -
+    for name in ("M.json", "reports.csv", "test.json", "sizes.json"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    reports = (tmp_path / "reports.csv").read_text().splitlines()
+    assert reports[0] == "user_id,report" and len(reports) == 5  # the four sessions
