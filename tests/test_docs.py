@@ -188,26 +188,40 @@ def _shell_calls(text: str) -> list[tuple[str, list[str]]]:
     return calls
 
 
+def _prose_calls(text: str) -> list[tuple[str, list[str]]]:
+    """The ``ldpopt`` commands of the inline code of a doc's prose: `ldpopt compare M.json --json F`."""
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    spans = re.findall(r"`(ldpopt [a-z][^`]*)`", prose)
+    return [(command, args.split()) for span in spans for command, args in SHELL_CALL.findall(span)]
+
+
 def test_the_shell_examples_name_commands_and_options_that_exist():
     # the commands are run by hand (they write files, some start a server); here every command and
-    # option the docs' shell blocks show is one the command line accepts
+    # option the docs show, in shell blocks and in the prose, is one the command line accepts
     commands = typer.main.get_command(cli.app).commands
-    calls = [(p.name, c, opts) for p in DOCS for c, opts in _shell_calls(p.read_text())]
-    assert len(calls) >= 20
+    calls = [
+        (p.name, c, args)
+        for p in DOCS
+        for c, args in _shell_calls(p.read_text()) + _prose_calls(p.read_text())
+    ]
+    assert len(calls) >= 60
     for doc, command, args in calls:
         assert command in commands, (doc, command)
         cmd = commands[command]
-        if hasattr(cmd, "commands"):  # `ldpopt reproduce fig1 --out DIR`: the subcommand's options
+        # `ldpopt reproduce fig1 --out DIR`: the subcommand's options (`reproduce NAME`: a placeholder)
+        if hasattr(cmd, "commands") and args and args[0].islower():
             assert args[0] in cmd.commands, (doc, command, args[0])
             cmd = cmd.commands[args[0]]
         known = {o for param in cmd.params for o in param.opts} | {"--help"}
-        opts = {a for a in args if a.startswith("--")}
+        opts = {a.split("=")[0] for a in args if a.startswith("--")}
         assert opts <= known, (doc, command, opts - known)
 
 
 def test_shell_calls_are_parsed_with_their_options():
     text = '```bash\nF="--p0 1 --eps 1"\nldpopt design $F --json - | python3  # --quick\n$ ldpopt demo\n```\n'
     assert _shell_calls(text) == [("design", ["--p0", "1", "--eps", "1", "--json", "-"]), ("demo", [])]
+    prose = "Run `ldpopt warmup --path small` (or `ldpopt.warm_up()`), not\n```bash\nldpopt demo\n```\n"
+    assert _prose_calls(prose) == [("warmup", ["--path", "small"])]
 
 
 def _walkthroughs() -> list[str]:
