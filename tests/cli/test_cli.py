@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from importlib.metadata import version
@@ -188,3 +189,18 @@ def test_demo_writes_its_designs_as_json(tmp_path):
         assert kl["kl"] >= ch["kl"] - bound, (eps, kl, ch)
         certified = ldpopt.optimal_mechanism(p0, p1, eps, "chernoff").upper_bound
         assert kl["chernoff"] <= certified * (1 + DOC_REL), (eps, kl, certified)
+
+
+def test_demo_in_a_fresh_environment_compiles_nothing(tmp_path):
+    """``ldpopt demo`` is the Quickstart's first command: with an empty numba cache (a fresh
+    install) it answers from the readable solvers, the Chernoff comparison too, and compiles no
+    kernel (the compiled Chernoff search alone is ~13 kernels, 10-17 s on 2 cores)."""
+    cache = tmp_path / "numba-cache"
+    cache.mkdir()
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    r = subprocess.run(
+        [sys.executable, "-m", "ldpopt", "demo"], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert r.returncode == 0, r.stderr
+    assert "Designed for KL vs for Chernoff" in r.stdout
+    assert [p.name for p in cache.rglob("*.nbi")] == []
