@@ -17,10 +17,12 @@ import sys
 import numpy as np
 import pytest
 
+import ldpopt
 from _errmodel import within
 from _valuebounds import dinkelbach_slack, pair_bound
 from ldpopt._validation import check_distribution_pair
 from ldpopt.divergences import get_divergence
+from ldpopt.spr import _chernoff_kernels as CK
 from ldpopt.spr import _fast
 from ldpopt.spr.reduction import _reduce
 from ldpopt.spr.reference import spr_value
@@ -153,3 +155,70 @@ def test_auto_takes_the_table_path_where_the_pruned_kernels_are_not_wanted(monke
     monkeypatch.setattr(_fast, "PRUNED_PATH", "always")
     pruned = _fast.solve(red.p, red.q, 2.0, div, red.k)
     assert pruned == _fast.solve(red.p, red.q, 2.0, div, red.k, path="pruned")
+
+
+_CHERNOFF = """
+import json, sys
+import numpy as np
+from numba.core import event
+import ldpopt
+from ldpopt.spr import _chernoff_kernels as CK, _fast
+
+runs = []
+for k in (5, 60):
+    rng = np.random.default_rng(k)
+    p, q = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))
+    with event.install_recorder("numba:compile") as rec:
+        res = ldpopt.optimal_mechanism(p, q, 2.0, "chernoff")
+    ref = ldpopt.optimal_mechanism(p, q, 2.0, "chernoff", method="dp")
+    runs.append({
+        "search_compiled": bool(CK.sweep_pair.signatures),
+        "compiled": sum(1 for _, ev in rec.buffer if ev.is_start),
+        "charged": _fast._table_seconds,
+        "value": res.value, "upper_bound": res.upper_bound,
+        "ref_value": ref.value, "ref_upper_bound": ref.upper_bound,
+    })
+print(json.dumps(runs))
+"""
+
+
+def test_a_cold_chernoff_solve_takes_the_python_search_and_charges_the_ski_rental(tmp_path):
+    """With an empty numba cache the first Chernoff solves (k = 5, 60) do not compile the search
+    (~13 kernels, 10-17 s on 2 cores): the Python search over the compiled table solver answers,
+    its time counted towards the tier-up.  Each answer is certified: its value is below the
+    readable search's certified upper bound and the other way round."""
+    out = subprocess.run(
+        [sys.executable, "-c", _CHERNOFF], capture_output=True, text=True, check=True, env=_env(tmp_path)
+    )
+    runs = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not any(run["search_compiled"] for run in runs), runs
+    assert runs[0]["compiled"] > 0 and runs[1]["compiled"] == 0  # the table solver, compiled once
+    assert 0 < runs[0]["charged"] < runs[1]["charged"] < _fast.TIER_UP_SECONDS
+    for run in runs:
+        assert run["value"] <= run["ref_upper_bound"] and run["ref_value"] <= run["upper_bound"], run
+    assert not list(tmp_path.rglob("_chernoff_kernels*"))
+
+
+def test_the_chernoff_search_policy(monkeypatch):
+    """Cold (not compiled, not cached): the Python search up to COLD_SEARCH_MAX_K reduced symbols,
+    the compiled search above it, after the tier-up and whenever the policy says "always"."""
+    monkeypatch.setattr(_fast, "_ready", lambda kernels, code: False)
+    with _fast.pruned_path("ready"):
+        monkeypatch.setattr(_fast, "_table_seconds", 0.0)
+        assert not _fast.chernoff_search_ready(5)
+        assert not _fast.chernoff_search_ready(_fast.COLD_SEARCH_MAX_K)
+        assert _fast.chernoff_search_ready(_fast.COLD_SEARCH_MAX_K + 1)
+        monkeypatch.setattr(_fast, "_table_seconds", _fast.TIER_UP_SECONDS)
+        assert _fast.chernoff_search_ready(5)
+    with _fast.pruned_path("always"):
+        assert _fast.chernoff_search_ready(5)
+    with _fast.pruned_path("never"):
+        assert not _fast.chernoff_search_ready(_fast.COLD_SEARCH_MAX_K + 1)
+    monkeypatch.undo()
+    p, q = [0.04, 0.09, 0.22, 0.47, 0.18], [0.25, 0.49, 0.13, 0.10, 0.03]
+    with _fast.pruned_path("always"):  # compiles the search here (or loads it)
+        ldpopt.optimal_mechanism(p, q, 1.0, "chernoff")
+    assert CK.sweep_pair.signatures
+    with _fast.pruned_path("ready"):  # then it is ready in this process
+        monkeypatch.setattr(_fast, "_table_seconds", 0.0)
+        assert _fast.chernoff_search_ready(5)

@@ -32,6 +32,7 @@ import numpy as np
 
 from ldpopt._numerics import rescale
 from ldpopt.divergences import CODE_POWER_DOWN, CODE_POWER_UP, FDivergence, is_chernoff, perspective_array
+from ldpopt.spr import _chernoff_kernels as CK
 from ldpopt.spr import _kernels as K
 from ldpopt.spr import _policy, _small
 from ldpopt.spr._policy import METHOD_NAMES
@@ -129,7 +130,7 @@ def solve(p: np.ndarray, q: np.ndarray, eps: float, div: FDivergence, l: int, pa
         t0 = time.perf_counter()
         raw, bounds, code = _solve_table(p, q, k, l, int(div.code), float(div.param), c, A, lf)
         nb = len(bounds) - 1
-        _charge_table(time.perf_counter() - t0)
+        charge_table(time.perf_counter() - t0)
     else:
         raw, bounds, nb, code = _solve_pruned(p, q, k, l, int(div.code), float(div.param), c, A, lf)
     cuts = [(int(bounds[j]), int(bounds[j + 1])) for j in range(int(nb))]
@@ -255,12 +256,44 @@ def _ready(kernels, code: int) -> bool:
     return _on_disk[key]
 
 
+def kernels_ready(kernels) -> bool:
+    """Whether ``kernels`` ((specialised, shared) dispatchers, one object per set: its identity
+    keys what this process found) are compiled in this process or in numba's on-disk cache."""
+    return _ready(kernels, 0)
+
+
+def tiered_up() -> bool:
+    """Whether this process has spent ``TIER_UP_SECONDS`` on paths that stand in for kernels
+    that were not ready (ski rental: the next solve compiles them)."""
+    return _table_seconds >= TIER_UP_SECONDS
+
+
+#: while the compiled Chernoff search is neither compiled in this process nor in numba's on-disk
+#: cache, a single solve of at most this many reduced symbols takes the Python search over the
+#: compiled table solver instead (its kernels compile in ~1 s, the search's ~13 kernels in
+#: 10-17 s on 2 cores): measured 1-10 ms per solve up to k = 200 and ~0.25 s at k = 1000 on 2
+#: cores.  The time so spent counts towards TIER_UP_SECONDS, as the table path's does.
+COLD_SEARCH_MAX_K = 1000
+#: the compiled Chernoff search's entry point (the kernels it calls are linked into its entry)
+_SEARCH_KERNELS = ((), (CK.sweep_pair,))
+
+
+def chernoff_search_ready(k: int) -> bool:
+    """Whether the compiled Chernoff search answers a single solve of ``k`` reduced symbols now
+    (:data:`PRUNED_PATH`, :data:`COLD_SEARCH_MAX_K`, the ski rental of :func:`pruned_ready`)."""
+    if PRUNED_PATH != "ready":
+        return PRUNED_PATH == "always"
+    if k > COLD_SEARCH_MAX_K or _table_seconds >= TIER_UP_SECONDS:
+        return True
+    return _ready(_SEARCH_KERNELS, 0)
+
+
 def pruned_ready(k: int, code: int) -> bool:
     """Whether the pruned kernels answer a solve of ``k`` reduced symbols of the built-in
     divergence ``code`` now (see :data:`PRUNED_PATH`)."""
     if PRUNED_PATH != "ready":
         return PRUNED_PATH == "always"
-    if _table_seconds >= TIER_UP_SECONDS:
+    if tiered_up():
         return True
     return _ready(_SMALL_KERNELS if k <= K.SCORE_CACHE_MAX_K else _LARGE_KERNELS, code)
 
@@ -284,7 +317,7 @@ def cold_table(k: int, l: int) -> bool:
     return 8 * (k * (k + 1) // 2) + 16 * (rows + 1) * (k + 1) <= COLD_TABLE_MAX_BYTES
 
 
-def _charge_table(seconds: float) -> None:
+def charge_table(seconds: float) -> None:
     """Count ``seconds`` of the table path taken in place of pruned kernels (ski rental)."""
     global _table_seconds
     _table_seconds += seconds

@@ -393,12 +393,15 @@ def _table_solver(blocks: _Blocks, l: int, fast: bool):
     return lambda table: _dp_readable(dummy, dummy, blocks.eps, hellinger, l, table)
 
 
-def solve_reduced(p: np.ndarray, q: np.ndarray, eps: float, l: int, fast: bool = True) -> ChernoffSolution:
+def solve_reduced(
+    p: np.ndarray, q: np.ndarray, eps: float, l: int, fast: bool = True, compiled: bool = True
+) -> ChernoffSolution:
     """The certified Chernoff optimum over SPR mechanisms of a reduced instance with at most
-    ``l`` blocks (``fast``: the compiled table solver, else the readable program)."""
+    ``l`` blocks (``fast``: the compiled search where ``compiled``, else the Python search over
+    the compiled table solver; not ``fast``: the Python search over the readable program)."""
     p = np.ascontiguousarray(p, dtype=float)
     q = np.ascontiguousarray(q, dtype=float)
-    return _solve(_BlockSums(p, q), float(eps), l, fast)
+    return _solve(_BlockSums(p, q), float(eps), l, fast, compiled)
 
 
 def _solve(sums: _BlockSums, eps: float, l: int, fast: bool, compiled: bool = True) -> ChernoffSolution:

@@ -27,6 +27,7 @@ numba).
 from __future__ import annotations
 
 import math
+import time
 import types
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any
@@ -200,11 +201,26 @@ def optimal_mechanism(
     red = _reduce(u, v)
     l = red.k if l_user is None else min(l_user, red.k)
     if is_chernoff(div):
-        sol = chernoff.solve_reduced(red.p, red.q, eps, l, fast=method != "dp")
+        sol = _solve_chernoff(red, eps, l, fast)
         res = _build_result(red, sol.value, sol.cuts, eps, div, l_user, u, v, labels, "branch_and_bound")
         return replace(res, lam=sol.lam, upper_bound=sol.upper_bound)
     raw, cuts, used = _solve_reduced(red.p, red.q, eps, div, l, method)
     return _build_result(red, raw, cuts, eps, div, l_user, u, v, labels, used)
+
+
+def _solve_chernoff(red, eps: float, l: int, fast) -> chernoff.ChernoffSolution:
+    """The Chernoff search of a reduced instance: over the readable program (``fast`` None:
+    ``method="dp"``), else compiled where the compiled search is ready
+    (``_fast.chernoff_search_ready``), else in Python over the compiled table solver, whose time
+    is charged to the solve policy's ski rental."""
+    if fast is None:
+        return chernoff.solve_reduced(red.p, red.q, eps, l, fast=False)
+    if fast.chernoff_search_ready(red.k):
+        return chernoff.solve_reduced(red.p, red.q, eps, l)
+    t0 = time.perf_counter()
+    sol = chernoff.solve_reduced(red.p, red.q, eps, l, compiled=False)
+    fast.charge_table(time.perf_counter() - t0)
+    return sol
 
 
 def _small_result(small, u, v, eps, div, l_user, labels) -> OptimalMechanismResult:
