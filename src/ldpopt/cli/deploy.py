@@ -8,6 +8,7 @@ failed run never leaves a half-written file.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +158,8 @@ def _atomic_csv(path: Path, frame: Any, option: str) -> None:
 def _rng(seed: int | None):
     if seed is None:
         return None
+    if seed < 0:  # numpy's own message ("expected non-negative integer") names no option
+        fail(f"--seed must be >= 0, got {seed}")
     return np.random.default_rng(seed)
 
 
@@ -687,7 +690,7 @@ def _size_records(e: float, sizes: list[tuple[str, Any, Any]]) -> list[dict]:
     for name, mech, r in sizes:
         out.append(
             {
-                "eps": e,
+                "eps": e if math.isfinite(e) else "inf",  # as design writes it (JSON has no inf)
                 "mechanism": name,
                 "num_outputs": mech.num_outputs,
                 "n": None if r is None else r.n,
