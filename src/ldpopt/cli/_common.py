@@ -112,6 +112,30 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+#: exit status of an interrupted command (Ctrl-C; SIGTERM during a sweep)
+EXIT_INTERRUPTED = 130
+
+
+class _Interrupt:
+    """Whether the running command printed its own line for an interruption (see
+    :func:`interrupted`); typer turns a Ctrl-C that no command handled into a silent exit 130, after
+    which the entry point prints ``interrupted``."""
+
+    reported = False
+
+
+def interrupted(message: str) -> NoReturn:
+    """Print ``message``, the one line of an interrupted command, and exit 130."""
+    err_console.print(message, markup=False, highlight=False, soft_wrap=True)
+    _Interrupt.reported = True
+    raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def interrupt_reported() -> bool:
+    """True once a command has printed its line for an interruption (:func:`interrupted`)."""
+    return _Interrupt.reported
+
+
 def parse_distribution(text: str, name: str) -> Any:
     """``"0.5,0.3,0.2"`` -> array, ``"a=0.5,b=0.3,c=0.2"`` -> dict label -> prob (the grammar of
     :func:`ldpopt.deploy.pairs.parse_distribution_text`); a problem is a one-line error (exit 2)."""
