@@ -164,8 +164,9 @@ JsonOpt: Any = typer.Option(
 )
 
 
-#: a numpy scalar's repr in a message ("np.float64(0.6)") and the number inside it
-_NUMPY_REPR = re.compile(r"\bnp\.(?:float|int|uint|bool|complex)\w*\(([^()]*)\)")
+#: a numpy scalar's repr in a message ("np.float64(0.6)") and the number inside it; not one
+#: right after a quote, which is the user's own text quoted back ("'np.float64(0.5)' is not a number")
+_NUMPY_REPR = re.compile(r"(?<!['\"])\bnp\.(?:float|int|uint|bool|complex)\w*\(([^()]*)\)")
 
 
 def _to_cli(message: str, options: Mapping[str, str] | None = None) -> str:
