@@ -103,12 +103,14 @@ console = _Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
 
-def fail(message: str, code: int = 2) -> NoReturn:
-    """Print a one-line error and exit non-zero (no traceback)."""
+def fail(message: str, code: int = 2, *, verbatim: bool = False) -> NoReturn:
+    """Print a one-line error and exit non-zero (no traceback); ``verbatim``: the message is the
+    user's own text quoted back, printed as it is (not through :func:`_to_cli`)."""
     from rich.markup import escape
 
+    text = message if verbatim else _to_cli(message)
     # messages quote user input ("[instances]", "[1, 2]"): never let rich read them as markup
-    err_console.print(f"[bold red]error:[/] {escape(_to_cli(message))}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(text)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -144,7 +146,7 @@ def parse_distribution(text: str, name: str) -> Any:
     try:
         return parse_distribution_text(text, f"--{name}")
     except (ValueError, TypeError) as exc:
-        fail(str(exc))
+        fail(str(exc), verbatim=True)  # it quotes what was typed ("'np.int64(1)' is not a number")
 
 
 # Options shared by every command that takes P0 and P1 or writes a result (typer reads these
