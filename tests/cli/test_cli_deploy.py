@@ -314,3 +314,19 @@ def test_samplesize_json_writes_an_infinite_eps_as_design_does():
     p0, p1 = [0.5, 0.3, 0.2], [0.2, 0.3, 0.5]
     identity = ldpopt.optimal_mechanism(p0, p1, math.inf, method="dp").mechanism
     assert rows[3]["n"] == sample_size(identity, p0, p1, 0.05, 0.05).n
+
+
+def test_export_refuses_two_documents_on_stdout_and_writes_one_alone(tmp_path):
+    """--output - and --json - would write two JSON documents one after the other (which parse as
+    neither): a one-line error, exit 2, nothing written. --output - alone: the mechanism file."""
+    pair = ("--p0", "0.5,0.3,0.2", "--p1", "0.2,0.3,0.5", "--eps", "1")
+    r = run_process("export", *pair, "--output", "-", "--json", "-")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == (
+        "error: --output and --json both name standard output ('-'); give a file for all but one"
+    )
+    r = run_process("export", *pair, "--output", "-")
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "m.json").write_text(r.stdout)
+    assert load_mechanism(tmp_path / "m.json").mechanism.num_inputs == 3
+    assert "wrote" not in r.stderr

@@ -353,6 +353,14 @@ def write_json(path: Path, payload: dict, *, announce: bool = True) -> None:
         console.print(f"wrote {path}")
 
 
+def one_stdout(outputs: Mapping[str, Path | None]) -> None:
+    """Refuse (exit 2) two outputs named ``-``: standard output holds one document, and two
+    written one after the other parse as neither.  ``outputs``: option -> path given."""
+    named = [option for option, path in outputs.items() if path is not None and is_stdout(path)]
+    if len(named) > 1:
+        fail(f"{' and '.join(named)} both name standard output ('-'); give a file for all but one")
+
+
 @contextmanager
 def report_to_stderr_if_json_on_stdout(json_out: Path | None) -> Iterator[None]:
     """While a command's JSON result (or another output named ``-``) goes to standard output, its

@@ -16,6 +16,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from ldpopt._atomic import is_stdout
 from ldpopt.cli._common import (
     FromOpt,
     JsonOpt,
@@ -31,6 +32,7 @@ from ldpopt.cli._common import (
     load_mechanism_file,
     load_pair,
     need,
+    one_stdout,
     partition_table,
     plural,
     report_to_stderr_if_json_on_stdout,
@@ -219,6 +221,7 @@ def export_cmd(
         fail(f"--mechanism must be one of {', '.join(EXPORT_KINDS)}, got {kind!r}")
     if kind != "optimal" and max_outputs is not None:
         fail("--max-outputs applies to --mechanism optimal only")
+    one_stdout({"--output": output, "--json": json_out})
     pair = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
     if pair is None:
         fail("give --p0 and --p1, or --from FILE")
@@ -263,7 +266,8 @@ def export_cmd(
                 f"{mech.name} mechanism, eps = {mech.eps:g}, {plural(mech.num_outputs, 'output')}: "
                 f"{res.divergence} = {fmt(value)} (optimum {fmt(res.value)})"
             )
-        console.print(f"wrote {output}")
+        if not is_stdout(output):
+            console.print(f"wrote {output}")
     if json_out is not None:
         write_json(
             json_out,
