@@ -330,3 +330,16 @@ def test_export_refuses_two_documents_on_stdout_and_writes_one_alone(tmp_path):
     (tmp_path / "m.json").write_text(r.stdout)
     assert load_mechanism(tmp_path / "m.json").mechanism.num_inputs == 3
     assert "wrote" not in r.stderr
+
+
+def test_a_bad_prior_is_named_by_its_option(files, tmp_path):
+    _, mfile, data, _ = files
+    out = tmp_path / "reports.csv"
+    r = run("privatize", "--mechanism", mfile, "--input", data, "--column", "event", "--output", out)
+    assert r.exit_code == 0, r.output
+    for prior in ("nan", "2", "0"):
+        p = run_process("test", "--mechanism", mfile, "--reports", out, "--prior", prior)
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.strip().splitlines() == [
+            f"error: --prior must be in (0, 1), got --prior={float(prior)!r}"
+        ], p.stderr

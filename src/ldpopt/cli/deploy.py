@@ -28,6 +28,7 @@ from ldpopt.cli._common import (
     console,
     err_console,
     fail,
+    fail_api,
     fmt,
     load_mechanism_file,
     load_pair,
@@ -479,7 +480,7 @@ def test_cmd(
         res = test.decide_counts(counts)
         bayes = test.bayes_decide_counts(counts, prior1=prior) if prior is not None else None
     except (ValueError, TypeError) as exc:
-        fail(str(exc))
+        fail_api(exc, {"prior1": "--prior"})
     with report_to_stderr_if_json_on_stdout(json_out):
         _print_test(alpha, mech, test, counts, res)
         if bayes is not None:
