@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -143,3 +145,28 @@ def test_bad_options_and_missing_file(tmp_path):
     assert r.exit_code == 2 and "--method" in r.output
     r = _run("decide", path, "--eps", 1, "--risk", "minimax", "--method", "vertex")
     assert r.exit_code == 2 and "minimax" in r.output
+
+
+def run_process(*args):
+    """The real command in a subprocess (exit status, stdout and stderr as a user sees them)."""
+    return subprocess.run(
+        [sys.executable, "-m", "ldpopt", *map(str, args)], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_mechanism_out_on_stdout_is_the_mechanism_file_alone(tmp_path):
+    """--mechanism-out -: standard output is the mechanism file (the tables go to stderr), the same
+    document --mechanism-out FILE writes; with --json - as well it is a one-line error (exit 2)."""
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(PROBLEM))
+    r = run_process("decide", path, "--eps", 1, "--mechanism-out", "-")
+    assert r.returncode == 0, r.stderr
+    mfile = tmp_path / "m.json"
+    assert run_process("decide", path, "--eps", 1, "--mechanism-out", mfile).returncode == 0
+    assert r.stdout == mfile.read_text()
+    assert "optimal 1-LDP channel" in r.stderr and "wrote" not in r.stderr
+    r = run_process("decide", path, "--eps", 1, "--mechanism-out", "-", "--json", "-")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == (
+        "error: --json and --mechanism-out both name standard output ('-'); give a file for all but one"
+    )

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import math
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -271,3 +275,71 @@ def test_samplesize_equal_hypotheses():
     assert r.exit_code == 0, r.output
     assert "optimal (SPR, KL) cannot tell P0 from P1 at eps = 1" in r.output
     assert "k-RR cannot tell P0 from P1 at eps = 1" in r.output
+
+
+def run_process(*args):
+    """The real command in a subprocess (exit status, stdout and stderr as a user sees them)."""
+    return subprocess.run(
+        [sys.executable, "-m", "ldpopt", *map(str, args)], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_a_negative_seed_is_a_one_line_error_naming_the_option(files, tmp_path):
+    _, mfile, data, _ = files
+    out = tmp_path / "reports.csv"
+    for args in (
+        ("privatize", "--mechanism", mfile, "--input", data, "--column", "event", "--output", out),
+        ("audit", "--mechanism", mfile, "--n", 100),
+    ):
+        r = run_process(*args, "--seed", "-1")
+        assert r.returncode == 2, r.stderr
+        assert "--seed must be >= 0, got -1" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_samplesize_json_writes_an_infinite_eps_as_design_does():
+    """eps = inf (no privacy) is the string "inf" in the JSON, as in design's; not null, which
+    reads as "no eps"."""
+    pair = ("--p0", "0.5,0.3,0.2", "--p1", "0.2,0.3,0.5")
+    r = run_process("samplesize", *pair, "--eps", "1,inf", "--json", "-")
+    assert r.returncode == 0, r.stderr
+
+    def refuse(name):
+        raise ValueError(f"non-standard JSON constant {name}")
+
+    rows = json.loads(r.stdout, parse_constant=refuse)["rows"]
+    assert [row["eps"] for row in rows] == [1.0] * 3 + ["inf"] * 3
+    # the optimum without privacy: the identity channel, sized independently of the CLI
+    p0, p1 = [0.5, 0.3, 0.2], [0.2, 0.3, 0.5]
+    identity = ldpopt.optimal_mechanism(p0, p1, math.inf, method="dp").mechanism
+    assert rows[3]["n"] == sample_size(identity, p0, p1, 0.05, 0.05).n
+
+
+def test_export_refuses_two_documents_on_stdout_and_writes_one_alone(tmp_path):
+    """--output - and --json - would write two JSON documents one after the other (which parse as
+    neither): a one-line error, exit 2, nothing written. --output - alone: the mechanism file."""
+    pair = ("--p0", "0.5,0.3,0.2", "--p1", "0.2,0.3,0.5", "--eps", "1")
+    r = run_process("export", *pair, "--output", "-", "--json", "-")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == (
+        "error: --output and --json both name standard output ('-'); give a file for all but one"
+    )
+    r = run_process("export", *pair, "--output", "-")
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "m.json").write_text(r.stdout)
+    assert load_mechanism(tmp_path / "m.json").mechanism.num_inputs == 3
+    assert "wrote" not in r.stderr
+
+
+def test_a_bad_prior_is_named_by_its_option(files, tmp_path):
+    _, mfile, data, _ = files
+    out = tmp_path / "reports.csv"
+    r = run("privatize", "--mechanism", mfile, "--input", data, "--column", "event", "--output", out)
+    assert r.exit_code == 0, r.output
+    for prior in ("nan", "2", "0"):
+        p = run_process("test", "--mechanism", mfile, "--reports", out, "--prior", prior)
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.strip().splitlines() == [
+            f"error: --prior must be in (0, 1), got --prior={float(prior)!r}"
+        ], p.stderr

@@ -147,3 +147,15 @@ def test_estimate_from_file_equals_inline_and_keeps_stdout_json(files):
     assert (
         bad.exit_code == 2 and "nowhere.json: no such file" in bad.stderr and "--mechanism" not in bad.stderr
     )
+
+
+@pytest.mark.parametrize("confidence", ["0.4", "nan", "1", "0"])
+def test_a_confidence_out_of_range_names_its_range(files, confidence):
+    """Every refused --confidence gets the one range it has, (0.5, 1); never the (0, 1) of a plain
+    probability level, which would call 0.4 valid."""
+    folder = files[0]
+    r = ldpopt_cmd("estimate", "M.json", "reports.csv", "--confidence", confidence, cwd=folder)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"error: confidence must be a number in (0.5, 1), got confidence={float(confidence)!r}"
+    ]

@@ -8,6 +8,8 @@ import csv
 import io
 import json
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -354,3 +356,25 @@ def test_typed_distributions_are_read_as_the_studio_reads_pasted_ones(text, mess
     with pytest.raises(ValueError, match=re.escape(message)):
         core.parse_pasted(text, "0.5, 0.5")
     assert core.parse_pasted("a=3\nb=1", "a=1; b=3")["p0"] == [0.75, 0.25]
+
+
+def test_a_numpy_looking_entry_is_quoted_back_as_typed(tmp_path):
+    """The error quotes the user's text as typed: "'np.float64(0.5)' is not a number", not the
+    number inside it, which would read as if '0.5' were refused."""
+    csv_file = tmp_path / "pair.csv"
+    csv_file.write_text("p0,p1\nnp.float64(0.5),0.2\n0.5,0.8\n")
+    for args, message in (
+        (("--p0", "np.float64(0.5),0.5", "--p1", "0.2,0.8"), "--p0: 'np.float64(0.5)' is not a number"),
+        (("--p0", "a=np.int64(1),b=1", "--p1", "a=1,b=1"), "number (in 'a=np.int64(1)')"),
+        (("--from", csv_file), "column 'p0', data row 1: 'np.float64(0.5)' is not a number"),
+    ):
+        r = subprocess.run(
+            [sys.executable, "-m", "ldpopt", "design", *map(str, args), "--eps", "1"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert r.returncode == 2, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+        assert message in lines[0], lines[0]

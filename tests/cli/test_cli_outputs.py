@@ -114,3 +114,18 @@ def test_an_unexpected_failure_is_one_line_with_exit_status_1(tmp_path):
         [sys.executable, "-c", code, "boom"], capture_output=True, text=True, timeout=60, env=env
     )
     assert r.returncode != 0 and "Traceback" in r.stderr
+
+
+def test_an_interrupted_command_says_so_in_one_line_with_exit_status_130():
+    """A Ctrl-C that no command handles (typer turns it into a silent exit 130) is reported by the
+    entry point: the line ``interrupted``, status 130."""
+    code = (
+        "import ldpopt.cli as c\n"
+        "@c.app.command('stop')\n"
+        "def stop() -> None:\n"
+        "    raise KeyboardInterrupt\n"
+        "c.main()\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code, "stop"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 130
+    assert r.stderr.strip() == "interrupted"

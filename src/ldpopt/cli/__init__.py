@@ -16,7 +16,7 @@ import sys
 import typer
 
 from ldpopt.cli import certify, decide, deploy, design, estimate, reproduce, studio, sweep, warmup
-from ldpopt.cli._common import app, command, err_console
+from ldpopt.cli._common import EXIT_INTERRUPTED, app, command, err_console, interrupt_reported
 
 __all__ = ["app", "main"]
 _COMMAND_GROUPS = (design, deploy, decide, estimate, reproduce, sweep, certify, studio, warmup)
@@ -35,7 +35,7 @@ def main() -> None:  # pragma: no cover - exercised through the console script
         sys.exit(_click_error(exc))
     except (KeyboardInterrupt, typer.Abort):
         err_console.print("interrupted")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:  # the safety net: a one-line error, never a traceback
         if os.environ.get("LDPOPT_DEBUG"):
             raise
@@ -48,7 +48,11 @@ def main() -> None:  # pragma: no cover - exercised through the console script
         sys.exit(1)
     else:
         # a command's typer.Exit(n) comes back as n; a command that returns ends with status 0
-        sys.exit(code if isinstance(code, int) and not isinstance(code, bool) else 0)
+        code = code if isinstance(code, int) and not isinstance(code, bool) else 0
+        if code == EXIT_INTERRUPTED and not interrupt_reported():
+            # typer turns a Ctrl-C into a silent typer.Exit(130): say why the command stopped
+            err_console.print("interrupted")
+        sys.exit(code)
     finally:
         # the process ends here: leave the objects alive now out of the interpreter's last
         # garbage collection, which would tear numba's compiled-kernel objects down one by one

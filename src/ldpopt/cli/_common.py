@@ -103,13 +103,39 @@ console = _Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
 
-def fail(message: str, code: int = 2) -> NoReturn:
-    """Print a one-line error and exit non-zero (no traceback)."""
+def fail(message: str, code: int = 2, *, verbatim: bool = False) -> NoReturn:
+    """Print a one-line error and exit non-zero (no traceback); ``verbatim``: the message is the
+    user's own text quoted back, printed as it is (not through :func:`_to_cli`)."""
     from rich.markup import escape
 
+    text = message if verbatim else _to_cli(message)
     # messages quote user input ("[instances]", "[1, 2]"): never let rich read them as markup
-    err_console.print(f"[bold red]error:[/] {escape(_to_cli(message))}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(text)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+#: exit status of an interrupted command (Ctrl-C; SIGTERM during a sweep)
+EXIT_INTERRUPTED = 130
+
+
+class _Interrupt:
+    """Whether the running command printed its own line for an interruption (see
+    :func:`interrupted`); typer turns a Ctrl-C that no command handled into a silent exit 130, after
+    which the entry point prints ``interrupted``."""
+
+    reported = False
+
+
+def interrupted(message: str) -> NoReturn:
+    """Print ``message``, the one line of an interrupted command, and exit 130."""
+    err_console.print(message, markup=False, highlight=False, soft_wrap=True)
+    _Interrupt.reported = True
+    raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def interrupt_reported() -> bool:
+    """True once a command has printed its line for an interruption (:func:`interrupted`)."""
+    return _Interrupt.reported
 
 
 def parse_distribution(text: str, name: str) -> Any:
@@ -120,7 +146,7 @@ def parse_distribution(text: str, name: str) -> Any:
     try:
         return parse_distribution_text(text, f"--{name}")
     except (ValueError, TypeError) as exc:
-        fail(str(exc))
+        fail(str(exc), verbatim=True)  # it quotes what was typed ("'np.int64(1)' is not a number")
 
 
 # Options shared by every command that takes P0 and P1 or writes a result (typer reads these
@@ -140,8 +166,9 @@ JsonOpt: Any = typer.Option(
 )
 
 
-#: a numpy scalar's repr in a message ("np.float64(0.6)") and the number inside it
-_NUMPY_REPR = re.compile(r"\bnp\.(?:float|int|uint|bool|complex)\w*\(([^()]*)\)")
+#: a numpy scalar's repr in a message ("np.float64(0.6)") and the number inside it; not one
+#: right after a quote, which is the user's own text quoted back ("'np.float64(0.5)' is not a number")
+_NUMPY_REPR = re.compile(r"(?<!['\"])\bnp\.(?:float|int|uint|bool|complex)\w*\(([^()]*)\)")
 
 
 def _to_cli(message: str, options: Mapping[str, str] | None = None) -> str:
@@ -324,6 +351,14 @@ def write_json(path: Path, payload: dict, *, announce: bool = True) -> None:
         fail(f"cannot write --json {path}: {exc.strerror or exc}")
     if announce and not is_stdout(path):
         console.print(f"wrote {path}")
+
+
+def one_stdout(outputs: Mapping[str, Path | None]) -> None:
+    """Refuse (exit 2) two outputs named ``-``: standard output holds one document, and two
+    written one after the other parse as neither.  ``outputs``: option -> path given."""
+    named = [option for option, path in outputs.items() if path is not None and is_stdout(path)]
+    if len(named) > 1:
+        fail(f"{' and '.join(named)} both name standard output ('-'); give a file for all but one")
 
 
 @contextmanager

@@ -22,12 +22,14 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from ldpopt._atomic import is_stdout
 from ldpopt.cli._common import (
     JsonOpt,
     app,
     console,
     fail,
     fmt,
+    one_stdout,
     report_to_stderr_if_json_on_stdout,
     write_json,
 )
@@ -142,6 +144,7 @@ def decide(
         fail(f"--method must be one of auto, enumerate, colgen, direct, vertex; got {method!r}")
     if not (eps > 0) or math.isinf(eps):
         fail(f"--eps must be a finite number > 0, got {eps!r}")
+    one_stdout({"--json": json_out, "--mechanism-out": mechanism_out})
     prob = load_problem(problem)
     try:
         res = optimal_channel(prob, eps, risk=risk, method=method)
@@ -150,7 +153,8 @@ def decide(
     if res.mechanism is None:
         fail(f"the solver failed: {res.message}")
     assert res.decision_rule is not None  # a decision problem's channel comes with its decision rule
-    with report_to_stderr_if_json_on_stdout(json_out):
+    # tables go to stderr while standard output holds the JSON result or the mechanism file
+    with report_to_stderr_if_json_on_stdout(json_out), report_to_stderr_if_json_on_stdout(mechanism_out):
         _print_channel(prob, res, eps, risk)
     if mechanism_out is not None:
         from ldpopt.deploy.files import save_mechanism
@@ -161,8 +165,9 @@ def decide(
             fail(f"cannot write --mechanism-out {mechanism_out}: {exc.strerror or exc}")
         except ValueError as exc:
             fail(f"--mechanism-out: {exc}")
-        with report_to_stderr_if_json_on_stdout(json_out):
-            console.print(f"wrote {mechanism_out}")
+        if not is_stdout(mechanism_out):
+            with report_to_stderr_if_json_on_stdout(json_out):
+                console.print(f"wrote {mechanism_out}")
     if json_out is not None:
         write_json(json_out, _result_payload(prob, res))
 

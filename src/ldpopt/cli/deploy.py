@@ -8,6 +8,7 @@ failed run never leaves a half-written file.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from ldpopt._atomic import is_stdout
 from ldpopt.cli._common import (
     FromOpt,
     JsonOpt,
@@ -26,10 +28,12 @@ from ldpopt.cli._common import (
     console,
     err_console,
     fail,
+    fail_api,
     fmt,
     load_mechanism_file,
     load_pair,
     need,
+    one_stdout,
     partition_table,
     plural,
     report_to_stderr_if_json_on_stdout,
@@ -157,6 +161,8 @@ def _atomic_csv(path: Path, frame: Any, option: str) -> None:
 def _rng(seed: int | None):
     if seed is None:
         return None
+    if seed < 0:  # numpy's own message ("expected non-negative integer") names no option
+        fail(f"--seed must be >= 0, got {seed}")
     return np.random.default_rng(seed)
 
 
@@ -216,6 +222,7 @@ def export_cmd(
         fail(f"--mechanism must be one of {', '.join(EXPORT_KINDS)}, got {kind!r}")
     if kind != "optimal" and max_outputs is not None:
         fail("--max-outputs applies to --mechanism optimal only")
+    one_stdout({"--output": output, "--json": json_out})
     pair = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
     if pair is None:
         fail("give --p0 and --p1, or --from FILE")
@@ -260,7 +267,8 @@ def export_cmd(
                 f"{mech.name} mechanism, eps = {mech.eps:g}, {plural(mech.num_outputs, 'output')}: "
                 f"{res.divergence} = {fmt(value)} (optimum {fmt(res.value)})"
             )
-        console.print(f"wrote {output}")
+        if not is_stdout(output):
+            console.print(f"wrote {output}")
     if json_out is not None:
         write_json(
             json_out,
@@ -472,7 +480,7 @@ def test_cmd(
         res = test.decide_counts(counts)
         bayes = test.bayes_decide_counts(counts, prior1=prior) if prior is not None else None
     except (ValueError, TypeError) as exc:
-        fail(str(exc))
+        fail_api(exc, {"prior1": "--prior"})
     with report_to_stderr_if_json_on_stdout(json_out):
         _print_test(alpha, mech, test, counts, res)
         if bayes is not None:
@@ -687,7 +695,7 @@ def _size_records(e: float, sizes: list[tuple[str, Any, Any]]) -> list[dict]:
     for name, mech, r in sizes:
         out.append(
             {
-                "eps": e,
+                "eps": e if math.isfinite(e) else "inf",  # as design writes it (JSON has no inf)
                 "mechanism": name,
                 "num_outputs": mech.num_outputs,
                 "n": None if r is None else r.n,

@@ -17,8 +17,8 @@ from rich.markup import escape
 from ldpopt.cli._common import (
     app,
     console,
-    err_console,
     fail,
+    interrupted,
     report_to_stderr_if_json_on_stdout,
     write_json,
 )
@@ -108,10 +108,6 @@ def sweep_command(
         raise typer.Exit(1)
 
 
-#: exit status of an interrupted sweep (Ctrl-C or SIGTERM)
-EXIT_INTERRUPTED = 130
-
-
 def _interrupted(out: Path) -> None:
     """One line on stderr: what is kept and how to resume; exit 130."""
     from ldpopt.sweeps.store import StoreError, read_manifest
@@ -121,13 +117,7 @@ def _interrupted(out: Path) -> None:
         kept = f"{m['chunks']['done']} of {m['chunks']['total']} chunks are finished in {out}"
     except (StoreError, KeyError, TypeError):
         kept = f"nothing was written to {out} yet"
-    err_console.print(
-        f"interrupted: {kept}; run the same command again to resume (finished chunks are kept)",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
-    )
-    raise typer.Exit(EXIT_INTERRUPTED)
+    interrupted(f"interrupted: {kept}; run the same command again to resume (finished chunks are kept)")
 
 
 def _print_summary(manifest: dict, out: Path, wall: float) -> None:

@@ -167,9 +167,13 @@ def project_to_simplex(v: Any) -> np.ndarray:
 
 def _check_confidence(confidence: Any) -> float:
     """A confidence level: a probability level (:func:`check_level`) above one half."""
-    conf = check_level(confidence, "confidence")
+    message = f"confidence must be a number in (0.5, 1), got confidence={confidence!r}"
+    try:
+        conf = check_level(confidence, "confidence")
+    except ValueError:  # nan, <= 0 or >= 1: the one range this level has, not check_level's (0, 1)
+        raise ValueError(message) from None
     if not conf > 0.5:
-        raise ValueError(f"confidence must be a number in (0.5, 1), got confidence={confidence!r}")
+        raise ValueError(message)
     return conf
 
 
