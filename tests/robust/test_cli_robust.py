@@ -67,6 +67,22 @@ def test_design_robust_bad_input_exit_2():
         assert "Traceback" not in r.stderr and r.stderr.strip().count("\n") == 0
 
 
+def test_from_counts_errors_name_the_counts_and_the_option_not_the_api():
+    """Counts that are not whole numbers, or a bad --confidence, are refused in one line in the
+    command line's words: P0/P1 and --confidence, not the API's counts0 or a numpy repr."""
+    cases = [
+        (["--p0", "0.5,0.3,0.2", "--p1", "5,3,2"], "--from-counts: P0 must be non-negative integers"),
+        (["--p0", "5,3,2", "--p1", "2,-3,5"], "--from-counts: P1 must be non-negative integers"),
+        (["--p0", "5,3,2", "--p1", "2,3,5", "--confidence", "2"], "--confidence must be in (0, 1)"),
+    ]
+    for args, message in cases:
+        r = _run("design", *args, "--eps", "1", "--from-counts", "--robust", "tv")
+        assert r.returncode == 2, (args, r.stderr)
+        line = " ".join(r.stderr.split())
+        assert r.stderr.strip().count("\n") == 0 and message in line, (args, r.stderr)
+        assert "counts0" not in line and "counts1" not in line and "array(" not in line, line
+
+
 def test_reproduce_robust_quick(tmp_path):
     r = _run("reproduce", "robust", "--quick", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr

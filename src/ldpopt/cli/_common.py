@@ -166,6 +166,8 @@ JsonOpt: Any = typer.Option(
 )
 
 
+#: a numpy array's repr in a message ("array([0.5, 0.3])") and the list inside it
+_ARRAY_REPR = re.compile(r"\barray\((\[[^()]*\])\)")
 #: a numpy scalar's repr in a message ("np.float64(0.6)") and the number inside it; not one
 #: right after a quote, which is the user's own text quoted back ("'np.float64(0.5)' is not a number")
 _NUMPY_REPR = re.compile(r"(?<!['\"])\bnp\.(?:float|int|uint|bool|complex)\w*\(([^()]*)\)")
@@ -174,7 +176,7 @@ _NUMPY_REPR = re.compile(r"(?<!['\"])\bnp\.(?:float|int|uint|bool|complex)\w*\((
 def _to_cli(message: str, options: Mapping[str, str] | None = None) -> str:
     """An API message in the CLI's words (and without numpy reprs); ``options`` maps the API's
     argument names to the command's options (``{"paths": "--path"}``), replaced as whole words."""
-    message = _NUMPY_REPR.sub(r"\1", message)
+    message = _ARRAY_REPR.sub(r"\1", _NUMPY_REPR.sub(r"\1", message))
     for name, option in (options or {}).items():
         message = re.sub(rf"(?<![-\w]){re.escape(name)}\b", option, message)
     return message.replace("pass normalize=True to rescale", "pass --normalize to rescale").replace(
@@ -182,9 +184,10 @@ def _to_cli(message: str, options: Mapping[str, str] | None = None) -> str:
     )
 
 
-def fail_api(exc: BaseException, options: Mapping[str, str], code: int = 2) -> NoReturn:
-    """:func:`fail` with an API error's message, its argument names turned into ``options``."""
-    fail(_to_cli(str(exc), options), code)
+def fail_api(exc: BaseException, options: Mapping[str, str], code: int = 2, *, context: str = "") -> NoReturn:
+    """:func:`fail` with an API error's message, its argument names turned into ``options``
+    (after ``context``, e.g. the option the error is about: ``"--from-counts: "``)."""
+    fail(context + _to_cli(str(exc), options), code)
 
 
 def load_pair(

@@ -13,7 +13,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from ldpopt.cli._common import console, fail, fmt
+from ldpopt.cli._common import console, fail, fail_api, fmt
 
 __all__ = ["CONFIDENCE", "FROM_COUNTS", "ROBUST", "prepare", "report"]
 
@@ -37,6 +37,10 @@ def _values(x: Any) -> tuple[np.ndarray, tuple | None]:
 
 def _relabel(p: np.ndarray, labels: tuple | None) -> Any:
     return p if labels is None else dict(zip(labels, p.tolist(), strict=True))
+
+
+#: ``uncertainty.from_counts``'s argument names in the command line's words (its P0 and P1 counts)
+_COUNTS_NAMES = {"counts0": "P0", "counts1": "P1", "confidence": "--confidence"}
 
 
 def prepare(a: Any, b: Any, spec: str | None, from_counts: bool, confidence: float, divergence: str):
@@ -68,7 +72,10 @@ def prepare(a: Any, b: Any, spec: str | None, from_counts: bool, confidence: flo
             if isinstance(a, dict) and isinstance(b, dict) and set(a) == set(b):
                 b = {k: b[k] for k in a}
             (ca, la), (cb, _) = _values(a), _values(b)
-            u = unc.from_counts(ca, cb, confidence=confidence, model=model)
+            try:
+                u = unc.from_counts(ca, cb, confidence=confidence, model=model)
+            except ValueError as exc:  # the API names the counts counts0 / counts1
+                fail_api(exc, _COUNTS_NAMES, context="--from-counts: ")
             assert u.p0_hat is not None and u.p1_hat is not None
             return _relabel(u.p0_hat, la), _relabel(u.p1_hat, la), u
         parts = [t for t in radii.split(",") if t.strip()]
