@@ -256,12 +256,6 @@ def _ready(kernels, code: int) -> bool:
     return _on_disk[key]
 
 
-def kernels_ready(kernels) -> bool:
-    """Whether ``kernels`` ((specialised, shared) dispatchers, one object per set: its identity
-    keys what this process found) are compiled in this process or in numba's on-disk cache."""
-    return _ready(kernels, 0)
-
-
 def tiered_up() -> bool:
     """Whether this process has spent ``TIER_UP_SECONDS`` on paths that stand in for kernels
     that were not ready (ski rental: the next solve compiles them)."""
@@ -283,7 +277,7 @@ def chernoff_search_ready(k: int) -> bool:
     (:data:`PRUNED_PATH`, :data:`COLD_SEARCH_MAX_K`, the ski rental of :func:`pruned_ready`)."""
     if PRUNED_PATH != "ready":
         return PRUNED_PATH == "always"
-    if k > COLD_SEARCH_MAX_K or _table_seconds >= TIER_UP_SECONDS:
+    if k > COLD_SEARCH_MAX_K or tiered_up():
         return True
     return _ready(_SEARCH_KERNELS, 0)
 
