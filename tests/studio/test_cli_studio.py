@@ -9,10 +9,12 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import ldpopt
@@ -88,3 +90,98 @@ def test_missing_web_stack_names_the_extra(tmp_path):
     assert res.returncode == 2, res.stderr
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and 'pip install "ldpopt[studio]"' in lines[0], res.stderr
+
+
+#: the studio stops within SHUTDOWN_GRACE (0.5 s) of a SIGTERM, plus the time to close its
+#: sockets and end the process; this bound leaves room for a loaded CI host while failing the
+#: server that waited for the request in progress (minutes at k = 4000)
+STOP_BOUND = 3.0
+
+
+def _slow_curve(port: int) -> None:
+    """A trade-off curve that takes far longer than the stop bound (k = 4000, 201 eps)."""
+    rng = np.random.default_rng(0)
+    body = json.dumps(
+        {
+            "p0": rng.random(4000).tolist(),
+            "p1": rng.random(4000).tolist(),
+            "eps_min": 0.1,
+            "eps_max": 8,
+            "points": 201,
+        }
+    ).encode()
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/curve", data=body, headers={"Content-Type": "application/json"}
+    )
+    try:
+        urllib.request.urlopen(req, timeout=600).read()
+    except OSError:
+        pass  # the server went away: what the test wants
+
+
+def test_sigterm_stops_within_a_second_with_a_line_even_mid_request(tmp_path):
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ldpopt", "studio", "--port", str(port)],
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            assert proc.poll() is None, proc.communicate()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/options", timeout=5):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "ldpopt studio did not start"
+                time.sleep(0.1)
+        client = threading.Thread(target=_slow_curve, args=(port,), daemon=True)
+        client.start()
+        time.sleep(1.5)  # the request is being computed
+        assert client.is_alive()
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+        elapsed = time.monotonic() - start
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert out.splitlines()[-1] == "ldpopt studio stopped (SIGTERM)"
+    assert err == ""  # no traceback, no log line about the abandoned request
+    assert elapsed < STOP_BOUND, f"the studio took {elapsed:.2f} s to stop"
+
+
+def test_ctrl_c_says_it_stopped_and_exits_130(tmp_path):
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ldpopt", "studio", "--port", str(port)],
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            assert proc.poll() is None, proc.communicate()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/options", timeout=5):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "ldpopt studio did not start"
+                time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130
+    assert err.strip().splitlines() == ["ldpopt studio stopped (Ctrl-C)"]

@@ -28,8 +28,11 @@ own package files and writes nothing; request bodies are capped (:data:`MAX_UPLO
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
+import logging
+import signal
 import threading
 import webbrowser
 from collections.abc import Callable, Collection
@@ -38,7 +41,6 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -55,6 +57,8 @@ __all__ = [
     "DEFAULT_PORT",
     "MAX_UPLOAD_BYTES",
     "MAX_REQUEST_BYTES",
+    "SHUTDOWN_GRACE",
+    "StudioStopped",
     "create_app",
     "host_name",
     "host_of_header",
@@ -193,12 +197,45 @@ def _json(payload: Any, status: int = 200) -> Response:
     )
 
 
+def _settle(fut: asyncio.Future, result: Any, exc: BaseException | None) -> None:
+    if fut.cancelled():  # the request was abandoned (the server is stopping)
+        return
+    if exc is not None:
+        fut.set_exception(exc)
+    else:
+        fut.set_result(result)
+
+
+async def run_off_loop(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a daemon thread of its own, awaited: the event loop keeps answering, and a
+    stopping server abandons the computation instead of waiting for it (a worker pool's threads
+    would be joined when the process exits, for as long as the computation takes)."""
+    loop = asyncio.get_running_loop()
+    fut = loop.create_future()
+
+    def work() -> None:
+        result, error = None, None
+        try:
+            result = fn(*args)
+        except BaseException as exc:  # handed to the awaiting request, which reports it
+            error = exc
+        try:
+            loop.call_soon_threadsafe(_settle, fut, result, error)
+        except RuntimeError:  # the loop is closed: nobody waits for this answer any more
+            pass
+
+    threading.Thread(target=work, name="ldpopt-studio-request", daemon=True).start()
+    return await fut
+
+
 def _guard(handler: Callable) -> Callable:
     """Run ``handler``; the library's ValueError/TypeError (bad input) is a 400 with its message."""
 
     async def run(request: Request) -> Response:
         try:
             return await handler(request)
+        except asyncio.CancelledError:  # the server stops: the page goes away with it
+            return _json({"error": "the studio is stopping"}, 503)
         except _TooLarge as exc:
             return _json({"error": str(exc)}, 413)
         except (ValueError, TypeError) as exc:
@@ -213,7 +250,7 @@ def _compute(fn: Callable[[dict], Any]) -> Callable:
     @_guard
     async def handler(request: Request) -> Response:
         req = await _json_body(request)
-        return _json(await run_in_threadpool(fn, req))
+        return _json(await run_off_loop(fn, req))
 
     return handler
 
@@ -221,7 +258,7 @@ def _compute(fn: Callable[[dict], Any]) -> Callable:
 @_guard
 async def _pasted(request: Request) -> Response:
     req = await _json_body(request)
-    return _json(await run_in_threadpool(core.parse_pasted, req.get("p0"), req.get("p1")))
+    return _json(await run_off_loop(core.parse_pasted, req.get("p0"), req.get("p1")))
 
 
 def _upload_name(request: Request) -> str:
@@ -243,7 +280,7 @@ async def _upload(request: Request) -> Response:
     name = _upload_name(request)
     data = await _body(request, MAX_UPLOAD_BYTES)
 
-    return _json(await run_in_threadpool(_read_upload, name, data))
+    return _json(await run_off_loop(_read_upload, name, data))
 
 
 @_guard
@@ -251,13 +288,13 @@ async def _decide(request: Request) -> Response:
     name = _upload_name(request)
     data = await _body(request, MAX_UPLOAD_BYTES)
     eps = request.query_params.get("eps", "")
-    return _json(await run_in_threadpool(core.decide, data, name, eps))
+    return _json(await run_off_loop(core.decide, data, name, eps))
 
 
 @_guard
 async def _mechanism(request: Request) -> Response:
     req = await _json_body(request)
-    text = await run_in_threadpool(core.mechanism_file, req)
+    text = await run_off_loop(core.mechanism_file, req)
     headers = {**_HEADERS, "Content-Disposition": 'attachment; filename="mechanism.json"'}
     return Response(text, media_type="application/json", headers=headers)
 
@@ -305,10 +342,49 @@ def create_app(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> Starlette:
     return Starlette(routes=routes, middleware=[Middleware(_HostCheck, allowed=_LOOPBACK | {name})])
 
 
+#: seconds the server waits, once told to stop, for requests in progress before it cancels them
+#: (a design the page asked for is abandoned: the page is going away with the server)
+SHUTDOWN_GRACE = 0.5
+
+
+class StudioStopped(Exception):
+    """The studio was told to stop by a signal (``signum``: SIGTERM, SIGHUP); Ctrl-C raises
+    ``KeyboardInterrupt`` as usual."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, frame: Any) -> None:
+    raise StudioStopped(signum)
+
+
+class _QuietCancel(logging.Filter):
+    """Drop uvicorn's line about the requests it cancels when the grace period ends: stopping
+    abandons them by design, and the command says that it stopped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Cancel ")
+
+
 def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, open_browser: bool = False) -> None:
-    """Run the studio until interrupted; ``open_browser``: open the page once the server is up."""
+    """Run the studio until interrupted; ``open_browser``: open the page once the server is up.
+
+    It stops within :data:`SHUTDOWN_GRACE` seconds (plus the time to close its sockets) of a
+    SIGTERM or SIGHUP, and raises :class:`StudioStopped` then (``KeyboardInterrupt`` for Ctrl-C),
+    so that the caller can say so; requests still running are abandoned.
+    """
     bind = host_name(host)  # "[::1]" binds as "::1"
-    server = uvicorn.Server(uvicorn.Config(create_app(host, port), host=bind, port=port, log_level="warning"))
+    config = uvicorn.Config(
+        create_app(host, port),
+        host=bind,
+        port=port,
+        log_level="warning",
+        timeout_graceful_shutdown=SHUTDOWN_GRACE,
+    )
+    server = uvicorn.Server(config)
+    logging.getLogger("uvicorn.error").addFilter(_QuietCancel())
     if open_browser:
 
         def opener() -> None:
@@ -318,4 +394,13 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, open_browser: bool
                 webbrowser.open(page_url(host, port))
 
         threading.Thread(target=opener, daemon=True).start()
-    server.run()
+    # uvicorn handles the signals while it runs, shuts down, restores the handlers it found and then
+    # raises the signal again: with these handlers that ends run() with StudioStopped
+    stops = [s for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None]
+    main = threading.current_thread() is threading.main_thread()
+    previous = {s: signal.signal(s, _raise_stopped) for s in stops} if main else {}
+    try:
+        server.run()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
