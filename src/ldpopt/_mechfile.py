@@ -22,7 +22,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from ldpopt._atomic import atomic_write_text
-from ldpopt._json import loads_strict
+from ldpopt._json import in_memory_file, loads_strict
 from ldpopt._sampler import realise
 from ldpopt._validation import check_distribution, is_real
 from ldpopt._version import library_version
@@ -304,6 +304,10 @@ def _read_payload(path: Any) -> dict:
         raise _err(path, "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise _err(path, f"cannot read the file ({exc})") from None
+    return _parse_payload(text, path)
+
+
+def _parse_payload(text: str, path: Any) -> dict:
     if not text.strip():
         raise _err(path, "the file is empty")
     try:
@@ -413,13 +417,26 @@ def _distribution(payload: dict, key: str, path: Any, k: int) -> np.ndarray | No
     return vec
 
 
-def read_mechanism_file(path: Any, build: Callable[..., Any]) -> MechanismFile:
+def read_mechanism_file(
+    path: Any, build: Callable[..., Any], *, filename: str | None = None
+) -> MechanismFile:
     """Read a mechanism file and re-validate it; raises :class:`MechanismFileError` naming the file.
+
+    ``path`` is the file's path, or its content in memory (``bytes`` or a binary file object) with
+    ``filename`` naming it (:func:`ldpopt._json.in_memory_file`).
 
     ``build(matrix, eps, *, labels, output_labels, partition, name)`` makes the mechanism (the
     ``Mechanism`` constructor, whose ``TypeError``/``ValueError`` become "invalid mechanism: ...").
     """
-    payload = _read_payload(path)
+    content = in_memory_file(path, filename)
+    if content is None:
+        payload = _read_payload(path)
+    else:
+        path, data = content
+        try:
+            payload = _parse_payload(data.decode("utf-8"), path)
+        except UnicodeDecodeError as exc:
+            raise _err(path, f"cannot read the file ({exc})") from None
     version = _check_envelope(payload, path)
     mech = _mechanism(payload, path, build)
     p0 = _distribution(payload, "p0", path, mech.num_inputs)

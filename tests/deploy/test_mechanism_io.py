@@ -272,3 +272,15 @@ def test_partition_contradicting_the_matrix_is_refused(designed):
     rewrite(path, move)
     with pytest.raises(MechanismFileError, match=r"partition block 1 \(.*\) contradicts matrix: rows"):
         load_mechanism(path)
+
+
+def test_load_from_bytes_equals_load_from_file(designed):
+    _, path = designed
+    on_disk = load_mechanism(path)
+    in_memory = load_mechanism(path.read_bytes(), filename="upload/M.json")
+    assert np.array_equal(on_disk.mechanism.matrix, in_memory.mechanism.matrix)
+    assert on_disk.mechanism.eps == in_memory.mechanism.eps
+    with pytest.raises(ldpopt.MechanismFileError, match=r"^M\.json: the file is empty"):
+        load_mechanism(b"  ", filename="M.json")
+    with pytest.raises(ldpopt.MechanismFileError, match=r"^M\.json: cannot read the file"):
+        load_mechanism(b"\xff\xfe", filename="M.json")

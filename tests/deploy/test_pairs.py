@@ -264,3 +264,42 @@ def test_parse_distribution_text_refusals(text, error, message):
     with pytest.raises(error) as info:
         parse_distribution_text(text, "p")
     assert str(info.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    "name, body, expected",
+    [
+        (
+            "c.csv",
+            b"category,normal,fraud\na,1,2\nb,3,0\n",
+            (("category", "normal", "fraud"), "category", "normal", "fraud"),
+        ),
+        ("c.csv", b"p1,x,p0,label\n1,a,2,q\n", (("p1", "x", "p0", "label"), "label", "p0", "p1")),
+        ("c.csv", b"a,b\n1,x\n", (("a", "b"), "b", "a", None)),
+        (
+            "c.json",
+            b'{"label": ["a", "b"], "p0": [1, 2], "p1": [2, 1]}',
+            (("label", "p0", "p1"), "label", "p0", "p1"),
+        ),
+        (
+            "c.json",
+            b'[{"s": "a", "n": 1, "f": 2}, {"s": "b", "n": 0, "f": 1}]',
+            (("s", "n", "f"), "s", "n", "f"),
+        ),
+    ],
+)
+def test_pair_columns_guess(name, body, expected):
+    from ldpopt.deploy.pairs import pair_columns
+
+    cols = pair_columns(body, filename=name)
+    assert (cols.columns, cols.label, cols.p0, cols.p1) == expected
+
+
+def test_pair_columns_guess_reads_with_read_pair(tmp_path):
+    from ldpopt.deploy.pairs import pair_columns
+
+    path = tmp_path / "counts.csv"
+    path.write_text("category,normal,fraud\na,1,2\nb,3,0\n")
+    cols = pair_columns(path)
+    pair = ldpopt.read_pair(path, cols.p0, cols.p1, cols.label, normalize=True)
+    assert pair.labels == ("a", "b") and pair.p0.tolist() == [0.25, 0.75]

@@ -21,6 +21,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 import ldpopt
 from ldpopt._validation import check_labelled_pair
 from ldpopt.cli.design import DEMO_EVENTS
+from ldpopt.deploy.sampling import report_counts
 
 #: a page step (a design, a chart) that has not happened after this long has failed
 WAIT = 60.0
@@ -68,8 +69,9 @@ def page(browser, server, tmp_path):
     for f in downloads.iterdir():
         f.unlink()
     driver.get(server.url + "/")
-    body = driver.find_element(By.TAG_NAME, "body")
-    _wait(driver, lambda d: body.get_attribute("data-ready") == "1", "page not ready")
+    # read in the page each time: an element looked up before the page is parsed can be stale
+    ready = "return !!document.body && document.body.dataset.ready === '1'"
+    _wait(driver, lambda d: d.execute_script(ready), "page not ready")
     return driver, downloads, tmp_path
 
 
@@ -256,3 +258,118 @@ def test_pasted_pairs(page):
     seen = _design_at(driver, "1")
     assert seen["value"] == pytest.approx(ref.value, rel=1e-14)  # 30/100 vs 0.3: rounding only
     assert seen["partition"] == [list(b) for b in ref.labelled_partition]
+
+
+def test_opens_on_the_demo(page):
+    driver, _, _ = page  # no click: the page loads the demo by itself
+    assert driver.find_element(By.ID, "data-status").get_attribute("data-k") == "12"
+    p0, p1 = _demo_pair()
+    seen = _design_at(driver, "1")
+    assert seen["value"] == ldpopt.optimal_mechanism(p0, p1, 1.0).value
+
+
+COUNTS_CSV = """category,normal,fraud
+page_view,3100,1200
+search,1400,600
+checkout,600,1100
+gift_card,0,1500
+password_reset,120,900
+review_post,900,0
+"""
+
+
+def test_upload_picks_label_and_pair_columns(page):
+    driver, _, files = page
+    path = files / "counts.csv"
+    path.write_text(COUNTS_CSV)
+    _upload(driver, "upload-file", path)
+    status = driver.find_element(By.ID, "data-status")
+    _wait(driver, lambda d: status.get_attribute("data-k") == "6", "counts.csv not loaded")
+    assert driver.find_element(By.ID, "columns-row").is_displayed()
+    picked = [
+        Select(driver.find_element(By.ID, i)).first_selected_option.text
+        for i in ("col-label", "col-p0", "col-p1")
+    ]
+    assert picked == ["category", "normal", "fraud"]
+    pair = ldpopt.read_pair(path, "normal", "fraud", "category", normalize=True)
+    p0, p1 = pair.as_dicts()
+    assert _design_at(driver, "1")["value"] == ldpopt.optimal_mechanism(p0, p1, 1.0).value
+    # swap the hypotheses with the pickers: the design follows
+    Select(driver.find_element(By.ID, "col-p0")).select_by_value("fraud")
+    Select(driver.find_element(By.ID, "col-p1")).select_by_value("normal")
+    ref = ldpopt.optimal_mechanism(p1, p0, 1.0).value
+    _wait(driver, lambda d: _design_at(d, "1")["value"] == ref, "the pickers did not reload the pair")
+    # no label column: the symbols are numbered
+    Select(driver.find_element(By.ID, "col-label")).select_by_value("")
+    _wait(driver, lambda d: "0, 1, 2" in d.find_element(By.ID, "data-status").text, "labels not dropped")
+
+
+READ_REPORTS = """
+const s = document.getElementById('reports-summary');
+return {state: s.dataset.state, n: s.dataset.n, decision: s.dataset.decision,
+        estimate: s.dataset.estimate, central: s.dataset.central,
+        error: document.getElementById('reports-error').textContent};
+"""
+
+
+def _reports_shown(driver, n: int) -> dict:
+    seen: dict = {}
+
+    def ready(d) -> bool:
+        seen.update(d.execute_script(READ_REPORTS))
+        return seen["state"] == "ready" and seen["n"] == str(n)
+
+    _wait(driver, ready, f"no analysis of {n} reports ({seen})")
+    return seen
+
+
+def _mixture_reports(mech, p0: dict, p1: dict, n: int, pi: float, seed: int) -> list:
+    labels = list(p0)
+    mix = np.array([(1 - pi) * p0[x] + pi * p1[x] for x in labels])
+    rng = np.random.default_rng(seed)
+    x = rng.choice(len(labels), size=n, p=mix / mix.sum())
+    return list(mech.privatize([labels[i] for i in x], rng=rng))
+
+
+def test_reports_panel_tests_estimates_and_shuffles(page):
+    driver, _, files = page
+    p0, p1 = _demo_pair()
+    mech = ldpopt.optimal_mechanism(p0, p1, 1.0).mechanism
+    reports = _mixture_reports(mech, p0, p1, 2000, 0.2, seed=7)
+    path = files / "reports.csv"
+    path.write_text("user_id,report\n" + "".join(f"u{i},{r}\n" for i, r in enumerate(reports)))
+    _upload(driver, "reports-file", path)
+    seen = _reports_shown(driver, 2000)
+    counts = report_counts(mech, reports)
+    ref_test = ldpopt.LikelihoodRatioTest(mech, p0, p1, alpha=0.05).decide_counts(counts)
+    ref_est = ldpopt.mixture_proportion(mech, p0=p0, p1=p1, reports=None, counts=counts)
+    ref_central = ldpopt.central_epsilon(1.0, 2000, 1e-6)
+    assert int(seen["decision"]) == ref_test.decision
+    assert float(seen["estimate"]) == ref_est.value
+    assert float(seen["central"]) == ref_central.value
+    text = driver.find_element(By.ID, "reports-results").text
+    verdict = "not consistent with P0" if ref_test.decision == 1 else "consistent with P0"
+    assert verdict in text
+
+
+def test_reports_panel_with_a_mechanism_file_and_a_bad_report(page):
+    driver, _, files = page
+    p0, p1 = _demo_pair()
+    rr = ldpopt.randomized_response(len(p0), 2.0, labels=list(p0))
+    mfile = files / "rr.json"
+    rr.to_json(mfile, p0=p0, p1=p1)
+    _upload(driver, "reports-mechanism-file", mfile)
+    reports = _mixture_reports(rr, p0, p1, 500, 0.5, seed=3)
+    path = files / "rr-reports.csv"
+    path.write_text("report\n" + "".join(f"{r}\n" for r in reports))
+    _upload(driver, "reports-file", path)
+    seen = _reports_shown(driver, 500)
+    counts = report_counts(rr, reports)
+    ref = ldpopt.mixture_proportion(rr, p0=p0, p1=p1, reports=None, counts=counts)
+    assert float(seen["estimate"]) == ref.value
+    assert float(seen["central"]) == ldpopt.central_epsilon(2.0, 500, 1e-6).value
+    bad = files / "bad-reports.csv"
+    bad.write_text("report\nnot_an_output\n")
+    _upload(driver, "reports-file", bad)
+    error = driver.find_element(By.ID, "reports-error")
+    _wait(driver, lambda d: "'not_an_output'" in error.text, "no error for an unknown report")

@@ -425,3 +425,94 @@ def test_page_url_brackets_ipv6_and_reads_wildcards_as_this_machine():
     assert studio_app.page_url("::1", 8765) == studio_app.page_url("[::1]", 8765) == "http://[::1]:8765/"
     assert studio_app.page_url("0.0.0.0", 80) == "http://127.0.0.1:80/"
     assert studio_app.page_url("::", 80) == "http://[::1]:80/"
+
+
+COUNTS = b"category,normal,fraud\npage_view,3100,1200\nsearch,1400,600\ngift_card,0,1500\nreview_post,900,0\n"
+
+
+def test_columns_and_upload_with_chosen_columns(server):
+    status, data = server.request("/api/columns?name=counts.csv", COUNTS)
+    assert status == 200
+    cols = json.loads(data)
+    assert cols["columns"] == ["category", "normal", "fraud"]
+    assert cols["numeric"] == [False, True, True]
+    assert cols["guess"] == {"label": "category", "p0": "normal", "p1": "fraud"}
+    # without a choice the file is refused as before (no p0/p1 columns), naming its columns
+    status, data = server.request("/api/upload?name=counts.csv", COUNTS)
+    assert status == 400 and "category, normal, fraud" in json.loads(data)["error"]
+    status, data = server.request("/api/upload?name=counts.csv&label=category&p0=normal&p1=fraud", COUNTS)
+    assert status == 200
+    pair = json.loads(data)
+    ref = ldpopt.read_pair(COUNTS, "normal", "fraud", "category", normalize=True, filename="counts.csv")
+    assert pair["labels"] == list(ref.labels)
+    assert pair["p0"] == ref.p0.tolist() and pair["p1"] == ref.p1.tolist()
+    # an empty label: no labels; a column that is not there: the reader's message
+    status, data = server.request("/api/upload?name=counts.csv&label=&p0=fraud&p1=normal", COUNTS)
+    assert status == 200 and json.loads(data)["labels"] == ["0", "1", "2", "3"]
+    status, data = server.request("/api/upload?name=counts.csv&p0=nope&p1=fraud", COUNTS)
+    assert status == 400 and "missing column(s) nope" in json.loads(data)["error"]
+
+
+def _reports_csv(mech, n: int, seed: int) -> tuple[str, list]:
+    rng = np.random.default_rng(seed)
+    labels = list(DEMO_P0)
+    mix = np.array([0.7 * DEMO_P0[x] + 0.3 * DEMO_P1[x] for x in labels], dtype=float)
+    x = rng.choice(len(labels), size=n, p=mix / mix.sum())
+    reports = list(mech.privatize([labels[i] for i in x], rng=rng))
+    return "user_id,report\n" + "".join(f"u{i},{r}\n" for i, r in enumerate(reports)), reports
+
+
+def test_reports_match_the_library(server):
+    from ldpopt.deploy.sampling import report_counts
+
+    demo = _demo(server)
+    p0 = dict(zip(demo["labels"], demo["p0"], strict=True))
+    p1 = dict(zip(demo["labels"], demo["p1"], strict=True))
+    mech = ldpopt.optimal_mechanism(p0, p1, 1.5).mechanism
+    text, reports = _reports_csv(mech, 3000, seed=11)
+    req = dict(demo, eps=1.5, divergence="kl", reports=text, alpha=0.01, delta=1e-7, confidence=0.9)
+    status, res = server.post_json("/api/reports", req)
+    assert status == 200, res
+    counts = report_counts(mech, reports)
+    test = ldpopt.LikelihoodRatioTest(mech, p0, p1, alpha=0.01).decide_counts(counts)
+    est = ldpopt.mixture_proportion(mech, p0=p0, p1=p1, reports=None, counts=counts, confidence=0.9)
+    assert res["n"] == 3000 and [c["count"] for c in res["counts"]] == counts.tolist()
+    assert res["test"]["decision"] == test.decision and res["test"]["llr"] == test.llr
+    assert res["test"]["p_value"] == test.p_value
+    assert (res["estimate"]["value"], res["estimate"]["lower"]) == (est.value, est.lower)
+    assert res["shuffle"]["value"] == ldpopt.central_epsilon(1.5, 3000, 1e-7).value
+    # the mean LLR under P0 is minus n times D(M0 || M1), computed here from the two output laws
+    m0, m1 = mech.output_distributions(list(p0.values()), list(p1.values()))
+    kl01 = float(np.sum(m0 * np.log(m0 / m1)))
+    assert abs(res["test"]["expected_llr_p0"] + 3000 * kl01) <= 1e-9 * 3000 * kl01
+    # an uploaded mechanism file (k-RR, with its pair) instead of the design
+    rr = ldpopt.randomized_response(len(p0), 1.0, labels=list(p0))
+    text_rr, reports_rr = _reports_csv(rr, 400, seed=5)
+    mfile = ldpopt._mechfile.mechanism_file_text(rr, p0=list(p0.values()), p1=list(p1.values()))
+    status, res = server.post_json("/api/reports", dict(demo, eps=1.5, reports=text_rr, mechanism_file=mfile))
+    assert status == 200, res
+    est = ldpopt.mixture_proportion(rr, p0=p0, p1=p1, reports=reports_rr)
+    assert res["source"] == "uploaded mechanism file" and res["estimate"]["value"] == est.value
+
+
+@pytest.mark.parametrize(
+    "reports, message",
+    [
+        ("", "upload a CSV of reports"),
+        ("report\n", "a header but no reports"),
+        ("a,b\n1,2\n", "no column 'report'"),
+        ("report\n0\n99\n", "row 3: '99' in column 'report' is not an output"),
+    ],
+)
+def test_bad_reports_say_what_is_wrong(server, reports, message):
+    demo = _demo(server)
+    status, res = server.post_json("/api/reports", dict(demo, eps=1, reports=reports))
+    assert status == 400 and message in res["error"]
+
+
+def test_bad_mechanism_file_in_reports(server):
+    demo = _demo(server)
+    status, res = server.post_json(
+        "/api/reports", dict(demo, eps=1, reports="report\n0\n", mechanism_file="{}", mechanism_name="M.json")
+    )
+    assert status == 400 and res["error"].startswith("M.json: not a mechanism file")

@@ -118,7 +118,10 @@ def save_mechanism(
     )
 
 
-def load_mechanism(path: Any) -> MechanismFile:
+def load_mechanism(path: Any, *, filename: str | None = None) -> MechanismFile:
     """Read a mechanism file and re-validate it (see the module docstring); raises
-    :class:`MechanismFileError` with a clear message on any problem."""
-    return read_mechanism_file(path, Mechanism)
+    :class:`MechanismFileError` with a clear message on any problem.
+
+    ``path`` is the file's path, or its content in memory (``bytes`` or a binary file object)
+    with ``filename`` naming it, as :func:`ldpopt.read_pair` reads uploads."""
+    return read_mechanism_file(path, Mechanism, filename=filename)

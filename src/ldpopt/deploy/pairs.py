@@ -41,7 +41,15 @@ from ldpopt._extras import require
 from ldpopt._json import in_memory_file, loads_strict
 from ldpopt._validation import check_bool, check_labelled_pair, is_real
 
-__all__ = ["LabelledPair", "read_pair", "read_pair_records", "parse_distribution_text", "PAIR_FORMATS"]
+__all__ = [
+    "LabelledPair",
+    "PairColumns",
+    "pair_columns",
+    "read_pair",
+    "read_pair_records",
+    "parse_distribution_text",
+    "PAIR_FORMATS",
+]
 
 #: recognised suffixes -> format
 PAIR_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".json": "json"}
@@ -441,3 +449,69 @@ def _json_instances(name: str, doc: Any, p0: str, p1: str, ident: str) -> list[R
         _, a, b, labels = _aligned(f"{name}: instance #{j}", a, la, b, lb)
         out.append((str(rec.get(ident, j)), a, b, labels))
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# which columns hold the pair: for a reader that lets its user pick them (the studio's upload)
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PairColumns:
+    """The columns of a pair file (JSON: the keys of its object, or of its row objects), whether
+    each holds numbers only, and a guess of the label, P0 and P1 columns for :func:`read_pair`:
+    ``p0``/``p1``/``label`` when the file has them, else the first two numeric columns and the
+    first other column (``category,normal,fraud`` -> label ``category``, P0 ``normal``, P1
+    ``fraud``).  A guess is None where the file has no candidate."""
+
+    columns: tuple[str, ...]
+    numeric: tuple[bool, ...]
+    label: str | None
+    p0: str | None
+    p1: str | None
+
+
+def _all_numbers(values: list[Any]) -> bool:
+    for v in values:
+        if is_real(v):
+            continue
+        try:
+            float(str(v).strip())
+        except ValueError:
+            return False
+    return bool(values)
+
+
+def _guess(columns: list[str], numeric: list[bool]) -> PairColumns:
+    nums = [c for c, n in zip(columns, numeric, strict=True) if n]
+    others = [c for c, n in zip(columns, numeric, strict=True) if not n]
+    p0: str | None = "p0"
+    p1: str | None = "p1"
+    if not ("p0" in columns and "p1" in columns):
+        p0, p1 = (nums[0] if nums else None), (nums[1] if len(nums) > 1 else None)
+    label = "label" if "label" in columns else (others[0] if others else None)
+    return PairColumns(tuple(columns), tuple(numeric), label, p0, p1)
+
+
+def _json_columns(name: str, doc: Any) -> tuple[list[str], list[bool]]:
+    if isinstance(doc, list) and doc and all(isinstance(r, Mapping) for r in doc):
+        columns = list(dict.fromkeys(str(k) for r in doc for k in r))
+        return columns, [_all_numbers([r.get(c) for r in doc]) for c in columns]
+    if not isinstance(doc, Mapping):
+        raise ValueError(f"{name}: expected a JSON object of columns or a list of row objects")
+    columns = [str(k) for k in doc]
+    numeric = []
+    for v in doc.values():
+        values = list(v.values()) if isinstance(v, Mapping) else v
+        numeric.append(isinstance(values, list) and _all_numbers(values))
+    return columns, numeric
+
+
+def pair_columns(path: Any, *, filename: str | None = None) -> PairColumns:
+    """The columns of a pair file and a guess of which hold the labels, P0 and P1 (see
+    :class:`PairColumns`); ``path`` and ``filename`` as in :func:`read_pair`."""
+    src = _source(path, filename)
+    if src.fmt == "json":
+        columns, numeric = _json_columns(src.name, _load_json(src))
+    else:
+        columns, rows = _read_table(src)
+        numeric = [_all_numbers([r[j] for r in rows]) for j in range(len(columns))]
+    return _guess(columns, numeric)

@@ -12,12 +12,18 @@ body over the size limit):
 ``GET  /api/options``     divergences and limits for the controls
 ``GET  /api/demo``        the built-in demo pair
 ``POST /api/pasted``      ``{"p0": text, "p1": text}`` -> the validated pair
-``POST /api/upload``      the file's bytes, ``?name=FILE.csv|.parquet|.json`` -> the validated pair
+``POST /api/columns``     the file's bytes, ``?name=FILE`` -> its columns and a guess of the
+                          label, P0 and P1 columns (the page's column pickers)
+``POST /api/upload``      the file's bytes, ``?name=FILE.csv|.parquet|.json`` and optionally
+                          ``&label=COL&p0=COL&p1=COL`` -> the validated pair
 ``POST /api/design``      pair + ``eps``, ``divergence``, ``param``, ``max_outputs``
 ``POST /api/curve``       pair + ``eps_min``, ``eps_max``, ``points``, ``divergence``, ...
 ``POST /api/deployment``  pair + design fields + ``alpha``, ``beta``
 ``POST /api/mechanism``   pair + design fields (+ ``which``) -> the mechanism file
 ``POST /api/decide``      a ``decide`` problem file's bytes, ``?name=...&eps=...``
+``POST /api/reports``     pair + design fields (or ``mechanism_file``: a mechanism file's text)
+                          + ``reports`` (a reports CSV's text), ``alpha``, ``confidence``,
+                          ``delta`` -> the test, the mixture estimate, the shuffled central eps
 ========================  =====================================================================
 
 Security: the server binds to 127.0.0.1 unless told otherwise and answers only requests whose
@@ -268,19 +274,41 @@ def _upload_name(request: Request) -> str:
     return name
 
 
-def _read_upload(name: str, data: bytes) -> dict:
-    """An uploaded pair file (CSV, Parquet or JSON; columns ``p0``, ``p1`` and optionally
-    ``label``; counts or probabilities), read in memory by :func:`ldpopt.read_pair`."""
-    pair = read_pair(data, label="label", normalize=True, optional_label=True, filename=name)
+def _read_upload(name: str, data: bytes, columns: dict[str, str] | None = None) -> dict:
+    """An uploaded pair file (CSV, Parquet or JSON; counts or probabilities) read in memory by
+    :func:`ldpopt.read_pair`: its columns ``p0``, ``p1`` and optionally ``label``, or the ones
+    ``columns`` names (``label``, ``p0``, ``p1``; an empty label: none)."""
+    if not columns:
+        pair = read_pair(data, label="label", normalize=True, optional_label=True, filename=name)
+    else:
+        label = columns.get("label") or None
+        pair = read_pair(
+            data, columns.get("p0") or "p0", columns.get("p1") or "p1", label, normalize=True, filename=name
+        )
     return core.pair_payload(*pair.as_dicts())
+
+
+def _column_choice(request: Request) -> dict[str, str] | None:
+    chosen = {k: request.query_params[k] for k in ("label", "p0", "p1") if k in request.query_params}
+    for key, value in chosen.items():
+        if len(value) > 200:
+            raise ValueError(f"{key}: a column name of at most 200 characters, got {len(value)}")
+    return chosen or None
 
 
 @_guard
 async def _upload(request: Request) -> Response:
     name = _upload_name(request)
+    chosen = _column_choice(request)
     data = await _body(request, MAX_UPLOAD_BYTES)
+    return _json(await run_off_loop(_read_upload, name, data, chosen))
 
-    return _json(await run_off_loop(_read_upload, name, data))
+
+@_guard
+async def _columns(request: Request) -> Response:
+    name = _upload_name(request)
+    data = await _body(request, MAX_UPLOAD_BYTES)
+    return _json(await run_off_loop(core.columns, data, name))
 
 
 @_guard
@@ -335,6 +363,8 @@ def create_app(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> Starlette:
         Route("/api/deployment", _compute(core.deployment), methods=["POST"]),
         Route("/api/mechanism", _mechanism, methods=["POST"]),
         Route("/api/decide", _decide, methods=["POST"]),
+        Route("/api/columns", _columns, methods=["POST"]),
+        Route("/api/reports", _compute(core.reports), methods=["POST"]),
     ]
     name = host_name(host)
     if name in _WILDCARDS:
@@ -381,7 +411,8 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, open_browser: bool
         host=bind,
         port=port,
         log_level="warning",
-        timeout_graceful_shutdown=SHUTDOWN_GRACE,
+        # annotated int, used as asyncio.timeout(seconds), which takes a float
+        timeout_graceful_shutdown=SHUTDOWN_GRACE,  # type: ignore[arg-type]
     )
     server = uvicorn.Server(config)
     logging.getLogger("uvicorn.error").addFilter(_QuietCancel())

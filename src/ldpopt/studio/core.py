@@ -8,6 +8,8 @@ with every request, uploads arrive as bytes and downloads leave as text.  Bad in
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -23,7 +25,12 @@ from ldpopt._validation import (
     check_real,
 )
 from ldpopt.decision import RISKS, DecisionProblem, optimal_channel
-from ldpopt.deploy.pairs import parse_distribution_text
+from ldpopt.deploy.estimate import mixture_proportion
+from ldpopt.deploy.files import load_mechanism
+from ldpopt.deploy.pairs import pair_columns, parse_distribution_text
+from ldpopt.deploy.sampling import decode_outputs
+from ldpopt.deploy.shuffle import central_epsilon
+from ldpopt.deploy.testing import LikelihoodRatioTest
 from ldpopt.divergences import BUILTIN_NAMES, FDivergence, egamma, get_divergence, renyi
 from ldpopt.mechanism import Mechanism
 
@@ -42,6 +49,9 @@ __all__ = [
     "deployment",
     "mechanism_file",
     "decide",
+    "columns",
+    "reports",
+    "MAX_REPORTS",
 ]
 
 #: the studio designs for alphabets up to this size (the library and the CLI have no such limit);
@@ -54,6 +64,8 @@ MAX_CURVE_POINTS = 201
 #: decision problems with at most this many inputs (the exact LPs grow with 2^m below the
 #: column-generation size; the page should answer within seconds)
 MAX_PROBLEM_INPUTS = 20
+#: a reports upload holds at most this many reports (a 2 MB CSV of short labels)
+MAX_REPORTS = 1_000_000
 #: the divergences with a parameter: name -> (factory, parameter name, default)
 FAMILIES: dict[str, tuple[Any, str, float]] = {
     "egamma": (egamma, "gamma", 2.0),
@@ -356,4 +368,157 @@ def decide(data: bytes, name: str, eps: Any) -> dict:
         "parameters": prob.num_parameters,
         "actions": prob.num_actions,
         "results": results,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# uploads: which columns hold the pair
+# ---------------------------------------------------------------------------------------------
+def columns(data: bytes, name: str) -> dict:
+    """The columns of an uploaded pair file and the guess of its label, P0 and P1 columns
+    (:func:`ldpopt.deploy.pairs.pair_columns`), for the page's column pickers."""
+    cols = pair_columns(data, filename=name)
+    return {
+        "columns": list(cols.columns),
+        "numeric": list(cols.numeric),
+        "guess": {"label": cols.label, "p0": cols.p0, "p1": cols.p1},
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# the reports panel: test, estimate, shuffled guarantee
+# ---------------------------------------------------------------------------------------------
+def _report_column(rows: list[list[str]]) -> tuple[str, int]:
+    header = [c.strip() for c in rows[0]]
+    if "report" in header:
+        return "report", header.index("report")
+    if len(header) == 1:
+        return header[0], 0
+    raise ValueError(
+        f"reports: no column 'report' (the column ldpopt privatize writes); columns: {', '.join(header)}"
+    )
+
+
+def _report_counts(text: Any, mech: Mechanism) -> np.ndarray:
+    """Counts per output of a reports CSV (its column ``report``, or its only column; output labels
+    or output indices, as ``ldpopt privatize`` writes them)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("reports: upload a CSV of reports (the output of ldpopt privatize)")
+    rows = [r for r in csv.reader(io.StringIO(text, newline="")) if any(c.strip() for c in r)]
+    if len(rows) < 2:
+        raise ValueError("reports: the file has a header but no reports")
+    if len(rows) - 1 > MAX_REPORTS:
+        raise ValueError(f"reports: {len(rows) - 1} reports; the studio reads at most {MAX_REPORTS}")
+    col, j = _report_column(rows)
+    shown = [str(x) for x in decode_outputs(mech, np.arange(mech.num_outputs))]
+    index = {name: i for i, name in enumerate(shown)}
+    index.update({str(i): i for i in range(mech.num_outputs)} if mech.output_labels is None else {})
+    counts = np.zeros(mech.num_outputs, dtype=np.int64)
+    for n, r in enumerate(rows[1:], start=2):
+        value = r[j].strip() if j < len(r) else ""
+        if value not in index:
+            raise ValueError(
+                f"reports: row {n}: {value!r} in column {col!r} is not an output of the mechanism "
+                f"(its outputs: {', '.join(shown[:10])}{', ...' if len(shown) > 10 else ''})"
+            )
+        counts[index[value]] += 1
+    return counts
+
+
+def _reports_mechanism(req: Mapping) -> tuple[Mechanism, Any, Any, str]:
+    """The mechanism that privatized the reports, and its P0, P1: the uploaded mechanism file's
+    (with its stored pair, else the page's pair), or the page's current design."""
+    text = req.get("mechanism_file")
+    if text:
+        if not isinstance(text, str):
+            raise TypeError("mechanism_file must be the file's text")
+        mf = load_mechanism(text.encode("utf-8"), filename=str(req.get("mechanism_name") or "mechanism.json"))
+        if mf.p0 is not None:
+            return mf.mechanism, mf.p0, mf.p1, "uploaded mechanism file"
+        a, b, _ = _pair(req)
+        return mf.mechanism, a, b, "uploaded mechanism file, the page's P0 and P1"
+    a, b, _ = _pair(req)
+    _, mechs = _mechanisms(a, b, _eps(req), _divergence(req), _max_outputs(req))
+    which = req.get("which") or "optimal"
+    chosen = dict(mechs).get(which)
+    if chosen is None:
+        raise ValueError(f"which must be one of {', '.join(n for n, _ in mechs)}, got which={which!r}")
+    return chosen, a, b, f"the current design ({which})"
+
+
+def _test_summary(test: LikelihoodRatioTest, counts: np.ndarray) -> dict:
+    res = test.decide_counts(counts)
+    m0, m1 = test.output_distributions
+    llr = test.per_report_llr
+    n = int(counts.sum())
+    with np.errstate(invalid="ignore"):  # 0 * inf where an output is impossible: it adds nothing
+        mean0 = float(np.sum(np.where(m0 > 0, m0 * llr, 0.0)))
+        mean1 = float(np.sum(np.where(m1 > 0, m1 * llr, 0.0)))
+    if res.decision == 1:
+        verdict = "reject H0: the reports are not consistent with P0"
+    else:
+        verdict = "keep H0: the reports are consistent with P0"
+    return {
+        "decision": res.decision,
+        "verdict": verdict,
+        "llr": _finite(res.llr),
+        "expected_llr_p0": _finite(n * mean0),
+        "expected_llr_p1": _finite(n * mean1),
+        "direction": _direction(res.llr, n * mean0, n * mean1),
+        "threshold": _finite(res.threshold),
+        "p_value": res.p_value,
+        "method": res.method,
+    }
+
+
+def _direction(llr: float, e0: float, e1: float) -> str:
+    """Where the observed log-likelihood ratio lies between its expectations under P0 and P1."""
+    if not (math.isfinite(e0) and math.isfinite(e1) and e0 < e1):
+        return "P0 and P1 give these outputs the same law: the reports cannot lean either way"
+    where = (llr - e0) / (e1 - e0)
+    if where <= 0.0:
+        return "the log-likelihood ratio is at or below its mean under P0: nothing leans toward P1"
+    if where >= 1.0:
+        return "the log-likelihood ratio is at or above its mean under P1: the reports lean fully toward P1"
+    return (
+        f"the log-likelihood ratio lies {where:.0%} of the way from its mean under P0 to its mean "
+        "under P1: a mixture of the two fits; see the estimated proportion"
+    )
+
+
+def _shuffle_summary(eps0: float, n: int, delta: float) -> dict:
+    out: dict[str, Any] = {"delta": delta, "n": n, "eps0": eps0 if math.isfinite(eps0) else None}
+    try:
+        bound = central_epsilon(eps0, n, delta)
+    except ValueError as exc:
+        return {**out, "value": None, "method": None, "message": str(exc)}
+    return {**out, "value": bound.value, "method": bound.method, "message": bound.validity}
+
+
+def reports(req: Mapping) -> dict:
+    """The reports panel: the likelihood-ratio test of H0: P0, the estimated proportion of P1 in a
+    mixture (with its interval) and the central eps of the reports once shuffled."""
+    mech, a, b, source = _reports_mechanism(req)
+    counts = _report_counts(req.get("reports"), mech)
+    alpha = _level(req, "alpha")
+    delta = check_real(_field(req, "delta", 1e-6), "delta")
+    confidence = check_real(_field(req, "confidence", 0.95), "confidence")
+    test = LikelihoodRatioTest(mech, a, b, alpha)
+    est = mixture_proportion(mech, p0=a, p1=b, reports=None, counts=counts, confidence=confidence)
+    n = int(counts.sum())
+    names = [str(x) for x in decode_outputs(mech, np.arange(mech.num_outputs))]
+    return {
+        "source": source,
+        "n": n,
+        "eps": mech.eps if math.isfinite(mech.eps) else None,
+        "counts": [{"output": names[j], "count": int(c)} for j, c in enumerate(counts)],
+        "alpha": alpha,
+        "test": _test_summary(test, counts),
+        "estimate": {
+            "value": est.value,
+            "lower": est.lower,
+            "upper": est.upper,
+            "confidence": est.confidence,
+        },
+        "shuffle": _shuffle_summary(mech.eps, n, delta),
     }

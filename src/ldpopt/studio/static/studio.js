@@ -3,7 +3,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { pair: null, design: null, designSeq: 0, options: null };
+const state = { pair: null, design: null, designSeq: 0, options: null, upload: null, reports: null, mechFile: null };
 const PLOT_CONFIG = { displaylogo: false, responsive: true, displayModeBar: false };
 const FMT = (v) => (v === null || v === undefined ? "-" : Number(v).toPrecision(6).replace(/\.?0+(e|$)/, "$1"));
 
@@ -72,14 +72,48 @@ function setPair(pair, source) {
   drawCurve();
 }
 
+let dataSeq = 0;
 async function loadData(promise, source) {
-  try { setPair(await promise, source); } catch (e) { show("data-error", e.message); }
+  const seq = ++dataSeq;  // the latest data asked for wins (the demo at start, then an upload)
+  try {
+    const pair = await promise;
+    if (seq === dataSeq) setPair(pair, source);
+  } catch (e) { if (seq === dataSeq) show("data-error", e.message); }
 }
 
 async function uploadFile(file, endpoint, extra) {
   const buffer = await file.arrayBuffer();
   const query = new URLSearchParams(Object.assign({ name: file.name }, extra || {}));
   return call(`${endpoint}?${query}`, buffer, true);
+}
+
+// an uploaded pair file: its columns are offered in three pickers, set to the server's guess
+function fillColumns(id, columns, chosen, allowNone) {
+  const sel = $(id);
+  sel.replaceChildren();
+  if (allowNone) sel.appendChild(new Option("(none)", ""));
+  for (const c of columns) sel.appendChild(new Option(c, c));
+  sel.value = chosen || "";
+}
+
+async function loadUpload() {
+  const up = state.upload;
+  const extra = { label: $("col-label").value, p0: $("col-p0").value, p1: $("col-p1").value };
+  await loadData(call(`/api/upload?${new URLSearchParams(Object.assign({ name: up.name }, extra))}`, up.buffer, true), up.name);
+}
+
+async function chooseUpload(file) {
+  try {
+    const buffer = await file.arrayBuffer();
+    const cols = await call(`/api/columns?${new URLSearchParams({ name: file.name })}`, buffer, true);
+    state.upload = { name: file.name, buffer };
+    $("columns-file").textContent = file.name;
+    fillColumns("col-label", cols.columns, cols.guess.label, true);
+    fillColumns("col-p0", cols.columns, cols.guess.p0, false);
+    fillColumns("col-p1", cols.columns, cols.guess.p1, false);
+    $("columns-row").hidden = false;
+    await loadUpload();
+  } catch (e) { show("data-error", e.message); }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -206,6 +240,44 @@ async function decide(file) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 6. reports
+// ---------------------------------------------------------------------------------------------
+async function analyseReports() {
+  const summary = $("reports-summary");
+  if (state.reports === null) { show("reports-error", "upload the reports first"); return; }
+  if (!state.pair && !state.mechFile) { show("reports-error", "load data or a mechanism file first"); return; }
+  summary.dataset.state = "busy";
+  const req = Object.assign(designFields(), {
+    which: $("reports-which").value, reports: state.reports.text,
+    alpha: $("reports-alpha").value, confidence: $("reports-confidence").value, delta: $("reports-delta").value,
+  });
+  if (state.mechFile) Object.assign(req, { mechanism_file: state.mechFile.text, mechanism_name: state.mechFile.name });
+  try {
+    const r = await call("/api/reports", req);
+    show("reports-error", "");
+    const t = r.test, e = r.estimate, sh = r.shuffle;
+    summary.textContent = `${r.n} reports of ${state.reports.name}, mechanism: ${r.source} (eps = ${FMT(r.eps)})`;
+    summary.dataset.n = String(r.n);
+    summary.dataset.decision = String(t.decision);
+    summary.dataset.estimate = String(e.value);
+    summary.dataset.central = String(sh.value);
+    fillTable("reports-results", [
+      [`test of H0: P0 at alpha = ${r.alpha}`, t.verdict, `p-value ${FMT(t.p_value)}; LLR ${FMT(t.llr)} (mean ${FMT(t.expected_llr_p0)} under P0, ${FMT(t.expected_llr_p1)} under P1): ${t.direction}`],
+      ["proportion of P1 in a mixture", e.value, `${Math.round(e.confidence * 100)}% interval [${FMT(e.lower)}, ${FMT(e.upper)}]`],
+      [`central eps once shuffled (delta = ${sh.delta})`, sh.value, sh.value === null ? sh.message : `${sh.n} reports, local eps ${FMT(sh.eps0)}, ${sh.method} bound`],
+      ["reports per output", r.counts.map((c) => `${c.output}: ${c.count}`).join(", "), ""],
+    ]);
+    summary.dataset.state = "ready";
+  } catch (err) {
+    show("reports-error", err.message);
+    summary.dataset.state = "error";
+    fillTable("reports-results", []);
+  }
+}
+
+async function readText(file) { return { name: file.name, text: await file.text() }; }
+
+// ---------------------------------------------------------------------------------------------
 // wiring
 // ---------------------------------------------------------------------------------------------
 function onDivergence() {
@@ -223,9 +295,10 @@ async function init() {
   $("load-demo").addEventListener("click", () => loadData(call("/api/demo"), "demo"));
   $("upload-file").addEventListener("change", (ev) => {
     const file = ev.target.files[0];
-    if (file) loadData(uploadFile(file, "/api/upload"), file.name);
+    if (file) chooseUpload(file);
     ev.target.value = "";
   });
+  for (const id of ["col-label", "col-p0", "col-p1"]) $(id).addEventListener("change", () => { if (state.upload) loadUpload(); });
   $("use-pasted").addEventListener("click", () =>
     loadData(call("/api/pasted", { p0: $("paste-p0").value, p1: $("paste-p1").value }), "pasted"));
   $("eps-slider").addEventListener("input", () => { $("eps").value = $("eps-slider").value; redesign(); });
@@ -245,6 +318,31 @@ async function init() {
     if (file) decide(file);
     ev.target.value = "";
   });
+  $("reports-file").addEventListener("change", async (ev) => {
+    const file = ev.target.files[0];
+    ev.target.value = "";
+    if (file) { state.reports = await readText(file); analyseReports(); }
+  });
+  $("reports-mechanism-file").addEventListener("change", async (ev) => {
+    const file = ev.target.files[0];
+    ev.target.value = "";
+    if (!file) return;
+    state.mechFile = await readText(file);
+    $("reports-which").disabled = true;
+    $("reports-mechanism-clear").hidden = false;
+    $("reports-mechanism-clear").textContent = `use the design, not ${file.name}`;
+    if (state.reports) analyseReports();
+  });
+  $("reports-mechanism-clear").addEventListener("click", () => {
+    state.mechFile = null;
+    $("reports-which").disabled = false;
+    $("reports-mechanism-clear").hidden = true;
+    if (state.reports) analyseReports();
+  });
+  $("analyse-reports").addEventListener("click", analyseReports);
+  $("reports-which").addEventListener("change", () => { if (state.reports) analyseReports(); });
+  // open on something: the built-in demo, as if its button had been pressed
+  await loadData(call("/api/demo"), "demo");
   document.body.dataset.ready = "1";
 }
 
