@@ -12,6 +12,8 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -34,12 +36,15 @@ def _free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.parametrize("host, in_url", [("127.0.0.1", "127.0.0.1"), ("::1", "[::1]")], ids=["IPv4", "IPv6"])
-def test_studio_command_serves_and_stops_on_ctrl_c(tmp_path, host, in_url):
+@contextmanager
+def _running_studio(cwd: Path, host: str = "127.0.0.1") -> Iterator[tuple[subprocess.Popen, int, dict]]:
+    """``ldpopt studio`` in a subprocess, once it answers: (process, port, its options); killed
+    on the way out if the test has not stopped it."""
     port = _free_port(host)
+    in_url = f"[{host}]" if ":" in host else host
     proc = subprocess.Popen(
         [sys.executable, "-m", "ldpopt", "studio", "--port", str(port), "--host", host],
-        cwd=tmp_path,
+        cwd=cwd,
         env=_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -56,15 +61,22 @@ def test_studio_command_serves_and_stops_on_ctrl_c(tmp_path, host, in_url):
             except OSError:
                 assert time.monotonic() < deadline, "ldpopt studio did not start"
                 time.sleep(0.1)
-        assert options["version"] == ldpopt.__version__
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        yield proc, port, options
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+@pytest.mark.parametrize("host, in_url", [("127.0.0.1", "127.0.0.1"), ("::1", "[::1]")], ids=["IPv4", "IPv6"])
+def test_studio_command_serves_and_stops_on_ctrl_c(tmp_path, host, in_url):
+    with _running_studio(tmp_path, host) as (proc, port, options):
+        assert options["version"] == ldpopt.__version__
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
     assert f"http://{in_url}:{port}/" in out
-    assert "Traceback" not in err
+    assert proc.returncode == 130
+    assert err.strip().splitlines() == ["ldpopt studio stopped (Ctrl-C)"]  # one line, no traceback
     assert list(tmp_path.iterdir()) == []  # nothing written in the working directory
 
 
@@ -120,25 +132,7 @@ def _slow_curve(port: int) -> None:
 
 
 def test_sigterm_stops_within_a_second_with_a_line_even_mid_request(tmp_path):
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ldpopt", "studio", "--port", str(port)],
-        cwd=tmp_path,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            assert proc.poll() is None, proc.communicate()
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/options", timeout=5):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, "ldpopt studio did not start"
-                time.sleep(0.1)
+    with _running_studio(tmp_path) as (proc, port, _):
         client = threading.Thread(target=_slow_curve, args=(port,), daemon=True)
         client.start()
         time.sleep(1.5)  # the request is being computed
@@ -147,41 +141,7 @@ def test_sigterm_stops_within_a_second_with_a_line_even_mid_request(tmp_path):
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
         elapsed = time.monotonic() - start
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
     assert proc.returncode == 0, err
     assert out.splitlines()[-1] == "ldpopt studio stopped (SIGTERM)"
     assert err == ""  # no traceback, no log line about the abandoned request
     assert elapsed < STOP_BOUND, f"the studio took {elapsed:.2f} s to stop"
-
-
-def test_ctrl_c_says_it_stopped_and_exits_130(tmp_path):
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ldpopt", "studio", "--port", str(port)],
-        cwd=tmp_path,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            assert proc.poll() is None, proc.communicate()
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/options", timeout=5):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, "ldpopt studio did not start"
-                time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130
-    assert err.strip().splitlines() == ["ldpopt studio stopped (Ctrl-C)"]
