@@ -516,3 +516,16 @@ def test_bad_mechanism_file_in_reports(server):
         "/api/reports", dict(demo, eps=1, reports="report\n0\n", mechanism_file="{}", mechanism_name="M.json")
     )
     assert status == 400 and res["error"].startswith("M.json: not a mechanism file")
+
+
+def test_curve_k_rr_is_the_matrix_utility(server):
+    # the curve computes k-RR's output laws without its k x k matrix: the same values as the
+    # mechanism's matrix product, to rounding (a few ulps of each output mass, 1e-12 relative)
+    pair = _demo(server)
+    for div in ("kl", "tv", "chernoff"):
+        req = {**pair, "eps_min": "0.25", "eps_max": "6", "points": "5", "divergence": div}
+        status, res = server.post_json("/api/curve", req)
+        assert status == 200, res
+        for e, value in zip(res["eps"], res["value"]["k-RR"], strict=True):
+            ref = ldpopt.randomized_response(12, e).utility(pair["p0"], pair["p1"], div)
+            assert value == pytest.approx(ref, rel=1e-12)

@@ -18,6 +18,7 @@ import numpy as np
 
 import ldpopt
 from ldpopt._mechfile import mechanism_file_text
+from ldpopt._numerics import rescale
 from ldpopt._validation import (
     check_eps,
     check_labelled_pair,
@@ -205,19 +206,26 @@ def design(req: Mapping) -> dict:
     binary mechanism and k-ary RR for comparison."""
     a, b, labels = _pair(req)
     eps, div, l = _eps(req), _divergence(req), _max_outputs(req)
-    res, mechs = _mechanisms(a, b, eps, div, l)
+    res = ldpopt.optimal_mechanism(a, b, eps, div, l)
+    # the SPR solvers always return their mechanism and its partition
+    assert res.mechanism is not None and res.partition is not None
     names = labels or [str(i) for i in range(len(res.mechanism.matrix))]
-    rows = []
-    for name, mech in mechs:
-        value = res.value if name == "optimal" else mech.utility(a, b, div)
-        rows.append(
-            {
-                "mechanism": name,
-                "outputs": mech.num_outputs,
-                "value": _finite(value),
-                "normalised": _normalised(value, res.input_divergence),
-            }
-        )
+    binary = ldpopt.binary_mechanism(a, b, eps)
+    k = len(names)
+    values = [
+        ("optimal", res.num_outputs, res.value),
+        ("binary", binary.num_outputs, binary.utility(a, b, div)),
+        ("k-RR", k, get_divergence(div)(*_rr_outputs(*_vectors(a, b), k, eps))),
+    ]
+    rows = [
+        {
+            "mechanism": name,
+            "outputs": outputs,
+            "value": _finite(value),
+            "normalised": _normalised(value, res.input_divergence),
+        }
+        for name, outputs, value in values
+    ]
     matrix = res.mechanism.matrix
     return {
         "eps": eps if math.isfinite(eps) else "inf",
@@ -245,6 +253,21 @@ def _grid(req: Mapping) -> np.ndarray:
     return np.linspace(lo, hi, points)
 
 
+def _vectors(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The pair of :func:`_pair` (arrays, or dicts label -> probability) as two float arrays."""
+    u, v = (np.fromiter(p.values(), float) if isinstance(p, dict) else np.asarray(p, float) for p in (a, b))
+    return u, v
+
+
+def _rr_outputs(u: np.ndarray, v: np.ndarray, k: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""The output laws of k-ary RR without its k x k matrix (10^8 cells at the studio's largest k):
+    :math:`M(y) = (e^\varepsilon p_y + 1 - p_y) / (e^\varepsilon + k - 1) = (c + A p_y) / (1 + (k-1) c)`
+    with :math:`c = e^{-\varepsilon}`, :math:`A = 1 - c` (:func:`ldpopt._numerics.rescale`)."""
+    r = rescale(eps)
+    den = 1.0 + (k - 1) * r.c
+    return (r.c + r.A * u) / den, (r.c + r.A * v) / den
+
+
 def curve(req: Mapping) -> dict:
     """Utility against eps over the request's range: the optimal value (one batched
     :func:`ldpopt.sweep`), the binary mechanism and k-RR; the optimal number of outputs."""
@@ -254,9 +277,11 @@ def curve(req: Mapping) -> dict:
     k = len(a)
     denom = float(sw.input_divergence[0])
     series: dict[str, list] = {"binary": [], "k-RR": []}
+    u, v = _vectors(a, b)
+    measure = get_divergence(div)
     for eps in grid:
         series["binary"].append(ldpopt.binary_mechanism(a, b, eps).utility(a, b, div))
-        series["k-RR"].append(ldpopt.randomized_response(k, eps).utility(a, b, div))
+        series["k-RR"].append(measure(*_rr_outputs(u, v, k, float(eps))))
     out = {"optimal": [float(v) for v in sw.values[0]], **series}
     return {
         "eps": grid.tolist(),
