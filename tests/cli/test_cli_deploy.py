@@ -84,11 +84,14 @@ def test_privatize_test_pipeline(files):
     assert "gift" in r.output  # block labels shown in the table
     reports = pd.read_csv(out)
     # the other columns are kept, the symbol column is replaced by the reports
-    assert list(reports.columns) == ["report", "user"] and len(reports) == 400
+    # and what each report means (the input symbols of its block) next to it
+    assert list(reports.columns) == ["report", "report_block", "user"] and len(reports) == 400
     # the CLI's reports are the library's reports for the same seed
     mech = load_mechanism(mfile).mechanism
     expected = mech.privatize(events, rng=np.random.default_rng(3))
     assert np.array_equal(reports["report"].to_numpy(), expected)
+    blocks = ["{" + ", ".join(str(mech.labels[i]) for i in b) + "}" for b in mech.partition]
+    assert reports["report_block"].tolist() == [blocks[j] for j in expected]
 
     r = run("test", "--mechanism", mfile, "--reports", out, "--alpha", 0.05, "--prior", 0.2)
     assert r.exit_code == 0, r.output
@@ -96,6 +99,11 @@ def test_privatize_test_pipeline(files):
     assert f"decision: {lrt.decision}" in r.output
     assert "gift" in r.output and "p-value" in r.output and "Bayes decision" in r.output
     assert lrt.decision == 1  # 400 reports drawn under P1 (power ~ 1)
+    assert "not consistent with P0" in r.output and "look like P1" not in r.output
+    assert "fit P1 better than P0" in r.output  # the LLR is positive here
+    # the reports read back by what they mean: the same test
+    by_block = run("test", "--mechanism", mfile, "--reports", out, "--column", "report_block", "--prior", 0.2)
+    assert by_block.exit_code == 0 and by_block.output == r.output
 
 
 def test_test_with_explicit_hypotheses_and_mismatch_warning(files, tmp_path):

@@ -70,7 +70,7 @@ def files(tmp_path_factory):
 
 def test_estimate_writes_json_to_stdout(files):
     folder, mech, reports = files
-    r = ldpopt_cmd("estimate", "M.json", "reports.csv", "--json", "-", cwd=folder)
+    r = ldpopt_cmd("estimate", "--mechanism", "M.json", "--reports", "reports.csv", "--json", "-", cwd=folder)
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     p0 = dict(zip(LABELS, P0, strict=True))
@@ -85,11 +85,11 @@ def test_estimate_writes_json_to_stdout(files):
 
 def test_estimate_prints_a_table_and_fails_cleanly(files):
     folder, _, _ = files
-    r = run("estimate", "M.json", "reports.csv", "--confidence", 0.9, cwd=folder)
+    r = run("estimate", "--mechanism", "M.json", "--reports", "reports.csv", "--confidence", 0.9, cwd=folder)
     assert r.exit_code == 0 and "Mixing proportion" in r.stdout and "90%" in r.stdout
-    bad = run("estimate", "M.json", "missing.csv", cwd=folder)
+    bad = run("estimate", "--mechanism", "M.json", "--reports", "missing.csv", cwd=folder)
     assert bad.exit_code == 2 and "Traceback" not in bad.stderr and "missing.csv" in bad.stderr
-    bad = run("estimate", "M.json", "reports.csv", "--confidence", 2, cwd=folder)
+    bad = run("estimate", "--mechanism", "M.json", "--reports", "reports.csv", "--confidence", 2, cwd=folder)
     assert bad.exit_code == 2 and "confidence" in bad.stderr
 
 
@@ -130,8 +130,8 @@ def test_estimate_from_file_equals_inline_and_keeps_stdout_json(files):
     q0 = [0.30, 0.20, 0.15, 0.15, 0.10, 0.10]  # not the stored P0: a warning, on stderr
     lines = [f"{lab},{a},{b}" for lab, a, b in zip(LABELS, q0, P1, strict=True)]
     (folder / "q.csv").write_text("label,p0,p1\n" + "\n".join(lines) + "\n")
-    r = ldpopt_cmd("estimate", "M.json", "reports.csv", "--from", "q.csv", "--label-col", "label",
-                   "--json", "-", cwd=folder)  # fmt: skip
+    r = ldpopt_cmd("estimate", "--mechanism", "M.json", "--reports", "reports.csv", "--from", "q.csv",
+                   "--label-col", "label", "--json", "-", cwd=folder)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "digest mismatch" in r.stderr
     data = json.loads(r.stdout)
@@ -139,14 +139,12 @@ def test_estimate_from_file_equals_inline_and_keeps_stdout_json(files):
         mech, dict(zip(LABELS, q0, strict=True)), dict(zip(LABELS, P1, strict=True)), reports
     )
     assert data["mixture_proportion"]["value"] == pytest.approx(mix.value, abs=1e-12)
-    inline = run("estimate", "M.json", "reports.csv", "--p0", spec(q0), "--p1", spec(P1), "--json", "i.json",
-                 cwd=folder)  # fmt: skip
+    inline = run("estimate", "--mechanism", "M.json", "--reports", "reports.csv", "--p0", spec(q0),
+                 "--p1", spec(P1), "--json", "i.json", cwd=folder)  # fmt: skip
     assert inline.exit_code == 0, inline.output
     assert json.loads((folder / "i.json").read_text()) == data
-    bad = run("estimate", "nowhere.json", "reports.csv", cwd=folder)
-    assert (
-        bad.exit_code == 2 and "nowhere.json: no such file" in bad.stderr and "--mechanism" not in bad.stderr
-    )
+    bad = run("estimate", "--mechanism", "nowhere.json", "--reports", "reports.csv", cwd=folder)
+    assert bad.exit_code == 2 and "--mechanism nowhere.json: no such file" in bad.stderr
 
 
 @pytest.mark.parametrize("confidence", ["0.4", "nan", "1", "0"])
@@ -154,8 +152,17 @@ def test_a_confidence_out_of_range_names_its_range(files, confidence):
     """Every refused --confidence gets the one range it has, (0.5, 1); never the (0, 1) of a plain
     probability level, which would call 0.4 valid."""
     folder = files[0]
-    r = ldpopt_cmd("estimate", "M.json", "reports.csv", "--confidence", confidence, cwd=folder)
+    r = ldpopt_cmd(
+        "estimate",
+        "--mechanism",
+        "M.json",
+        "--reports",
+        "reports.csv",
+        "--confidence",
+        confidence,
+        cwd=folder,
+    )
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip().splitlines() == [
-        f"error: confidence must be a number in (0.5, 1), got confidence={float(confidence)!r}"
+        f"error: --confidence must be a number in (0.5, 1), got --confidence={float(confidence)!r}"
     ]

@@ -106,15 +106,48 @@ def test_reproduce_without_an_extra(tmp_path, module, extra):
     assert not (tmp_path / "f").exists()  # failed before any work
 
 
-def test_privatize_without_pandas(tmp_path):
-    (tmp_path / "in.csv").write_text("x\n0\n1\n")
-    argv = ["privatize", "--mechanism", "m.json", "--input", "in.csv", "--output", "out.csv"]
-    res = run_without(
-        ["pandas"],
-        ["export", "--p0", "0.5,0.5", "--p1", "0.2,0.8", "--eps", "1", "--output", "m.json"],
-        tmp_path,
-    )
-    assert res.returncode == 0, res.stderr  # designing and exporting needs no extra
-    res = run_without(["pandas"], argv, tmp_path)
-    assert_names_the_extra(res, "pandas", "sweeps")
-    assert not (tmp_path / "out.csv").exists()
+def test_the_deployment_walkthrough_needs_neither_pandas_nor_pyarrow(tmp_path):
+    """export, privatize, test and estimate read and write CSV with the standard library: the
+    core install runs them; only a Parquet file asks for its extra."""
+    (tmp_path / "in.csv").write_text("user,x\nu1,a\nu2,c\nu3,c\nu4,b\n")
+    hidden = ["pandas", "pyarrow"]
+    steps = [
+        [
+            "export",
+            "--p0",
+            "a=0.5,b=0.3,c=0.2",
+            "--p1",
+            "a=0.1,b=0.3,c=0.6",
+            "--eps",
+            "1",
+            "--output",
+            "m.json",
+        ],
+        ["privatize", "--mechanism", "m.json", "--input", "in.csv", "--column", "x", "--output", "out.csv"],
+        ["test", "--mechanism", "m.json", "--reports", "out.csv"],
+        ["estimate", "--mechanism", "m.json", "--reports", "out.csv", "--json", "e.json"],
+    ]
+    for argv in steps:
+        res = run_without(hidden, argv, tmp_path)
+        assert res.returncode == 0, (argv, res.stderr)
+    rows = (tmp_path / "out.csv").read_text().splitlines()
+    assert rows[0] == "user,report,report_block" and [r.split(",")[0] for r in rows[1:]] == [
+        "u1",
+        "u2",
+        "u3",
+        "u4",
+    ]
+    argv = [
+        "privatize",
+        "--mechanism",
+        "m.json",
+        "--input",
+        "in.csv",
+        "--column",
+        "x",
+        "--output",
+        "o.parquet",
+    ]
+    res = run_without(hidden, argv, tmp_path)
+    assert_names_the_extra(res, "pyarrow", "sweeps")
+    assert not (tmp_path / "o.parquet").exists()

@@ -170,7 +170,7 @@ def test_privatize_keeps_columns_csv_and_parquet(tmp_path):
         )
     )
     out = pd.read_parquet(tmp_path / "o.parquet")
-    assert list(out.columns) == ["user_id", "report", "day"]
+    assert list(out.columns) == ["user_id", "report", "report_block", "day"]
     assert out["user_id"].tolist() == [7, 8, 9] and out["day"].tolist() == ["mon", "tue", "wed"]
     mech = load_mechanism(mfile).mechanism
     assert set(out["report"]) <= set(range(mech.num_outputs))

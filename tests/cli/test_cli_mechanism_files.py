@@ -16,7 +16,7 @@ runner = CliRunner()
 #: (command, arguments with the mechanism file as "{m}", the option it comes with or "")
 COMMANDS = [
     ("compare", ["{m}"], ""),
-    ("estimate", ["{m}", "reports.csv"], ""),
+    ("estimate", ["--mechanism", "{m}", "--reports", "reports.csv"], "--mechanism "),
     ("test", ["--mechanism", "{m}", "--reports", "reports.csv"], "--mechanism "),
     ("privatize", ["--mechanism", "{m}", "--input", "in.csv", "--output", "out.csv"], "--mechanism "),
     ("samplesize", ["--mechanism", "{m}"], "--mechanism "),

@@ -39,8 +39,10 @@ def test_design_json_dash_is_strict_json_alone_on_stdout(tmp_path):
     # the CLI's solver at this size: the readable program
     ref = ldpopt.optimal_mechanism([0.1, 0.2, 0.7], [0.3, 0.3, 0.4], 1.0, method="dp")
     assert data["value"] == ref.value  # the float written by json round-trips exactly
-    assert "Partition" in r.stderr  # the tables went to stderr
+    assert r.stderr == ""  # no tables: the JSON is the answer
     assert not (tmp_path / "-").exists()
+    loud = run(*DESIGN, "--json", "-", "--verbose", cwd=tmp_path)
+    assert _strict(loud.stdout) == data and "Partition" in loud.stderr  # --verbose: tables on stderr
 
 
 def test_infinite_values_are_written_as_strict_json(tmp_path):
@@ -86,7 +88,9 @@ def test_decide_json_dash(tmp_path):
     r = run("decide", str(problem), "--eps", "1", "--json", "-")
     assert r.returncode == 0, r.stderr
     data = _strict(r.stdout)
-    assert data and "Outputs" in r.stderr
+    assert data and r.stderr == ""
+    loud = run("decide", str(problem), "--eps", "1", "--json", "-", "--verbose")
+    assert _strict(loud.stdout) == data and "Outputs" in loud.stderr
 
 
 def test_eps_step_is_checked_before_any_work(tmp_path):

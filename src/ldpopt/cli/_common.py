@@ -26,8 +26,53 @@ from ldpopt._atomic import atomic_write_text, is_stdout
 from ldpopt._extras import require
 from ldpopt.errors import MissingExtraError
 
+
+class _Verbose:
+    """Whether the running command was given ``--verbose`` (see :class:`_Group`)."""
+
+    on = False
+
+
+def _set_verbose(ctx: Any, param: Any, value: bool) -> bool:
+    _Verbose.on = bool(value)
+    return value
+
+
+#: the ``--verbose`` flag every command with ``--json`` gets (see :class:`_Group`)
+VERBOSE_HELP = "With --json -: also print the tables and messages (on standard error)."
+
+
+class _Group(typer.core.TyperGroup):
+    """The command group: every command that writes ``--json`` also takes ``--verbose`` (the human
+    output with ``--json -``, on standard error; see :func:`report_to_stderr_if_json_on_stdout`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for cmd in self.commands.values():
+            opts = {o for p in cmd.params for o in p.opts}
+            if "--json" in opts and "--verbose" not in opts:
+                cmd.params.append(_verbose_option())
+
+
+def _verbose_option() -> Any:
+    """A fresh ``--verbose`` flag, as typer builds it (not passed to the command: it sets
+    :class:`_Verbose`)."""
+    flag = typer.Typer()
+
+    @flag.command()
+    def _flag(
+        verbose: bool = typer.Option(
+            False, "--verbose", help=VERBOSE_HELP, expose_value=False, callback=_set_verbose
+        ),
+    ) -> None:
+        """A holder of the flag."""
+
+    return typer.main.get_command(flag).params[0]
+
+
 app = typer.Typer(
     name="ldpopt",
+    cls=_Group,
     help="Exactly optimal local-differential-privacy mechanisms.",
     no_args_is_help=True,
     add_completion=False,
@@ -112,6 +157,13 @@ def fail(message: str, code: int = 2, *, verbatim: bool = False) -> NoReturn:
     # messages quote user input ("[instances]", "[1, 2]"): never let rich read them as markup
     err_console.print(f"[bold red]error:[/] {escape(text)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def warn(message: str) -> None:
+    """A one-line warning on standard error (``warning: ...``), as the CLI prints them."""
+    from rich.markup import escape
+
+    err_console.print(f"[yellow]warning:[/] {escape(_to_cli(message))}", highlight=False, soft_wrap=True)
 
 
 #: exit status of an interrupted command (Ctrl-C; SIGTERM during a sweep)
@@ -365,13 +417,16 @@ def one_stdout(outputs: Mapping[str, Path | None]) -> None:
 
 
 @contextmanager
-def report_to_stderr_if_json_on_stdout(json_out: Path | None) -> Iterator[None]:
+def report_to_stderr_if_json_on_stdout(json_out: Path | None, *, quiet: bool = True) -> Iterator[None]:
     """While a command's JSON result (or another output named ``-``) goes to standard output, its
-    tables and messages go to standard error, so that stdout is that document alone."""
+    tables and messages go away (``quiet``, unless ``--verbose``) or to standard error, so that
+    stdout is that document alone."""
     if json_out is None or not is_stdout(json_out):
         yield
         return
-    with console.redirect(sys.stderr):
+    import io
+
+    with console.redirect(sys.stderr if _Verbose.on or not quiet else io.StringIO()):
         yield
 
 

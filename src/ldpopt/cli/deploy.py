@@ -32,7 +32,6 @@ from ldpopt.cli._common import (
     fmt,
     load_mechanism_file,
     load_pair,
-    need,
     one_stdout,
     partition_table,
     plural,
@@ -40,9 +39,7 @@ from ldpopt.cli._common import (
     solve,
     write_json,
 )
-
-#: what a missing pandas (CSV reading and writing) is reported for
-CSV_FEATURE = "ldpopt privatize/test"
+from ldpopt.cli._tables import Frame, read_table, table_format, write_table
 
 
 # ---------------------------------------------------------------------------------------------
@@ -61,42 +58,8 @@ def _align(dist: Any, mech: Any, name: str) -> Any:
     return {by_str[key]: val for key, val in dist.items()}
 
 
-def _table_format(path: Path) -> str:
-    return "parquet" if path.suffix.lower() in (".parquet", ".pq") else "csv"
-
-
-def _read_table(path: Path, option: str, header: bool = True) -> Any:
-    """A CSV (first row = the header, unless ``header`` is False) or Parquet file as a DataFrame of
-    strings (Parquet columns keep their values, shown as text)."""
-    pd = need("pandas", CSV_FEATURE, "sweeps")
-
-    if not path.exists():
-        fail(f"{option} {path}: no such file")
-    if _table_format(path) == "parquet":
-        need("pyarrow", "reading and writing Parquet files", "sweeps")
-        try:
-            df = pd.read_parquet(path)
-        except Exception as exc:  # pyarrow raises many types for unreadable files
-            fail(f"{option} {path} is not a readable Parquet file ({type(exc).__name__})")
-        df.columns = [str(c) for c in df.columns]
-        return df
-    try:
-        return pd.read_csv(
-            path,
-            dtype=str,
-            keep_default_na=False,
-            skipinitialspace=True,
-            header=0 if header else None,
-            names=None if header else ["symbol"],
-        )
-    except pd.errors.EmptyDataError:
-        fail(f"{option} {path} is empty")
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
-        fail(f"{option} {path} is not a readable CSV file: {str(exc).splitlines()[0]}")
-
-
-def _pick_column(df: Any, path: Path, column: str | None, option: str, default: str | None = None) -> str:
-    cols = [str(c) for c in df.columns]
+def _pick_column(df: Frame, path: Path, column: str | None, option: str, default: str | None = None) -> str:
+    cols = df.columns
     if column is not None:
         if column not in cols:
             fail(f"column {column!r} not found in {path}; columns: {', '.join(cols)}")
@@ -106,16 +69,16 @@ def _pick_column(df: Any, path: Path, column: str | None, option: str, default: 
         column = cols[0]
     else:
         fail(f"{path} has several columns ({', '.join(cols)}): choose one with --column")
-    if df.shape[0] == 0:
+    if df.num_rows == 0:
         fail(f"{option} {path} has a header but no data rows")
     return column
 
 
 def _read_column(path: Path, column: str | None, option: str, default: str | None = None):
     """Read one column as strings; returns (values, column name)."""
-    df = _read_table(path, option)
+    df = read_table(path, option)
     col = _pick_column(df, path, column, option, default)
-    return df[col].astype(str).to_numpy(dtype=str), col
+    return df.strings(col), col
 
 
 def _symbols_to_indices(
@@ -126,9 +89,8 @@ def _symbols_to_indices(
         keys = [str(lab) for lab in labels]
         if len(set(keys)) != len(keys):
             fail(f"the mechanism's {what} labels are not distinct as text: {', '.join(keys)}")
-        pd = need("pandas", CSV_FEATURE, "sweeps")
-
-        idx = pd.Index(keys).get_indexer(values)
+        where = {key: j for j, key in enumerate(keys)}
+        idx = np.array([where.get(v, -1) for v in values.tolist()], dtype=np.int64)
         known = ", ".join(keys[:10]) + (", ..." if len(keys) > 10 else "")
     else:
         idx = np.full(values.shape[0], -1, dtype=np.int64)
@@ -149,13 +111,26 @@ def _symbols_to_indices(
     return idx.astype(np.int64)
 
 
-def _atomic_csv(path: Path, frame: Any, option: str) -> None:
-    from ldpopt._atomic import atomic_write
-
-    try:
-        atomic_write(path, lambda fh: frame.to_csv(fh, index=False), binary=False, newline="")
-    except OSError as exc:
-        fail(f"cannot write {option} {path}: {exc.strerror or exc}")
+def _report_indices(values: np.ndarray, mech: Any, column: str, path: Path) -> np.ndarray:
+    """Map a reports column to output indices: the reports as ``privatize`` writes them (output
+    labels, else integers), or what they mean (the block names of its ``report_block`` column or
+    ``--labels`` file)."""
+    names = _block_names(mech)
+    shown = [str(x) for x in (mech.output_labels or range(mech.num_outputs))]
+    if set(values.tolist()) <= set(shown) or len(set(names)) != len(names):
+        return _symbols_to_indices(values, mech.output_labels, mech.num_outputs, column, path, "report")
+    where = {name: j for j, name in enumerate(names)}
+    where.update({key: j for j, key in enumerate(shown)})
+    idx = np.array([where.get(v.strip(), -1) for v in values.tolist()], dtype=np.int64)
+    bad = np.flatnonzero(idx < 0)
+    if bad.size:
+        i = int(bad[0])
+        known = ", ".join(shown[:10]) + (", ..." if len(shown) > 10 else "")
+        fail(
+            f"unknown report {str(values[i])!r} in column {column!r} of {path} (data row {i + 1}); "
+            f"expected {known} or a block ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+        )
+    return idx
 
 
 def _rng(seed: int | None):
@@ -178,6 +153,10 @@ def _block_names(mech: Any) -> list[str]:
         else:
             names.append(str(j))
     return names
+
+
+#: privatize's column of what each report means (the block of input symbols behind it)
+BLOCK_COLUMN = "report_block"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -301,19 +280,6 @@ def _header_is_a_symbol(name: str, mech: Any) -> bool:
     return text.lstrip("+-").isdigit() and 0 <= int(text) < mech.num_inputs
 
 
-def _write_table(path: Path, frame: Any, option: str) -> None:
-    if _table_format(path) == "parquet":
-        need("pyarrow", "reading and writing Parquet files", "sweeps")
-        from ldpopt._atomic import atomic_write
-
-        try:
-            atomic_write(path, lambda fh: frame.to_parquet(fh, index=False), binary=True)
-        except OSError as exc:
-            fail(f"cannot write {option} {path}: {exc.strerror or exc}")
-        return
-    _atomic_csv(path, frame, option)
-
-
 @app.command("privatize")
 def privatize_cmd(
     *,
@@ -326,7 +292,8 @@ def privatize_cmd(
     output: Path = typer.Option(
         ...,
         "--output",
-        help="CSV or Parquet file to write: the input's columns with the symbol column replaced by 'report'.",
+        help="CSV or Parquet file to write: the input's columns with the symbol column replaced by "
+        "'report' and 'report_block' (the input symbols behind each report; see --labels).",
     ),
     column: str | None = typer.Option(None, "--column", help="Input column (if several)."),
     no_header: bool = typer.Option(
@@ -341,6 +308,12 @@ def privatize_cmd(
         help="Seeded PRNG for reproducible EXPERIMENTS ONLY (predictable: "
         "never for real users). Default: the OS CSPRNG.",
     ),
+    labels: Path | None = typer.Option(
+        None,
+        "--labels",
+        help="Write what each report means (columns report, block) to this CSV or Parquet file "
+        "instead of a 'report_block' column next to 'report'.",
+    ),
 ) -> None:
     """Privatize every row of a column with an eps-LDP mechanism file (exact sampling); the other
     columns (a user id, ...) are kept next to each report."""
@@ -348,40 +321,49 @@ def privatize_cmd(
 
     mf = load_mechanism_file(mechanism, "--mechanism")
     mech = mf.mechanism
-    df = _read_table(input, "--input", header=not no_header)
+    one_stdout({"--output": output, "--labels": labels})
+    df = read_table(input, "--input", header=not no_header)
     col = _pick_column(df, input, column, "--input")
-    if not no_header and column is None and _table_format(input) == "csv" and _header_is_a_symbol(col, mech):
+    if not no_header and column is None and table_format(input) == "csv" and _header_is_a_symbol(col, mech):
         fail(
             f"the first row of --input {input} ({col!r}) is an input symbol of the mechanism, but a CSV's "
             f"first row is its header: pass --no-header if the file has none, or --column {col} to confirm"
         )
-    values = df[col].astype(str).to_numpy(dtype=str)
-    idx = _symbols_to_indices(values, mech.labels, mech.num_inputs, col, input, "input symbol")
+    idx = _symbols_to_indices(df.strings(col), mech.labels, mech.num_inputs, col, input, "input symbol")
     try:
         reports = sample_indices(realise(mech), idx, bit_source(_rng(seed)))
     except ValueError as exc:
         fail(str(exc))
-    out = decode_outputs(mech, reports)
-    frame = df.copy()
-    pos = list(frame.columns).index(col)
-    if "report" in frame.columns and col != "report":
-        fail(f"--input {input} already has a column named 'report'")
-    frame.insert(pos + 1, "report", out)
+    out = decode_outputs(mech, reports).tolist()
+    names = _block_names(mech)
+    pos = df.columns.index(col)
+    added = ["report"] if labels is not None else ["report", BLOCK_COLUMN]
+    for name in added:
+        if name in df.columns and col != name:
+            fail(f"--input {input} already has a column named {name!r}")
+    df.insert(pos + 1, "report", out)
+    if labels is None:  # what each report means, next to it
+        df.insert(pos + 2, BLOCK_COLUMN, [names[j] for j in reports.tolist()])
     if not keep_input:
-        frame = frame.drop(columns=[col])
-    _write_table(output, frame, "--output")
+        df.drop(col)
+    shown = decode_outputs(mech, np.arange(mech.num_outputs)).tolist()
+    if labels is not None:
+        write_table(labels, Frame(["report", "block"], {"report": shown, "block": names}), "--labels")
+    write_table(output, df, "--output")
     counts = np.bincount(reports, minlength=mech.num_outputs)
     t = Table(title=f"{plural(idx.size, 'report')}, eps = {mech.eps:g}")
     t.add_column("report")
     t.add_column("block / label")
     t.add_column("count", justify="right")
-    shown = decode_outputs(mech, np.arange(mech.num_outputs))
-    for j, name in enumerate(_block_names(mech)):
+    for j, name in enumerate(names):
         t.add_row(str(shown[j]), name, str(int(counts[j])))
     source = f"seeded PRNG (seed {seed}, not for production)" if seed is not None else "OS CSPRNG"
-    with report_to_stderr_if_json_on_stdout(output):  # --output -: the reports alone on stdout
+    # --output -: the reports alone on stdout, the summary on stderr
+    with report_to_stderr_if_json_on_stdout(output, quiet=False):
         console.print(t)
         console.print(f"wrote {output} ({plural(idx.size, 'report')}, randomness: {source})")
+        if labels is not None and not is_stdout(labels):
+            console.print(f"wrote {labels} (what each report means)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -473,7 +455,7 @@ def test_cmd(
     mech = mf.mechanism
     a, b = _hypotheses(mf, load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize))
     values, col = _read_column(reports, column, "--reports", default="report")
-    idx = _symbols_to_indices(values, mech.output_labels, mech.num_outputs, col, reports, "report")
+    idx = _report_indices(values, mech, col, reports)
     try:
         test = LikelihoodRatioTest(mech, a, b, alpha, randomized=randomized)
         counts = np.bincount(idx, minlength=mech.num_outputs)
@@ -522,8 +504,29 @@ def _print_test(alpha: float, mech: Any, test: Any, counts: np.ndarray, res: Any
     ):
         s.add_row(name, val)
     console.print(s)
-    verdict = "reject H0: the reports look like P1" if res.decision == 1 else "keep H0 (P0)"
+    verdict = "reject H0: the reports are not consistent with P0" if res.decision == 1 else "keep H0 (P0)"
     console.print(f"decision: {res.decision} ({verdict})")
+    console.print(llr_direction(res.llr, res.n, res.decision))
+    if res.decision == 1:
+        console.print(
+            "H0 is rejected, which does not make every report P1's: for a mix of P0 and P1 users, "
+            "'ldpopt estimate --mechanism FILE --reports FILE' gives the share of P1-like users"
+        )
+
+
+def llr_direction(llr: float, n: int, decision: int) -> str:
+    """Which hypothesis the reports fit better, from the sign of the log-likelihood ratio."""
+    text = f"log-likelihood ratio log P1/P0 = {fmt(llr)}" + (f" ({fmt(llr / n)} per report)" if n else "")
+    if llr > 0:
+        return f"{text} > 0: the reports fit P1 better than P0"
+    if llr == 0:
+        return f"{text}: the reports fit P0 and P1 equally"
+    if decision == 1:
+        return (
+            f"{text} < 0: the reports fit P0 better than P1, yet are not consistent with P0: "
+            "they look like neither"
+        )
+    return f"{text} < 0: the reports fit P0 better than P1"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""``ldpopt estimate M.json reports.csv``: the mixing proportion and the input frequencies from reports."""
+"""``ldpopt estimate --mechanism M.json --reports reports.csv``: the mixing proportion and the input
+frequencies from reports."""
 
 from __future__ import annotations
 
@@ -19,13 +20,15 @@ from ldpopt.cli._common import (
     app,
     console,
     fail,
+    fail_api,
     fmt,
     load_mechanism_file,
     load_pair,
     report_to_stderr_if_json_on_stdout,
+    warn,
     write_json,
 )
-from ldpopt.cli.deploy import _hypotheses, _read_column, _symbols_to_indices
+from ldpopt.cli.deploy import _hypotheses, _read_column, _report_indices
 
 __all__ = ["estimate_cmd"]
 
@@ -73,11 +76,34 @@ def _print(mix: Any, freq: Any) -> None:
     console.print(t)
 
 
+def _files(legacy: list[Path] | None, mechanism: Path | None, reports: Path | None) -> tuple[Path, Path]:
+    """The mechanism and reports files: ``--mechanism``/``--reports``, or (deprecated) the two
+    positional arguments of the first releases."""
+    if not legacy:
+        if mechanism is None or reports is None:
+            fail("give --mechanism FILE and --reports FILE")
+        return mechanism, reports
+    if mechanism is not None or reports is not None:
+        fail("give the files as --mechanism FILE --reports FILE (not also as arguments)")
+    if len(legacy) != 2:
+        fail(f"give --mechanism FILE and --reports FILE (got {len(legacy)} positional argument(s))")
+    warn(
+        f"'ldpopt estimate {legacy[0]} {legacy[1]}' is deprecated and will stop working in a later "
+        f"release: use 'ldpopt estimate --mechanism {legacy[0]} --reports {legacy[1]}'"
+    )
+    return legacy[0], legacy[1]
+
+
 @app.command("estimate")
 def estimate_cmd(
-    mechanism: Path = typer.Argument(..., help="Mechanism file (JSON)."),
-    reports: Path = typer.Argument(..., help="CSV or Parquet file of reports (column 'report' or --column)."),
+    legacy: list[Path] | None = typer.Argument(
+        None, metavar="MECHANISM REPORTS", help="Deprecated: use --mechanism and --reports.", hidden=True
+    ),
     *,
+    mechanism: Path | None = typer.Option(None, "--mechanism", help="Mechanism file (JSON)."),
+    reports: Path | None = typer.Option(
+        None, "--reports", help="CSV or Parquet file of reports (column 'report' or --column)."
+    ),
     p0: str | None = typer.Option(
         None, "--p0", help="P0 (default: --from FILE, else stored in the mechanism file)."
     ),
@@ -98,19 +124,20 @@ def estimate_cmd(
     """Estimate the share pi of P1-like users (with a confidence interval) and the input mass per block."""
     from ldpopt.deploy.estimate import frequencies, mixture_proportion
 
-    mf = load_mechanism_file(mechanism)
+    mechanism, reports = _files(legacy, mechanism, reports)
+    mf = load_mechanism_file(mechanism, "--mechanism")
     mech = mf.mechanism
     given = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
     # without P0/P1 (given or stored) only the input frequencies are estimated
     pair = _hypotheses(mf, given) if given is not None or mf.p0 is not None else None
-    values, col = _read_column(reports, column, "reports", default="report")
-    idx = _symbols_to_indices(values, mech.output_labels, mech.num_outputs, col, reports, "report")
+    values, col = _read_column(reports, column, "--reports", default="report")
+    idx = _report_indices(values, mech, col, reports)
     counts = np.bincount(idx, minlength=mech.num_outputs)
     try:
         mix = mixture_proportion(mech, pair[0], pair[1], None, confidence, counts=counts) if pair else None
         freq = frequencies(mech, counts=counts)
     except (ValueError, TypeError) as exc:
-        fail(str(exc))
+        fail_api(exc, {"confidence": "--confidence"})
     with report_to_stderr_if_json_on_stdout(json_out):
         _print(mix, freq)
     if json_out is not None:
