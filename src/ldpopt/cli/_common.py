@@ -213,6 +213,22 @@ P0ColOpt: Any = typer.Option("p0", "--p0-col", help="Column of P0 in the --from 
 P1ColOpt: Any = typer.Option("p1", "--p1-col", help="Column of P1 in the --from file.")
 LabelColOpt: Any = typer.Option(None, "--label-col", help="Column of the symbol labels in the --from file.")
 NormalizeOpt: Any = typer.Option(False, "--normalize", help="Rescale P0 and P1 to sum to 1 (for counts).")
+
+
+def one_eps(text: str) -> float:
+    """``--eps`` of a command that answers for one eps: a number (``inf`` where the command takes
+    it); a list (``0.5,1,2``) is refused with the one message every such command gives."""
+    if "," in text or ";" in text:
+        raise typer.BadParameter(
+            f"{text!r} is a list: this command answers for one eps at a time "
+            "(run it once per eps; 'ldpopt samplesize' takes a list)"
+        )
+    try:
+        return float(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a number") from None
+
+
 JsonOpt: Any = typer.Option(
     None, "--json", help="Write the result as JSON to FILE ('-': standard output, the JSON alone)."
 )

@@ -29,6 +29,7 @@ from ldpopt.cli._common import (
     fmt,
     load_mechanism_file,
     load_pair,
+    one_eps,
     report_to_stderr_if_json_on_stdout,
     write_json,
 )
@@ -97,7 +98,9 @@ def compare_cmd(
     p1: str | None = typer.Option(
         None, "--p1", help="P1 (default: --from FILE, else stored in the mechanism file)."
     ),
-    eps: float | None = typer.Option(None, "--eps", help="Privacy level (default: the mechanism's)."),
+    eps: float | None = typer.Option(
+        None, "--eps", parser=one_eps, help="Privacy level (default: the mechanism's)."
+    ),
     divergence: list[str] | None = typer.Option(
         None, "--divergence", help="Divergence to report (repeatable; default: the built-in ones)."
     ),

@@ -22,6 +22,7 @@ from ldpopt.cli._common import (
     fail,
     fmt,
     load_pair,
+    one_eps,
     partition_table,
     plural,
     report_to_stderr_if_json_on_stdout,
@@ -29,6 +30,7 @@ from ldpopt.cli._common import (
     write_json,
 )
 from ldpopt.cli._shuffle import plan_shuffle, print_shuffle, shuffle_summary
+from ldpopt.cli._zero import infinite_divergence_note
 
 #: The embedded demo: event categories of web sessions, normal (P0) vs. fraudulent (P1).
 DEMO_EVENTS = {
@@ -122,7 +124,9 @@ def design(
     *,
     p0: str | None = typer.Option(None, "--p0", help="P0: probabilities '0.5,0.5' or label=prob pairs."),
     p1: str | None = typer.Option(None, "--p1", help="P1, same form as --p0."),
-    eps: float | None = typer.Option(None, "--eps", help="Privacy level eps > 0 ('inf' for none)."),
+    eps: float | None = typer.Option(
+        None, "--eps", parser=one_eps, help="Privacy level eps > 0 ('inf' for none)."
+    ),
     divergence: str = typer.Option(
         "kl", "--divergence", help="kl, reverse_kl, tv, chi2, hellinger, js, egamma:G, renyi:A, chernoff."
     ),
@@ -159,6 +163,9 @@ def design(
             f"value = {fmt(res.value)}   D_f(P0||P1) = {fmt(res.input_divergence)}   "
             f"normalised = {fmt(res.normalized_value)}"
         )
+        zero = infinite_divergence_note(res, a, b)
+        if zero:
+            console.print(zero, highlight=False)
         print_certificate(res)
         shuffled = shuffle_summary(plan, res.mechanism) if plan is not None else None
         if shuffled is not None:

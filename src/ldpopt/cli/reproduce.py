@@ -31,6 +31,7 @@ from ldpopt.cli._common import (
     json_safe,
     load_pair,
     need,
+    one_eps,
     report_to_stderr_if_json_on_stdout,
     write_json,
 )
@@ -334,7 +335,7 @@ def fig3_cmd(
     *,
     p0: str | None = PaperP0Opt,
     p1: str | None = PaperP1Opt,
-    eps: float = typer.Option(2.0, "--eps", help="Privacy level."),
+    eps: float = typer.Option(2.0, "--eps", parser=one_eps, help="Privacy level."),
     source: Path | None = FromOpt,
     p0_col: str = P0ColOpt,
     p1_col: str = P1ColOpt,
@@ -369,7 +370,7 @@ def fig5_cmd(
     p0: str | None = PaperP0Opt,
     p1: str | None = PaperP1Opt,
     eps: list[float] | None = typer.Option(
-        None, "--eps", help="Privacy level per panel; repeat (default 0.4, 2, 5)."
+        None, "--eps", parser=one_eps, help="Privacy level per panel; repeat (default 0.4, 2, 5)."
     ),
     samples: int | None = typer.Option(
         None, "--samples", help="Proposals per panel (default 2,000,000; 20,000 with --quick)."
@@ -429,7 +430,7 @@ def runtimes_cmd(
     spr_max_k: int | None = typer.Option(
         None, "--spr-max-k", help="Largest k for the SPR solver (default 10000)."
     ),
-    eps: float = typer.Option(1.0, "--eps", help="Privacy level of every solve."),
+    eps: float = typer.Option(1.0, "--eps", parser=one_eps, help="Privacy level of every solve."),
     repeats: int | None = typer.Option(
         None, "--repeats", help="Instances per k (default 5; 3 with --quick)."
     ),
