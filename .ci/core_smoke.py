@@ -1,7 +1,10 @@
 """What a core-only install (``pip install ldpopt``, no extras) must do, run by .ci/run in a venv
-that has only numpy, scipy, numba, typer and rich: import light, design, privatize, test; and the
-features that need an extra say which one, in one line, with exit status 2."""
+that has only numpy, scipy, numba, typer and rich: import light, design, privatize, test; the
+README's shell walkthrough ("From the shell") runs with this venv's ``ldpopt``; and the features
+that need an extra say which one, in one line, with exit status 2."""
 
+import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -9,6 +12,34 @@ from pathlib import Path
 
 HEAVY = ("matplotlib", "pandas", "pyarrow", "dask", "distributed", "typer", "rich", "cdd")
 HEAVY += ("starlette", "uvicorn", "plotly")  # the studio's web stack
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+#: the README's shell walkthrough: the first bash block after "From the shell"
+WALKTHROUGH = re.compile(r"From the shell.*?```bash\n(.*?)```", re.S)
+#: the block as a script that stops at the first failing command, except `test --exit-code`'s 10
+STRICT = "set -o pipefail\ntrap 'rc=$?; [ $rc -eq 10 ] || exit $rc' ERR\n"
+
+
+def readme_walkthrough() -> None:
+    """Run the README's shell block with this venv's ``ldpopt`` and ``python3`` first on PATH."""
+    found = WALKTHROUGH.search(README.read_text())
+    assert found, "README.md has no bash block after 'From the shell'"
+    bindir = str(Path(sys.executable).parent)
+    env = dict(os.environ, PATH=os.pathsep.join([bindir, os.environ.get("PATH", "")]))
+    with tempfile.TemporaryDirectory() as tmp:
+        r = subprocess.run(
+            ["bash", "-c", STRICT + found.group(1)],
+            cwd=tmp,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+        assert "error:" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+        for name in ("M.json", "reports.csv", "test.json", "sizes.json"):
+            assert (Path(tmp) / name).stat().st_size > 0, name
 
 
 def main() -> None:
@@ -51,7 +82,11 @@ def main() -> None:
             assert r.returncode == 2, (args, r.returncode, r.stdout, r.stderr)
             assert f"ldpopt[{extra}]" in r.stderr and "Traceback" not in r.stderr, r.stderr
             assert len(r.stderr.strip().splitlines()) == 1, r.stderr
-    print("core-only install: import, design, privatize, test, file round trip; extras named: ok")
+    readme_walkthrough()
+    print(
+        "core-only install: import, design, privatize, test, file round trip, README walkthrough; "
+        "extras named: ok"
+    )
 
 
 if __name__ == "__main__":

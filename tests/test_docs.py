@@ -228,6 +228,16 @@ def test_shell_calls_are_parsed_with_their_options():
     assert _prose_calls(prose) == [("warmup", ["--path", "small"])]
 
 
+#: ``ldpopt`` as the console script runs it, with the extras' pandas and pyarrow hidden
+CORE_LDPOPT = (
+    "import sys\n"
+    "for name in ('pandas', 'pyarrow'):\n"
+    "    sys.modules[name] = None\n"
+    "from ldpopt.cli import main\n"
+    "main()\n"
+)
+
+
 def _walkthroughs() -> list[str]:
     """The shell walkthroughs (design, export, privatize, test, samplesize), each text once."""
     blocks = {b for p in DOCS for b in SHELL_BLOCK.findall(p.read_text()) if "cat > counts.csv" in b}
@@ -236,9 +246,11 @@ def _walkthroughs() -> list[str]:
 
 @pytest.mark.parametrize("block", _walkthroughs(), ids=lambda b: f"walkthrough{len(b)}")
 def test_the_shell_walkthrough_runs(block, tmp_path):
-    # `ldpopt` and `python3` are this interpreter's (`python -m ldpopt` is the same command line)
+    # `ldpopt` and `python3` are this interpreter's, `ldpopt` as on the core install: without
+    # pandas and pyarrow (a module set to None in sys.modules cannot be imported)
     py = shlex.quote(sys.executable)
-    script = f'ldpopt() {{ {py} -m ldpopt "$@"; }}\npython3() {{ {py} "$@"; }}\n{block}'
+    core = shlex.quote(CORE_LDPOPT)
+    script = f'ldpopt() {{ {py} -c {core} "$@"; }}\npython3() {{ {py} "$@"; }}\n{block}'
     run = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "Traceback" not in run.stderr and "error:" not in run.stderr, run.stderr
@@ -247,4 +259,5 @@ def test_the_shell_walkthrough_runs(block, tmp_path):
     for name in ("M.json", "reports.csv", "test.json", "sizes.json"):
         assert (tmp_path / name).stat().st_size > 0, name
     reports = (tmp_path / "reports.csv").read_text().splitlines()
-    assert reports[0] == "user_id,report" and len(reports) == 5  # the four sessions
+    # the four sessions, each report with what it means
+    assert reports[0] == "user_id,report,report_block" and len(reports) == 5
