@@ -260,7 +260,7 @@ BAD_HISTOGRAMS = [
     "name, call",
     [
         ("counts", lambda c: ldpopt.frequencies(_rr(), counts=c)),
-        ("counts", lambda c: ldpopt.mixture_proportion(_rr(), P, Q, None, counts=c)),
+        ("counts", lambda c: ldpopt.mixture_proportion(_rr(), p0=P, p1=Q, counts=c)),
         ("counts", lambda c: _lrt().decide_counts(c)),
         ("counts", lambda c: _lrt().bayes_decide_counts(c)),
         ("counts1", lambda c: unc.from_counts([1, 1, 1], c)),

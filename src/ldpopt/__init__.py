@@ -23,6 +23,7 @@ from ldpopt.divergences import (
     renyi,
 )
 from ldpopt.errors import (
+    LdpoptDeprecationWarning,
     LdpoptWarning,
     MechanismFileError,
     MissingExtraError,
@@ -122,6 +123,7 @@ _compat.install()
 
 __all__ = [
     "FDivergence",
+    "LdpoptDeprecationWarning",
     "LdpoptWarning",
     "MechanismFileError",
     "MissingExtraError",

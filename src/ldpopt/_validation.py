@@ -158,8 +158,14 @@ def _check_array(arr: np.ndarray, name: str, normalize: bool) -> np.ndarray:
     if total <= 0:
         raise ValueError(f"{name} must have positive total mass, got sum={total!r}")
     if not normalize and abs(total - 1.0) > SUM_TOL:
+        hint = ""
+        if total > 2.0 and bool(np.all(arr == np.floor(arr))):
+            # whole numbers far from a distribution: counts, or reports (output indices) given where
+            # a distribution was expected (an old positional order of the arguments)
+            hint = " (whole numbers: reports or counts where a distribution was expected?)"
         raise ValueError(
-            f"{name} must sum to 1 (within {SUM_TOL:g}), got sum={total!r}; pass normalize=True to rescale"
+            f"{name} must sum to 1 (within {SUM_TOL:g}), got sum={total!r}{hint}; "
+            "pass normalize=True to rescale"
         )
     # an accepted vector is divided by its exact (compensated) sum, also within SUM_TOL of 1:
     # divergences are computed for distributions, and e.g. KL(u || (1 + t) v) = KL(u || v) - log(1 + t)

@@ -9,6 +9,7 @@ catch anyway.
 from __future__ import annotations
 
 __all__ = [
+    "LdpoptDeprecationWarning",
     "LdpoptWarning",
     "MechanismFileError",
     "MissingExtraError",
@@ -20,6 +21,10 @@ __all__ = [
 
 class LdpoptWarning(UserWarning):
     """Base class of every warning ldpopt emits (filter with ``warnings.simplefilter``)."""
+
+
+class LdpoptDeprecationWarning(LdpoptWarning, DeprecationWarning):
+    """A call in a form that a later release will stop accepting (the message says the new form)."""
 
 
 class MechanismFileError(ValueError):

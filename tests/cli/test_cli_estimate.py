@@ -75,7 +75,7 @@ def test_estimate_writes_json_to_stdout(files):
     data = json.loads(r.stdout)
     p0 = dict(zip(LABELS, P0, strict=True))
     p1 = dict(zip(LABELS, P1, strict=True))
-    mix = mixture_proportion(mech, p0, p1, reports)
+    mix = mixture_proportion(mech, reports, p0=p0, p1=p1)
     assert data["mixture_proportion"]["value"] == pytest.approx(mix.value, abs=1e-12)
     assert data["mixture_proportion"]["lower"] <= mix.value <= data["mixture_proportion"]["upper"]
     freq = frequencies(mech, reports)
@@ -136,7 +136,7 @@ def test_estimate_from_file_equals_inline_and_keeps_stdout_json(files):
     assert "digest mismatch" in r.stderr
     data = json.loads(r.stdout)
     mix = mixture_proportion(
-        mech, dict(zip(LABELS, q0, strict=True)), dict(zip(LABELS, P1, strict=True)), reports
+        mech, reports, p0=dict(zip(LABELS, q0, strict=True)), p1=dict(zip(LABELS, P1, strict=True))
     )
     assert data["mixture_proportion"]["value"] == pytest.approx(mix.value, abs=1e-12)
     inline = run("estimate", "--mechanism", "M.json", "--reports", "reports.csv", "--p0", spec(q0),

@@ -39,7 +39,7 @@ def _coverage(mech, pi, seed):
     m0, m1 = mech.output_distributions(P0, P1)
     rng = np.random.default_rng(seed)
     draws = rng.multinomial(N_REPORTS, (1 - pi) * m0 + pi * m1, size=REPS)
-    estimates = [mixture_proportion(mech, P0, P1, None, counts=c) for c in draws]
+    estimates = [mixture_proportion(mech, p0=P0, p1=P1, counts=c) for c in draws]
     covered = np.mean([e.covers(pi) for e in estimates])
     return covered, np.array([e.value for e in estimates])
 
@@ -55,12 +55,12 @@ def test_interval_covers_at_the_nominal_rate(spr, pi, seed):
 def test_interval_end_at_the_boundary_is_closed_only_when_the_boundary_is_accepted(spr):
     m0, m1 = spr.output_distributions(P0, P1)
     at_p0 = np.round(m0 * 10_000).astype(int)
-    est = mixture_proportion(spr, P0, P1, None, counts=at_p0)
+    est = mixture_proportion(spr, p0=P0, p1=P1, counts=at_p0)
     assert est.value <= 1e-3 and est.lower == 0.0 and est.lower_closed and est.covers(0.0)
     # a sample whose likelihood ratio at 0 lies between the two critical values: open at 0
     for pi in np.linspace(0.0, 0.03, 400):
         counts = np.round(((1 - pi) * m0 + pi * m1) * 100_000).astype(int)
-        e = mixture_proportion(spr, P0, P1, None, counts=counts)
+        e = mixture_proportion(spr, p0=P0, p1=P1, counts=counts)
         lam = e.statistic(0.0)
         if e.boundary_critical_value < lam <= e.critical_value:
             assert e.lower == 0.0 and not e.lower_closed and not e.covers(0.0) and e.covers(1e-12)
@@ -74,7 +74,7 @@ def test_mle_matches_an_independent_bounded_maximiser(spr):
     rng = np.random.default_rng(5)
     for pi in (0.05, 0.4, 0.9):
         counts = rng.multinomial(800, (1 - pi) * m0 + pi * m1)
-        est = mixture_proportion(spr, P0, P1, None, counts=counts)
+        est = mixture_proportion(spr, p0=P0, p1=P1, counts=counts)
 
         def neg(p, c=counts):
             return -float(np.sum(c * np.log((1 - p) * m0 + p * m1)))
@@ -90,19 +90,19 @@ def test_mle_matches_an_independent_bounded_maximiser(spr):
 def test_reports_and_counts_give_the_same_estimate(spr):
     x = np.random.default_rng(3).choice(12, size=500, p=0.7 * P0 + 0.3 * P1)
     reports = spr.privatize(x, rng=np.random.default_rng(4))
-    a = mixture_proportion(spr, P0, P1, reports)
-    b = mixture_proportion(spr, P0, P1, None, counts=report_counts(spr, reports))
+    a = mixture_proportion(spr, reports, p0=P0, p1=P1)
+    b = mixture_proportion(spr, p0=P0, p1=P1, counts=report_counts(spr, reports))
     assert (a.value, a.lower, a.upper) == (b.value, b.lower, b.upper)
 
 
 def test_outputs_impossible_under_one_hypothesis():
     identity = ldpopt.Mechanism(np.eye(3), math.inf)
     p0, p1 = [1.0, 0.0, 0.0], [0.5, 0.5, 0.0]
-    only_p0 = mixture_proportion(identity, p0, p1, None, counts=[40, 0, 0])
+    only_p0 = mixture_proportion(identity, p0=p0, p1=p1, counts=[40, 0, 0])
     assert only_p0.value == 0.0 and only_p0.lower == 0.0 and only_p0.lower_closed
     # l(pi) = 40 log(1 - pi/2): Lambda(pi) = -80 log(1 - pi/2) = 3.84 at the upper end
     assert only_p0.upper == pytest.approx(2 * -math.expm1(-only_p0.critical_value / 80), abs=1e-9)
-    seen_p1 = mixture_proportion(identity, p0, p1, None, counts=[10, 10, 0])
+    seen_p1 = mixture_proportion(identity, p0=p0, p1=p1, counts=[10, 10, 0])
     assert seen_p1.value == 1.0 and seen_p1.upper == 1.0 and seen_p1.lower > 0.0
     assert not seen_p1.covers(0.0)  # an output impossible under P0 was reported
 
@@ -171,13 +171,13 @@ def test_projection_is_onto_the_simplex_and_biased_only_when_needed():
 # ---------------------------------------------------------------------------------------------
 def test_refusals(spr):
     with pytest.raises(ValueError, match="not identifiable"):
-        mixture_proportion(spr, P0, P0, None, counts=[1, 2, 3])
+        mixture_proportion(spr, p0=P0, p1=P0, counts=[1, 2, 3])
     with pytest.raises(ValueError, match="confidence"):
-        mixture_proportion(spr, P0, P1, None, 0.3, counts=[1, 2, 3])
+        mixture_proportion(spr, p0=P0, p1=P1, confidence=0.3, counts=[1, 2, 3])
     with pytest.raises(TypeError, match="confidence must be a real number"):
-        mixture_proportion(spr, P0, P1, None, "0.95", counts=[1, 2, 3])
+        mixture_proportion(spr, p0=P0, p1=P1, confidence="0.95", counts=[1, 2, 3])
     with pytest.raises(ValueError, match="exactly one"):
-        mixture_proportion(spr, P0, P1, [0, 1], counts=[1, 2, 3])
+        mixture_proportion(spr, [0, 1], p0=P0, p1=P1, counts=[1, 2, 3])
     with pytest.raises(ValueError, match="counts"):
         frequencies(spr, counts=[1, 2])
     with pytest.raises(ValueError, match="counts must contain at least one observation"):
@@ -189,7 +189,7 @@ def test_refusals(spr):
         frequencies(dependent, counts=[3, 4])
     identity = ldpopt.Mechanism(np.eye(3), math.inf)
     with pytest.raises(ValueError, match="probability 0"):
-        mixture_proportion(identity, [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], None, counts=[0, 1, 3])
+        mixture_proportion(identity, p0=[1.0, 0.0, 0.0], p1=[0.0, 1.0, 0.0], counts=[0, 1, 3])
 
 
 def test_short_module_paths_are_the_same_modules():
@@ -211,3 +211,22 @@ def test_non_finite_counts_are_refused_naming_the_argument():
     for bad in ([math.inf, math.inf, 1], [math.nan, 1, 1]):
         with pytest.raises(ValueError, match="counts must be non-negative integers"):
             frequencies(mech, counts=bad)
+
+
+def test_reports_come_second_and_the_old_order_still_works_with_a_deprecation_warning():
+    """mixture_proportion(mech, reports, *, p0, p1) as frequencies(mech, reports); the first
+    releases' (mech, p0, p1, reports[, confidence]) gives the same estimate and says the new form."""
+    spr = ldpopt.optimal_mechanism(P0, P1, 1.0).mechanism
+    reports = spr.privatize(
+        np.random.default_rng(4).choice(len(P0), size=300, p=P1), rng=np.random.default_rng(5)
+    )
+    new = mixture_proportion(spr, reports, p0=P0, p1=P1, confidence=0.9)
+    with pytest.warns(ldpopt.LdpoptDeprecationWarning, match=r"mixture_proportion\(mech, reports, p0=p0"):
+        old = mixture_proportion(spr, P0, P1, reports, 0.9)
+    assert (old.value, old.lower, old.upper, old.n) == (new.value, new.lower, new.upper, new.n)
+    assert issubclass(ldpopt.LdpoptDeprecationWarning, DeprecationWarning)
+    with pytest.raises(TypeError, match="p0= and p1="):
+        mixture_proportion(spr, reports)
+    # reports where a distribution belongs: the message says what they look like
+    with pytest.raises(ValueError, match=r"whole numbers: reports or counts where a distribution"):
+        mixture_proportion(spr, reports, p0=reports[: len(P0)] + 1, p1=P1)

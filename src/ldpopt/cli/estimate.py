@@ -134,7 +134,11 @@ def estimate_cmd(
     idx = _report_indices(values, mech, col, reports)
     counts = np.bincount(idx, minlength=mech.num_outputs)
     try:
-        mix = mixture_proportion(mech, pair[0], pair[1], None, confidence, counts=counts) if pair else None
+        mix = (
+            mixture_proportion(mech, p0=pair[0], p1=pair[1], confidence=confidence, counts=counts)
+            if pair
+            else None
+        )
         freq = frequencies(mech, counts=counts)
     except (ValueError, TypeError) as exc:
         fail_api(exc, {"confidence": "--confidence"})

@@ -42,6 +42,7 @@ r"""Estimates from privatized reports: the mixing proportion of two hypotheses a
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
@@ -52,6 +53,7 @@ from ldpopt._validation import check_counts, is_real
 from ldpopt.deploy.sampling import report_counts
 from ldpopt.deploy.shuffle import rr_outputs
 from ldpopt.deploy.testing import check_level
+from ldpopt.errors import LdpoptDeprecationWarning
 from ldpopt.mechanism import as_mechanism
 
 __all__ = [
@@ -180,8 +182,32 @@ def _check_confidence(confidence: Any) -> float:
 # ---------------------------------------------------------------------------------------------
 # mixing proportion
 # ---------------------------------------------------------------------------------------------
+def _old_order(reports: Any, old: tuple, p0: Any, p1: Any, confidence: Any) -> tuple[Any, Any, Any, Any]:
+    """(reports, p0, p1, confidence) of a call in the first releases' order ``(mech, p0, p1,
+    reports[, confidence])``: told apart from the new one by its third positional argument (the
+    new order has at most two), with a :class:`~ldpopt.errors.LdpoptDeprecationWarning`."""
+    if p0 is not None or p1 is not None or len(old) > 3:
+        raise TypeError(
+            "mixture_proportion takes (mech, reports, *, p0, p1, confidence=0.95, counts=None); "
+            f"got {2 + len(old)} positional arguments"
+        )
+    warnings.warn(
+        "mixture_proportion(mech, p0, p1, reports) is deprecated: call "
+        "mixture_proportion(mech, reports, p0=p0, p1=p1) (reports second, as in frequencies)",
+        LdpoptDeprecationWarning,
+        stacklevel=3,
+    )
+    return (old[1] if len(old) > 1 else None), reports, old[0], (old[2] if len(old) > 2 else confidence)
+
+
 def mixture_proportion(
-    mech: Any, p0: Any, p1: Any, reports: Any, confidence: float = 0.95, *, counts: Any = None
+    mech: Any,
+    reports: Any = None,
+    *old: Any,
+    p0: Any = None,
+    p1: Any = None,
+    confidence: float = 0.95,
+    counts: Any = None,
 ) -> MixtureEstimate:
     """MLE of pi in (1 - pi) P0 + pi P1 from the reports, with a profile-likelihood interval.
 
@@ -189,13 +215,16 @@ def mixture_proportion(
     ----------
     mech : Mechanism
         The mechanism that privatized the reports.
-    p0, p1 : distributions on the mechanism's inputs
     reports : sequence
         Output labels (or output indices); ``None`` when ``counts`` is given.
+    p0, p1 : distributions on the mechanism's inputs (keyword-only, required)
     confidence : float
         Nominal coverage in (0.5, 1).
     counts : array_like, optional
         Counts per output instead of ``reports``.
+
+    The first releases' order ``mixture_proportion(mech, p0, p1, reports[, confidence])`` still
+    works, with a :class:`~ldpopt.errors.LdpoptDeprecationWarning`.
 
     Raises
     ------
@@ -203,6 +232,10 @@ def mixture_proportion(
         When P0 and P1 induce the same output law (pi is not identifiable), or a report is
         impossible under both.
     """
+    if old:
+        reports, p0, p1, confidence = _old_order(reports, old, p0, p1, confidence)
+    if p0 is None or p1 is None:
+        raise TypeError("mixture_proportion needs p0= and p1= (keyword arguments)")
     m = as_mechanism(mech, "mech")
     conf = _check_confidence(confidence)
     m0, m1 = m.output_distributions(p0, p1)
