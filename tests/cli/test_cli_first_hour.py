@@ -96,6 +96,7 @@ def test_estimate_takes_options_and_the_positional_form_still_works_deprecated(m
         ["compare", "M.json"],
         ["decide", "problem.json"],
         ["reproduce", "fig3", "--quick"],
+        ["reproduce", "fig5", "--quick"],  # several eps, as repeated --eps
     ],
     ids=lambda a: a[0],
 )
@@ -106,7 +107,7 @@ def test_an_eps_list_is_refused_with_one_message_where_one_eps_is_answered(mixed
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.stderr
     assert lines[0].startswith(
-        "error: Invalid value for '--eps': '0.5,1,2' is a list: this command answers for one eps at a time"
+        "error: Invalid value for '--eps': '0.5,1,2' is a list, and --eps takes one number here"
     ), lines[0]
     assert not (folder / "x.json").exists()
 

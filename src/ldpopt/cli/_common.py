@@ -220,8 +220,8 @@ def one_eps(text: str) -> float:
     it); a list (``0.5,1,2``) is refused with the one message every such command gives."""
     if "," in text or ";" in text:
         raise typer.BadParameter(
-            f"{text!r} is a list: this command answers for one eps at a time "
-            "(run it once per eps; 'ldpopt samplesize' takes a list)"
+            f"{text!r} is a list, and --eps takes one number here "
+            "(run the command once per eps; 'ldpopt samplesize --eps 0.5,1,2' answers for a list)"
         )
     try:
         return float(text)
