@@ -215,9 +215,12 @@ LabelColOpt: Any = typer.Option(None, "--label-col", help="Column of the symbol 
 NormalizeOpt: Any = typer.Option(False, "--normalize", help="Rescale P0 and P1 to sum to 1 (for counts).")
 
 
-def one_eps(text: str) -> float:
+def one_eps(text: Any) -> float:
     """``--eps`` of a command that answers for one eps: a number (``inf`` where the command takes
-    it); a list (``0.5,1,2``) is refused with the one message every such command gives."""
+    it); a list (``0.5,1,2``) is refused with the one message every such command gives.  A default
+    comes as the number it is."""
+    if not isinstance(text, str):
+        return float(text)
     if "," in text or ";" in text:
         raise typer.BadParameter(
             f"{text!r} is a list, and --eps takes one number here "
