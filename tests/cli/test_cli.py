@@ -148,10 +148,10 @@ DOC_REL = 2e-13
 
 
 def test_demo_writes_its_designs_as_json(tmp_path):
-    """``ldpopt demo --json -``: stdout is the strict JSON alone (the tables go to stderr), with the
+    """``ldpopt demo --json - --verbose``: stdout is the strict JSON alone (the tables on stderr), with the
     designs the tables show; each design is optimal for its own exponent."""
     r = subprocess.run(
-        [sys.executable, "-m", "ldpopt", "demo", "--json", "-"],
+        [sys.executable, "-m", "ldpopt", "demo", "--json", "-", "--verbose"],
         capture_output=True,
         text=True,
         timeout=300,

@@ -87,8 +87,8 @@ def test_compare_writes_a_certificate_that_verifies(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps(cert))
     b = run("verify-certificate", "bad.json", cwd=tmp_path)
     assert b.returncode == 1 and "invalid" in b.stdout
-    # the verdict as JSON: on stdout alone with --json - (the messages go to stderr), or a file
-    vj = run("verify-certificate", "cert.json", "--json", "-", cwd=tmp_path)
+    # the verdict as JSON: on stdout alone with --json - (--verbose: the messages on stderr), or a file
+    vj = run("verify-certificate", "cert.json", "--json", "-", "--verbose", cwd=tmp_path)
     assert vj.returncode == 0 and "valid" in vj.stderr
     verdict = strict(vj.stdout)
     assert verdict["valid"] is True and verdict["problems"] == [] and verdict["residual"] <= 1e-12

@@ -24,7 +24,7 @@ def test_design_chernoff_json_on_stdout():
     env = {**os.environ, "PYTHONPATH": SRC}
     args = ["design", "--p0", "0.1,0.2,0.3,0.4", "--p1", "0.4,0.3,0.2,0.1", "--eps", "1"]
     r = subprocess.run(
-        [sys.executable, "-m", "ldpopt", *args, "--divergence", "chernoff", "--json", "-"],
+        [sys.executable, "-m", "ldpopt", *args, "--divergence", "chernoff", "--json", "-", "--verbose"],
         capture_output=True,
         text=True,
         env=env,

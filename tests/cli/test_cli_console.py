@@ -34,12 +34,12 @@ def test_console_is_left_unset_whatever_stdout_was(monkeypatch):
     monkeypatch.setattr(sys, "stderr", err)
     # stdout replaced while the command runs (as a runner's invocation ends) ...
     monkeypatch.setattr(sys, "stdout", io.StringIO())
-    with report_to_stderr_if_json_on_stdout(Path("-")):
+    with report_to_stderr_if_json_on_stdout(Path("-"), quiet=False):
         console.print("to stderr")
         monkeypatch.setattr(sys, "stdout", io.StringIO())
     # ... and stdout proxied by a live display (rich resolves the proxy to the stream beneath)
     monkeypatch.setattr(sys, "stdout", FileProxy(console, io.StringIO()))
-    with report_to_stderr_if_json_on_stdout(Path("-")):
+    with report_to_stderr_if_json_on_stdout(Path("-"), quiet=False):
         console.print("to stderr too")
     now = io.StringIO()
     monkeypatch.setattr(sys, "stdout", now)
@@ -50,7 +50,7 @@ def test_console_is_left_unset_whatever_stdout_was(monkeypatch):
     mine = io.StringIO()
     console.file = mine
     try:
-        with report_to_stderr_if_json_on_stdout(Path("-")):
+        with report_to_stderr_if_json_on_stdout(Path("-"), quiet=False):
             console.print("during")
         console.print("mine")
     finally:

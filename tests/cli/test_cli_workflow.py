@@ -126,7 +126,8 @@ def test_export_privatize_test_samplesize(workdir):
         with open(d / out) as fh:
             rows = list(csv.DictReader(fh))
         assert [row["user_id"] for row in rows] == ids  # each user next to its report
-        assert set(rows[0]) == {"user_id", "report"}  # the raw category is not written out
+        # the raw category is not written out; what each report means is
+        assert set(rows[0]) == {"user_id", "report", "report_block"}
         # 500 reports: the level-0.01 test has size <= 0.01 and power > 0.9999 here, so a wrong
         # decision has probability below 0.01; the reports' seed is fixed (the OS CSPRNG would make
         # this a 1-in-100 failure of the H0 case)

@@ -155,7 +155,10 @@ def decide(
         fail(f"the solver failed: {res.message}")
     assert res.decision_rule is not None  # a decision problem's channel comes with its decision rule
     # tables go to stderr while standard output holds the JSON result or the mechanism file
-    with report_to_stderr_if_json_on_stdout(json_out), report_to_stderr_if_json_on_stdout(mechanism_out):
+    with (
+        report_to_stderr_if_json_on_stdout(json_out),
+        report_to_stderr_if_json_on_stdout(mechanism_out, quiet=False),
+    ):
         _print_channel(prob, res, eps, risk)
     if mechanism_out is not None:
         from ldpopt.deploy.files import save_mechanism

@@ -230,7 +230,10 @@ def export_cmd(
         )
     except OSError as exc:
         fail(f"cannot write --output {output}: {exc.strerror or exc}")
-    with report_to_stderr_if_json_on_stdout(json_out), report_to_stderr_if_json_on_stdout(output):
+    with (
+        report_to_stderr_if_json_on_stdout(json_out),
+        report_to_stderr_if_json_on_stdout(output, quiet=False),
+    ):
         if kind == "optimal":
             console.print(
                 partition_table(

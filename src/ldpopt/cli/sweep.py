@@ -14,9 +14,11 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
+from ldpopt._atomic import is_stdout
 from ldpopt.cli._common import (
     app,
     console,
+    err_console,
     fail,
     interrupted,
     report_to_stderr_if_json_on_stdout,
@@ -181,8 +183,8 @@ def sweep_report_command(
             fail(str(exc))
         except OSError as exc:  # e.g. a report directory that cannot be written
             fail(f"cannot write the report to {out or directory / 'report'}: {exc.strerror or exc}")
-        if info.partial:
-            console.print(
+        if info.partial:  # a notice: on stderr too when the JSON alone is on stdout
+            (err_console if json_out is not None and is_stdout(json_out) else console).print(
                 f"[bold yellow]partial store:[/] {info.cells_done:,} of {info.cells_total:,} cells "
                 f"({info.chunks_done} of {info.chunks_total} chunks, status {info.status}) are "
                 "finished; the summary covers those",
