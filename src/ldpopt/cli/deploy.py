@@ -362,8 +362,9 @@ def privatize_cmd(
     for j, name in enumerate(names):
         t.add_row(str(shown[j]), name, str(int(counts[j])))
     source = f"seeded PRNG (seed {seed}, not for production)" if seed is not None else "OS CSPRNG"
-    # --output -: the reports alone on stdout, the summary on stderr
-    with report_to_stderr_if_json_on_stdout(output, quiet=False):
+    # --output - (or --labels -): that file alone on stdout, the summary on stderr
+    on_stdout = labels if labels is not None and is_stdout(labels) else output
+    with report_to_stderr_if_json_on_stdout(on_stdout, quiet=False):
         console.print(t)
         console.print(f"wrote {output} ({plural(idx.size, 'report')}, randomness: {source})")
         if labels is not None and not is_stdout(labels):
