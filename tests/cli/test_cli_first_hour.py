@@ -1,6 +1,7 @@
 """A new user's first hour with the CLI, each behaviour run through the real ``ldpopt`` command in a
 subprocess: what ``test`` says when H0 is rejected, ``estimate``'s options, one refusal of an eps
-list, the reason for an infinite D_f(P0||P1), the labels of the reports, ``shuffle``."""
+list where one eps is answered and a table for a list where several are, the reason for an
+infinite D_f(P0||P1), the labels of the reports, ``shuffle``."""
 
 from __future__ import annotations
 
@@ -91,7 +92,6 @@ def test_estimate_takes_options_and_the_positional_form_still_works_deprecated(m
 @pytest.mark.parametrize(
     "argv",
     [
-        ["design", "--p0", "0.5,0.5", "--p1", "0.2,0.8"],
         ["export", "--p0", "0.5,0.5", "--p1", "0.2,0.8", "--output", "x.json"],
         ["compare", "M.json"],
         ["decide", "problem.json"],
@@ -110,6 +110,21 @@ def test_an_eps_list_is_refused_with_one_message_where_one_eps_is_answered(mixed
         "error: Invalid value for '--eps': '0.5,1,2' is a list, and --eps takes one number here"
     ), lines[0]
     assert not (folder / "x.json").exists()
+
+
+def test_design_answers_an_eps_list_with_one_table_and_one_json_array(tmp_path):
+    pair = ["--p0", "0.1,0.2,0.7", "--p1", "0.3,0.3,0.4"]
+    r = ldpopt_cmd("design", *pair, "--eps", "0.5,1,inf", "--json", "-", cwd=tmp_path)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    docs = json.loads(r.stdout)
+    assert [d["eps"] for d in docs] == [0.5, 1.0, "inf"]
+    for d, e in zip(docs, (0.5, 1.0, math.inf), strict=True):
+        ref = ldpopt.optimal_mechanism([0.1, 0.2, 0.7], [0.3, 0.3, 0.4], e, method="dp")  # the CLI's solver
+        assert d["value"] == ref.value and d["num_outputs"] == ref.num_outputs
+    one = ldpopt_cmd("design", *pair, "--eps", "1", "--json", "-", cwd=tmp_path)
+    assert json.loads(one.stdout) == docs[1]  # each element is the single-eps document
+    table = ldpopt_cmd("design", *pair, "--eps", "0.5,1,inf", cwd=tmp_path).stdout.splitlines()
+    assert table[1] == "eps,mechanism,outputs,value,normalised" and len(table) == 2 + 3 * 3
 
 
 def test_samplesize_answers_an_eps_list_in_one_json_array(mixed):

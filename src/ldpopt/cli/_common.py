@@ -413,7 +413,7 @@ def partition_table(res, title: str, column: str = "symbols (likelihood-ratio or
     return t
 
 
-def write_json(path: Path, payload: dict, *, announce: bool = True) -> None:
+def write_json(path: Path, payload: dict | list, *, announce: bool = True) -> None:
     """Write ``payload`` as indented, strict JSON (no NaN or Infinity: non-finite numbers become
     ``null``) to ``path`` (``-``: standard output) through the atomic-write helper, which never
     replaces a link, FIFO or device; a failure is a one-line error.  ``announce``: say "wrote

@@ -22,13 +22,13 @@ from ldpopt.cli._common import (
     fail,
     fmt,
     load_pair,
-    one_eps,
     partition_table,
     plural,
     report_to_stderr_if_json_on_stdout,
     solve,
     write_json,
 )
+from ldpopt.cli._eps_lists import eps_or_list, over_eps_lists
 from ldpopt.cli._shuffle import plan_shuffle, print_shuffle, shuffle_summary
 from ldpopt.cli._zero import infinite_divergence_note
 
@@ -120,12 +120,13 @@ def _print_comparison(res, rows, title: str | None = None) -> None:
 
 
 @app.command()
+@over_eps_lists
 def design(
     *,
     p0: str | None = typer.Option(None, "--p0", help="P0: probabilities '0.5,0.5' or label=prob pairs."),
     p1: str | None = typer.Option(None, "--p1", help="P1, same form as --p0."),
     eps: float | None = typer.Option(
-        None, "--eps", parser=one_eps, help="Privacy level eps > 0 ('inf' for none)."
+        None, "--eps", parser=eps_or_list, help="Privacy level eps > 0 ('inf' for none), or a list '0.5,1,2'."
     ),
     divergence: str = typer.Option(
         "kl", "--divergence", help="kl, reverse_kl, tv, chi2, hellinger, js, egamma:G, renyi:A, chernoff."
