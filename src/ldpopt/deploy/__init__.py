@@ -4,6 +4,7 @@ sample sizes on the collected reports.
 * :mod:`~ldpopt.deploy.sampling` - exact privatization from the OS CSPRNG;
 * :mod:`~ldpopt.deploy.files` - versioned, self-checking mechanism files;
 * :mod:`~ldpopt.deploy.audit` - a statistical lower bound on a sampler's true eps;
+* :mod:`~ldpopt.deploy.certify` - the exact eps of any channel matrix, proven by rational arithmetic;
 * :mod:`~ldpopt.deploy.llr` - the law of the likelihood-ratio statistic and the level-alpha tests;
 * :mod:`~ldpopt.deploy.testing` - the likelihood-ratio test, Bayes decisions, the sequential test;
 * :mod:`~ldpopt.deploy.sizing` - sample sizes;
@@ -23,6 +24,8 @@ from typing import Any
 #: name -> module that defines it
 _LAZY = {
     "AuditResult": "ldpopt.deploy.audit",
+    "EpsilonCertificate": "ldpopt.deploy.certify",
+    "certify_epsilon": "ldpopt.deploy.certify",
     "MechanismFile": "ldpopt.deploy.files",
     "load_mechanism": "ldpopt.deploy.files",
     "save_mechanism": "ldpopt.deploy.files",
