@@ -8,6 +8,7 @@ sample sizes on the collected reports.
 * :mod:`~ldpopt.deploy.llr` - the law of the likelihood-ratio statistic and the level-alpha tests;
 * :mod:`~ldpopt.deploy.testing` - the likelihood-ratio test, Bayes decisions, the sequential test;
 * :mod:`~ldpopt.deploy.sizing` - sample sizes;
+* :mod:`~ldpopt.deploy.target` - the smallest eps for a target power or interval width;
 * :mod:`~ldpopt.deploy.estimate` - the mixing proportion and input frequencies from reports;
 * :mod:`~ldpopt.deploy.shuffle` - the central (eps, delta) of shuffled reports.
 * :mod:`~ldpopt.deploy.pairs` - the reader of distribution pairs from CSV, Parquet and JSON files.
@@ -26,6 +27,10 @@ _LAZY = {
     "AuditResult": "ldpopt.deploy.audit",
     "EpsilonCertificate": "ldpopt.deploy.certify",
     "certify_epsilon": "ldpopt.deploy.certify",
+    "MinimumEpsilonResult": "ldpopt.deploy.target",
+    "minimum_epsilon": "ldpopt.deploy.target",
+    "minimum_epsilon_for_width": "ldpopt.deploy.target",
+    "minimum_epsilon_for_frequency_width": "ldpopt.deploy.target",
     "MechanismFile": "ldpopt.deploy.files",
     "load_mechanism": "ldpopt.deploy.files",
     "save_mechanism": "ldpopt.deploy.files",
