@@ -43,6 +43,7 @@ from ldpopt.spr.solve import optimal_mechanism
 
 __all__ = [
     "MinimumEpsilonResult",
+    "UnreachableTargetError",
     "minimum_epsilon",
     "minimum_epsilon_for_frequency_width",
     "minimum_epsilon_for_width",
@@ -103,6 +104,10 @@ class MinimumEpsilonResult:
     message: str = ""
 
 
+class UnreachableTargetError(ValueError):
+    """The target is not met even at :data:`EPS_MAX`: more reports are needed (a ValueError)."""
+
+
 #: a forward computation: eps -> (meets the target, value, mechanism, size, method)
 Forward = Callable[[float], tuple[bool, float, Mechanism, float, str]]
 
@@ -128,7 +133,9 @@ def _search(forward: Forward, xtol: float, what: str) -> tuple[float, float, tup
     while not res[0]:
         lo, hi = hi, 2.0 * hi
         if hi > EPS_MAX:
-            raise ValueError(f"{what} is not reached even at eps = {EPS_MAX:g}: more reports are needed")
+            raise UnreachableTargetError(
+                f"{what} is not reached even at eps = {EPS_MAX:g}: more reports are needed"
+            )
         res = ask(hi)
     while hi - lo > xtol * hi:
         mid = 0.5 * (lo + hi)
@@ -204,7 +211,7 @@ def minimum_epsilon(
         d = LikelihoodRatioTest(mech, p0, p1, alpha, randomized=randomized, exact_max_n=exact_max_n).design(n)
         return d.type_ii <= beta, d.type_ii, mech, d.size, d.method
 
-    what = f"type-II error <= {beta:g} at level {alpha:g} with n = {n} reports"
+    what = f"type-II error <= {beta:g} at level {alpha:g} with {n} reports"
     eps, below, (_, value, mech, size, method), calls = _search(forward, xtol, what)
     return MinimumEpsilonResult(
         eps,
@@ -275,7 +282,7 @@ def minimum_epsilon_for_width(
         w = mixture_half_width(mech, p0, p1, n, pi, confidence)
         return w <= width, w, mech, math.nan, "fisher"
 
-    what = f"an expected half-width <= {width:g} for pi = {pi:g} with n = {n} reports"
+    what = f"an expected half-width <= {width:g} for pi = {pi:g} with {n} reports"
     eps, below, (_, value, mech, _, _), calls = _search(forward, xtol, what)
     return MinimumEpsilonResult(
         eps,
@@ -335,7 +342,7 @@ def minimum_epsilon_for_frequency_width(
         w = krr_half_width(k, eps, n, confidence, th)
         return w <= width, w, randomized_response(k, eps), math.nan, "normal"
 
-    what = f"a frequency half-width <= {width:g} with n = {n} reports of k-RR on {k} symbols"
+    what = f"a frequency half-width <= {width:g} with {n} reports of k-RR on {k} symbols"
     eps, below, (_, value, mech, _, _), calls = _search(forward, xtol, what)
     return MinimumEpsilonResult(
         eps,
