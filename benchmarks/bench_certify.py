@@ -61,12 +61,11 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     rng = np.random.default_rng(0)
-    print(
-        f"k = {args.k}: a {args.k} x {args.k} float64 matrix ({args.k**2 * 8 / 1e9:.1f} GB), best of {args.repeat}"
-    )
+    size = f"{args.k**2 * 8 / 1e9:.1f} GB"
+    print(f"k = {args.k}: a {args.k} x {args.k} float64 matrix ({size}), best of {args.repeat}")
     print()
     print(
-        "| channel | ours (`certify_epsilon`) | floor (numpy max/min + log) | ratio | goal | eps | exact columns |"
+        "| channel | ours (`certify_epsilon`) | floor (numpy max/min + log) | ratio | goal | eps | exact cols |"
     )
     print("| --- | ---: | ---: | ---: | --- | ---: | ---: |")
     for name, m in cases(args.k, rng):
