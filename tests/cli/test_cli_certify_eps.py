@@ -75,6 +75,23 @@ def test_npy_json_and_mechanism_files(tmp_path):
     assert Fraction(doc["max_ratio"]) == Fraction(float(hi)) / Fraction(float(lo)) and doc["file_eps"] == 1.5
 
 
+def test_a_mechanism_file_that_does_not_validate_is_checked_as_stored(tmp_path):
+    mech = ldpopt.randomized_response(3, 1.0)
+    mech.to_json(tmp_path / "rr.json")
+    doc = json.loads((tmp_path / "rr.json").read_text())
+    doc["eps"] = 0.5  # a hand edit: the matrix now breaks the stated eps (and the digest)
+    (tmp_path / "edited.json").write_text(json.dumps(doc))
+    r = run("certify-eps", tmp_path / "edited.json", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    out = strict(r.stdout)
+    assert out["file_eps"] == 0.5 and out["file_eps_holds"] is False
+    assert "digest mismatch" in r.stderr and "checked as it is" in r.stderr
+    hi, lo = float(mech.matrix[0, 0]), float(mech.matrix[1, 0])
+    assert Fraction(out["max_ratio"]) == Fraction(hi) / Fraction(lo)
+    r = run("certify-eps", tmp_path / "edited.json", "--claim", 0.5)
+    assert r.returncode == 1 and "violated" in r.stdout
+
+
 def test_infinite_level(tmp_path):
     f = tmp_path / "z.csv"
     f.write_text("1,0\n0.5,0.5\n")

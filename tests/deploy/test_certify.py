@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ldpopt
-from ldpopt.deploy.certify import FLOAT_REL_ERR, certify_epsilon, exp_at_least, exp_bounds
+from ldpopt.deploy.certify import FLOAT_REL_ERR, certify_epsilon, exp_at_least
 
 pytestmark = pytest.mark.numerics
 
@@ -125,14 +125,18 @@ def test_large_matrix():
     assert mpmath.mpf(c.epsilon_upper) >= level >= mpmath.mpf(c.epsilon_upper) * (1 - 2 * FLOAT_REL_ERR)
 
 
-@pytest.mark.parametrize("x", [0.0, 1e-300, 2.0**-30, 0.5, 1.0, 3.7, 50.0, 700.0, 744.4])
-def test_exp_bounds_bracket_mpmath(x):
-    lo, hi = exp_bounds(x)
+@pytest.mark.parametrize("seed", range(4))
+def test_exp_at_least_against_mpmath(seed):
+    # ratios within a few ulps of e^x, and far from it (the bit-length shortcut), against mpmath
+    rng = np.random.default_rng(seed)
     mpmath.mp.dps = 400
     try:
-        e = mpmath.exp(mpmath.mpf(x))
-        assert mpmath.mpf(lo.numerator) / lo.denominator <= e <= mpmath.mpf(hi.numerator) / hi.denominator
-        assert (hi - lo) / lo < Fraction(1, 2**80)
+        for x in rng.uniform(0, 50, 20).tolist() + [1e-300, 2.0**-30, 700.0, 1500.0, 1e6]:
+            e = mpmath.exp(mpmath.mpf(x))
+            for shift in (-3, -1, 1, 3):
+                f = math.exp(x) if x < 700 else 1e300
+                r = Fraction(f) * (1 + Fraction(shift, 2**52))
+                assert exp_at_least(x, r) == (e >= mpmath.mpf(r.numerator) / r.denominator)
     finally:
         mpmath.mp.dps = 60
 

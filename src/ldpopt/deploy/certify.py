@@ -18,10 +18,11 @@ How it is computed:
    compared exactly as :class:`fractions.Fraction` of the stored floats, which gives the exact
    largest ratio :math:`R^*` (``max_ratio``).
 3. *A rigorous upper bound.*  ``epsilon_upper`` is the first float from the floating-point
-   level upwards whose exponential is proven :math:`\ge R^*` by integer arithmetic
-   (:func:`exp_bounds`: a Taylor sum with truncations in a known direction, then repeated
-   squaring), so :math:`Q(y|x)\le e^{\text{epsilon\_upper}}Q(y|x')` holds exactly for every
-   pair and output.  :meth:`EpsilonCertificate.satisfies` decides a claim exactly the same way.
+   level upwards whose exponential is proven :math:`\ge R^*` by rational arithmetic
+   (:func:`exp_at_least`, on the library's rational bracket of :math:`e^x` that also proves the
+   realised channels of :mod:`ldpopt.deploy.sampling`), so
+   :math:`Q(y|x)\le e^{\text{epsilon\_upper}}Q(y|x')` holds exactly for every pair and output.
+   :meth:`EpsilonCertificate.satisfies` decides a claim exactly the same way.
 
 A column with a zero next to a positive entry has level ``inf``; an all-zero column (an output
 never produced) has level 0.
@@ -40,15 +41,16 @@ from typing import Any
 import numpy as np
 
 from ldpopt._json import in_memory_file, loads_strict
+from ldpopt._sampler import exp_bounds
 from ldpopt._validation import as_real_array, check_bool, is_real, short_repr
-from ldpopt.deploy.files import FORMAT_NAME, load_mechanism
+from ldpopt.deploy.files import FORMAT_NAME, MechanismFileError, load_mechanism
 from ldpopt.mechanism import ROW_SUM_TOL, Mechanism, as_mechanism
 
 __all__ = [
     "ChannelFile",
     "EpsilonCertificate",
     "certify_epsilon",
-    "exp_bounds",
+    "exp_at_least",
     "parse_channel_text",
     "read_channel",
 ]
@@ -60,8 +62,10 @@ __all__ = [
 #: level >= log 2 that is <= u/log 2 + 2u < 4u; ``log(max) - log(min)`` (level > 709): 2 ulp of
 #: each |log| <= 745 plus the subtraction's u, relative to > 709 that is < 6u.  8u covers all.
 FLOAT_REL_ERR = 8 * 2.0**-53
-#: bits of the fixed-point arithmetic of :func:`exp_bounds` on its first attempt
-_EXP_BITS = 96
+#: decimal digits of the first bracket of e^x (doubled until the comparison is decided)
+_EXP_DIGITS = 40
+#: a float just above log 2: ``b * _LN2_UP <= x`` proves ``2**b <= e^x``
+_LN2_UP = math.nextafter(math.log(2.0), math.inf)
 #: how many floats above the floating-point level are tried before stepping up geometrically
 #: (the level is within FLOAT_REL_ERR, a few ulps, of the exact one)
 _MAX_ULP_STEPS = 64
@@ -128,66 +132,28 @@ def _check_claim(eps: Any, name: str = "eps") -> float:
 
 
 # ---------------------------------------------------------------------------------------------
-# exact exponential bounds in integer arithmetic
+# exact comparison with e^x (the library's one rational bracket of e^x: ldpopt._sampler.exp_bounds)
 # ---------------------------------------------------------------------------------------------
-def _exp_small(y: Fraction, bits: int, up: bool) -> int:
-    """``floor`` (``up``: ``ceil``) bound on ``exp(y) * 2**bits`` for ``0 <= y <= 1/2``.
-
-    Taylor terms ``t_k = t_{k-1} * y / k`` in fixed point, each truncated downwards (upwards for
-    ``up``); every term is positive, so the truncated partial sum is a lower bound.  For the upper
-    bound, the tail after the last computed term t_K (once t_K <= 1 unit) is
-    ``sum_{j>K} y^j/j! <= t_K * sum_i (y/(K+1))^i <= t_K`` for y <= 1/2, added as t_K + 1."""
-    one = 1 << bits
-    num, den = y.numerator, y.denominator
-    term, total, k = one, one, 0
-    while True:
-        k += 1
-        if up:
-            term = -((-term * num) // (den * k))
-        else:
-            term = (term * num) // (den * k)
-        total += term
-        if term <= 1:
-            return total + term + 1 if up else total
-
-
-def exp_bounds(x: Any, bits: int = _EXP_BITS) -> tuple[Fraction, Fraction]:
-    """Rational ``(lo, hi)`` with ``lo <= exp(x) <= hi``, for a real ``x >= 0`` (a float is taken
-    exactly as the dyadic rational it stores).
-
-    ``exp(x) = exp(x / 2**s) ** (2**s)`` with ``x / 2**s <= 1/2``; the small exponential is
-    bounded by :func:`_exp_small` in fixed point with ``bits + s`` fraction bits, then squared
-    ``s`` times truncating downwards (upwards): each squaring at most doubles the relative
-    error, so the bounds are within about ``2**(s - bits)`` of each other, relatively."""
-    q = Fraction(x)
-    if q < 0:
-        raise ValueError(f"x must be >= 0, got x={x!r}")
-    s = 0
-    while q > Fraction(1, 2) * (1 << s):
-        s += 1
-    p = bits + s
-    y = q / (1 << s)
-    lo, hi = _exp_small(y, p, False), _exp_small(y, p, True)
-    for _ in range(s):
-        lo = (lo * lo) >> p
-        hi = -((-hi * hi) >> p)
-    return Fraction(lo, 1 << p), Fraction(hi, 1 << p)
-
-
 def exp_at_least(x: float, ratio: Fraction) -> bool:
-    """Exactly whether ``exp(x) >= ratio`` (``x >= 0`` a float, ``ratio >= 1``), refining the
-    precision of :func:`exp_bounds` until the bounds decide.  ``exp(x)`` is irrational for
-    rational ``x != 0`` (Lindemann), so only ``x == 0`` can tie, and it is answered exactly."""
+    """Exactly whether ``exp(x) >= ratio`` (``x >= 0`` a float, ``ratio >= 1`` a rational).
+
+    Bit lengths decide when ``ratio < 2**b <= e^x`` plainly (also for an ``x`` whose exponential
+    no decimal holds); otherwise the rational bracket of ``e^x`` (a correctly rounded ``decimal``
+    exponential, :func:`ldpopt._sampler.exp_bounds`) is refined until it decides.  ``exp(x)`` is
+    irrational for rational ``x != 0`` (Lindemann), so only ``x == 0`` can tie, answered exactly."""
     if x == 0.0:
         return ratio <= 1
-    bits = _EXP_BITS
+    bits = ratio.numerator.bit_length() - ratio.denominator.bit_length() + 1  # ratio < 2**bits
+    if bits * _LN2_UP <= x:
+        return True
+    digits = _EXP_DIGITS
     while True:
-        lo, hi = exp_bounds(x, bits)
+        lo, hi = exp_bounds(x, digits)
         if lo >= ratio:
             return True
         if hi < ratio:
             return False
-        bits *= 2
+        digits *= 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,13 +320,15 @@ class ChannelFile:
     """A channel matrix read by :func:`read_channel` (rows = inputs), not yet checked as a channel.
 
     ``claimed_eps`` is the eps a mechanism file states (None for a bare matrix); ``kind`` is one of
-    ``"mechanism"``, ``"json"``, ``"npy"``, ``"csv"``."""
+    ``"mechanism"``, ``"json"``, ``"npy"``, ``"csv"``.  ``problem``: why a mechanism file did not
+    validate (its stored matrix is then read as it is, to be checked all the same)."""
 
     matrix: np.ndarray
     labels: tuple | None
     output_labels: tuple | None
     claimed_eps: float | None
     kind: str
+    problem: str = ""
 
 
 #: cells of a text matrix: separated by commas, semicolons, tabs or blanks
@@ -458,12 +426,22 @@ def read_channel(source: Any, *, filename: str | None = None) -> ChannelFile:
     if text.lstrip().startswith(("{", "[")):
         doc = loads_strict(text, name)
         if isinstance(doc, dict) and doc.get("format") == FORMAT_NAME:
-            mech = load_mechanism(data, filename=name).mechanism
-            return ChannelFile(
-                np.asarray(mech.matrix), mech.labels, mech.output_labels, mech.eps, "mechanism"
-            )
+            return _mechanism_channel(doc, data, name)
         return _json_channel(doc, name)
     return parse_channel_text(text, name)
+
+
+def _mechanism_channel(doc: dict, data: bytes, name: str) -> ChannelFile:
+    """A mechanism file, read and re-validated; one that does not validate (a matrix that breaks
+    its stated eps, a digest that does not match) is read as its stored matrix, with the reason."""
+    try:
+        mech = load_mechanism(data, filename=name).mechanism
+    except MechanismFileError as exc:
+        ch = _json_channel(doc, name)
+        eps: Any = doc.get("eps")
+        claimed = math.inf if eps == "inf" else float(eps) if is_real(eps) else None
+        return ChannelFile(ch.matrix, ch.labels, ch.output_labels, claimed, "mechanism", str(exc))
+    return ChannelFile(np.asarray(mech.matrix), mech.labels, mech.output_labels, mech.eps, "mechanism")
 
 
 def _npy_matrix(arr: np.ndarray, name: str) -> np.ndarray:
