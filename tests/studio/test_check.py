@@ -58,7 +58,9 @@ def test_check_beside_the_optimal_mechanism(server):
     eps = res["epsilon_upper"]
     rows = res["beside"]["rows"]
     assert rows[0]["value"] == pytest.approx(rr.utility(p0, p1, "kl"), rel=1e-12)
-    assert rows[1]["value"] == ldpopt.optimal_mechanism(p0, p1, eps, "kl").value >= rows[0]["value"]
+    opt = ldpopt.optimal_mechanism(p0, p1, eps, "kl")
+    assert rows[1]["value"] == opt.value >= rows[0]["value"]
+    assert rows[1]["blocks"] == " | ".join(", ".join(map(str, b)) for b in opt.labelled_partition)
 
 
 def test_target_endpoint(server):

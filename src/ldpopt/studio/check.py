@@ -87,15 +87,22 @@ def _beside(req: Mapping, ch: ChannelFile, eps: float) -> dict:
     m = m / m.sum(axis=1, keepdims=True)
     checked = float(get_divergence(div)(u @ m, v @ m))
     res = ldpopt.optimal_mechanism(a, b, eps, div)
+    blocks = " | ".join(", ".join(str(x) for x in block) for block in (res.labelled_partition or ()))
     return {
         "divergence": res.divergence,
         "eps": eps,
         "rows": [
-            {"mechanism": "checked", "outputs": int(m.shape[1]), "value": core._finite(checked)},
+            {
+                "mechanism": "checked",
+                "outputs": int(m.shape[1]),
+                "value": core._finite(checked),
+                "blocks": None,
+            },
             {
                 "mechanism": "optimal at the same eps",
                 "outputs": res.num_outputs,
                 "value": core._finite(res.value),
+                "blocks": blocks,
             },
         ],
     }

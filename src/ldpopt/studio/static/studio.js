@@ -237,7 +237,7 @@ async function checkMechanism(source) {
       ["eps stated in the file", res.file_eps],
     ]);
     const b = res.beside;
-    fillTable("check-beside", b.rows ? b.rows.map((r) => [r.mechanism, r.outputs, r.value]) : []);
+    fillTable("check-beside", b.rows ? b.rows.map((r) => [r.mechanism, r.outputs, r.value, r.blocks]) : []);
     summary.dataset.eps = res.epsilon;
     summary.dataset.upper = res.epsilon_upper;
     summary.dataset.optimal = b.rows ? b.rows[1].value : "";
