@@ -16,6 +16,7 @@ from ldpopt.deploy.target import (
     minimum_epsilon,
     minimum_epsilon_for_frequency_width,
     minimum_epsilon_for_width,
+    mixture_half_width,
 )
 
 P0 = [0.55, 0.25, 0.12, 0.08]
@@ -103,6 +104,12 @@ def test_minimum_epsilon_for_width_both_sides():
         half = math.sqrt(z2 / (n * fisher_mpmath(mech, P0, P1, pi)))
         assert (half <= w) == ok
     assert abs(r.value - math.sqrt(z2 / (n * fisher_mpmath(r.mechanism, P0, P1, pi)))) < 1e-9
+    # monotone on a grid across the answer (the bisection's assumption, checked here)
+    widths = [
+        mixture_half_width(ldpopt.optimal_mechanism(P0, P1, e, "chernoff").mechanism, P0, P1, n, pi, 0.95)
+        for e in np.linspace(r.eps / 2, 2 * r.eps, 9)
+    ]
+    assert all(a >= b * (1 - 1e-12) for a, b in zip(widths, widths[1:], strict=False))
 
 
 def test_minimum_epsilon_for_frequency_width_both_sides():
