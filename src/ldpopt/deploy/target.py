@@ -47,6 +47,8 @@ __all__ = [
     "minimum_epsilon",
     "minimum_epsilon_for_frequency_width",
     "minimum_epsilon_for_width",
+    "krr_half_width",
+    "mixture_half_width",
     "EPS_MAX",
 ]
 
