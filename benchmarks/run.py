@@ -37,6 +37,7 @@ QUICK_ARGS = {
     "bench_decision": ["--quick"],
     "bench_sweep": ["--quick"],
     "bench_privatize": ["--reports", "200000"],
+    "bench_certify": ["--k", "3000"],
 }
 
 

@@ -79,6 +79,13 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "SequentialTest": ("ldpopt.deploy.testing", "SequentialTest"),
     "sample_size": ("ldpopt.deploy.sizing", "sample_size"),
     "audit": ("ldpopt.deploy.audit", "audit"),
+    # the exact eps of any channel; inverse design (the smallest eps for a target)
+    "certify_epsilon": ("ldpopt.deploy.certify", "certify_epsilon"),
+    "EpsilonCertificate": ("ldpopt.deploy.certify", "EpsilonCertificate"),
+    "minimum_epsilon": ("ldpopt.deploy.target", "minimum_epsilon"),
+    "minimum_epsilon_for_width": ("ldpopt.deploy.target", "minimum_epsilon_for_width"),
+    "minimum_epsilon_for_frequency_width": ("ldpopt.deploy.target", "minimum_epsilon_for_frequency_width"),
+    "MinimumEpsilonResult": ("ldpopt.deploy.target", "MinimumEpsilonResult"),
     # the collector's side: estimates from reports, shuffle accounting
     "estimate": ("ldpopt.deploy.estimate", None),
     "shuffle": ("ldpopt.deploy.shuffle", None),

@@ -4,7 +4,8 @@ One module per command group registers its commands on :data:`ldpopt.cli._common
 :mod:`~ldpopt.cli.design` (design, demo), :mod:`~ldpopt.cli.deploy` (export, privatize, test,
 samplesize), :mod:`~ldpopt.cli.decide`, :mod:`~ldpopt.cli.estimate`, :mod:`~ldpopt.cli.shuffle`,
 :mod:`~ldpopt.cli.reproduce`, :mod:`~ldpopt.cli.sweep`, :mod:`~ldpopt.cli.certify` (compare,
-verify-certificate), :mod:`~ldpopt.cli.studio` and :mod:`~ldpopt.cli.warmup`.
+verify-certificate), :mod:`~ldpopt.cli.certify_eps` (certify-eps), :mod:`~ldpopt.cli.studio` and
+:mod:`~ldpopt.cli.warmup`.
 """
 
 from __future__ import annotations
@@ -15,11 +16,35 @@ import sys
 
 import typer
 
-from ldpopt.cli import certify, decide, deploy, design, estimate, reproduce, shuffle, studio, sweep, warmup
+from ldpopt.cli import (
+    certify,
+    certify_eps,
+    decide,
+    deploy,
+    design,
+    estimate,
+    reproduce,
+    shuffle,
+    studio,
+    sweep,
+    warmup,
+)
 from ldpopt.cli._common import EXIT_INTERRUPTED, app, command, err_console, interrupt_reported
 
 __all__ = ["app", "main"]
-_COMMAND_GROUPS = (design, deploy, decide, estimate, shuffle, reproduce, sweep, certify, studio, warmup)
+_COMMAND_GROUPS = (
+    design,
+    deploy,
+    decide,
+    estimate,
+    shuffle,
+    reproduce,
+    sweep,
+    certify,
+    certify_eps,
+    studio,
+    warmup,
+)
 
 
 def main() -> None:  # pragma: no cover - exercised through the console script

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ldpopt.cli import _robust
+from ldpopt.cli import _robust, _target
 from ldpopt.cli._chernoff import certificate_fields, chernoff_vs_kl, print_certificate, print_chernoff_vs_kl
 from ldpopt.cli._common import (
     FromOpt,
@@ -147,8 +147,18 @@ def design(
     robust: str | None = _robust.ROBUST,
     from_counts: bool = _robust.FROM_COUNTS,
     confidence: float = _robust.CONFIDENCE,
+    target_n: int | None = _target.TARGET_N,
+    alpha: float = _target.ALPHA,
+    beta: float = _target.BETA,
+    target_width: float | None = _target.TARGET_WIDTH,
+    pi: float = _target.PI,
 ) -> None:
     """Design the optimal eps-LDP mechanism for P0 vs P1 and compare with binary and k-RR."""
+    target = _target.Target(target_n, alpha, beta, target_width, pi)
+    if target.wanted:  # the smallest eps for a target instead (ldpopt.cli._target)
+        pair = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
+        conflicts = {"--eps": eps is not None, "--shuffle": shuffle, "--robust": robust}
+        return _target.run(pair, target, conflicts, divergence, max_outputs, json_out)
     eps, plan = plan_shuffle(shuffle, eps)
     pair = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize, counts=from_counts)
     if pair is None:

@@ -4,9 +4,11 @@ sample sizes on the collected reports.
 * :mod:`~ldpopt.deploy.sampling` - exact privatization from the OS CSPRNG;
 * :mod:`~ldpopt.deploy.files` - versioned, self-checking mechanism files;
 * :mod:`~ldpopt.deploy.audit` - a statistical lower bound on a sampler's true eps;
+* :mod:`~ldpopt.deploy.certify` - the exact eps of any channel matrix, proven by rational arithmetic;
 * :mod:`~ldpopt.deploy.llr` - the law of the likelihood-ratio statistic and the level-alpha tests;
 * :mod:`~ldpopt.deploy.testing` - the likelihood-ratio test, Bayes decisions, the sequential test;
 * :mod:`~ldpopt.deploy.sizing` - sample sizes;
+* :mod:`~ldpopt.deploy.target` - the smallest eps for a target power or interval width;
 * :mod:`~ldpopt.deploy.estimate` - the mixing proportion and input frequencies from reports;
 * :mod:`~ldpopt.deploy.shuffle` - the central (eps, delta) of shuffled reports.
 * :mod:`~ldpopt.deploy.pairs` - the reader of distribution pairs from CSV, Parquet and JSON files.
@@ -23,6 +25,12 @@ from typing import Any
 #: name -> module that defines it
 _LAZY = {
     "AuditResult": "ldpopt.deploy.audit",
+    "EpsilonCertificate": "ldpopt.deploy.certify",
+    "certify_epsilon": "ldpopt.deploy.certify",
+    "MinimumEpsilonResult": "ldpopt.deploy.target",
+    "minimum_epsilon": "ldpopt.deploy.target",
+    "minimum_epsilon_for_width": "ldpopt.deploy.target",
+    "minimum_epsilon_for_frequency_width": "ldpopt.deploy.target",
     "MechanismFile": "ldpopt.deploy.files",
     "load_mechanism": "ldpopt.deploy.files",
     "save_mechanism": "ldpopt.deploy.files",

@@ -24,6 +24,10 @@ body over the size limit):
 ``POST /api/reports``     pair + design fields (or ``mechanism_file``: a mechanism file's text)
                           + ``reports`` (a reports CSV's text), ``alpha``, ``confidence``,
                           ``delta`` -> the test, the mixture estimate, the shuffled central eps
+``POST /api/check``       ``text`` (a pasted matrix) or ``file`` (base64) + ``name``, optional
+                          pair + design fields -> the exact eps, the worst pair, the optimal
+                          mechanism beside it (:mod:`ldpopt.studio.check`)
+``POST /api/target``      pair + ``n``, ``alpha``, ``beta``, ``divergence`` -> the smallest eps
 ========================  =====================================================================
 
 Security: the server binds to 127.0.0.1 unless told otherwise and answers only requests whose
@@ -56,7 +60,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ldpopt._json import loads_strict
 from ldpopt.deploy.pairs import read_pair
-from ldpopt.studio import core
+from ldpopt.studio import check, core
 
 __all__ = [
     "DEFAULT_HOST",
@@ -365,6 +369,8 @@ def create_app(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> Starlette:
         Route("/api/decide", _decide, methods=["POST"]),
         Route("/api/columns", _columns, methods=["POST"]),
         Route("/api/reports", _compute(core.reports), methods=["POST"]),
+        Route("/api/check", _compute(check.check), methods=["POST"]),
+        Route("/api/target", _compute(check.target), methods=["POST"]),
     ]
     name = host_name(host)
     if name in _WILDCARDS:

@@ -197,6 +197,57 @@ async function sampleSizes() {
   } catch (e) { show("deploy-error", e.message); }
 }
 
+async function runTarget() {
+  if (!state.pair) { show("deploy-error", "load data first"); return; }
+  const summary = $("target-summary");
+  summary.dataset.state = "busy";
+  summary.textContent = "searching...";
+  try {
+    const res = await call("/api/target", Object.assign(designFields(),
+      { n: $("target-n").value, alpha: $("alpha").value, beta: $("beta").value }));
+    show("deploy-error", "");
+    summary.dataset.eps = res.eps;
+    summary.textContent = `smallest eps = ${FMT(res.eps)} (in (${FMT(res.eps_below)}, ${FMT(res.eps)}]): ` +
+      `type-II error ${FMT(res.type_ii)} at level ${FMT(res.size)} with ${res.n} reports (${res.divergence} design, ${res.num_outputs} outputs)`;
+    summary.dataset.state = "ready";
+  } catch (e) { summary.dataset.state = "error"; summary.textContent = ""; show("deploy-error", e.message); }
+}
+
+function base64(buffer) {
+  const bytes = new Uint8Array(buffer);
+  let text = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+  return btoa(text);
+}
+
+async function checkMechanism(source) {
+  const summary = $("check-summary");
+  summary.dataset.state = "busy";
+  const body = Object.assign({}, state.pair ? designFields() : {}, source, { normalize: $("check-normalize").checked });
+  try {
+    const res = await call("/api/check", body);
+    show("check-error", "");
+    fillTable("check-results", [
+      ["eps (exact level)", res.epsilon],
+      ["proven upper bound", res.epsilon_upper],
+      ["worst output", res.worst_output],
+      ["worst input pair", res.worst_inputs.join(" vs ")],
+      ["largest ratio (exact)", res.max_ratio === null ? "infinite" : res.max_ratio],
+      ["inputs x outputs", `${res.num_inputs} x ${res.num_outputs}`],
+      ["eps stated in the file", res.file_eps],
+    ]);
+    const b = res.beside;
+    fillTable("check-beside", b.rows ? b.rows.map((r) => [r.mechanism, r.outputs, r.value, r.blocks]) : []);
+    summary.dataset.eps = res.epsilon;
+    summary.dataset.upper = res.epsilon_upper;
+    summary.dataset.optimal = b.rows ? b.rows[1].value : "";
+    summary.dataset.checked = b.rows ? b.rows[0].value : "";
+    summary.textContent = `eps = ${res.epsilon === "inf" ? "inf" : FMT(res.epsilon)}: ${res.message}` +
+      (b.rows ? ` | ${b.divergence}: checked ${FMT(b.rows[0].value)}, optimal ${FMT(b.rows[1].value)} at the same eps` : ` | ${b.note}`);
+    summary.dataset.state = "ready";
+  } catch (e) { summary.dataset.state = "error"; summary.textContent = ""; show("check-error", e.message); }
+}
+
 async function downloadMechanism() {
   if (!state.pair) { show("deploy-error", "load data first"); return; }
   try {
@@ -340,6 +391,13 @@ async function init() {
     if (state.reports) analyseReports();
   });
   $("analyse-reports").addEventListener("click", analyseReports);
+  $("target-run").addEventListener("click", runTarget);
+  $("check-run").addEventListener("click", () => checkMechanism({ text: $("check-matrix").value }));
+  $("check-file").addEventListener("change", async (ev) => {
+    const file = ev.target.files[0];
+    ev.target.value = "";
+    if (file) checkMechanism({ name: file.name, file: base64(await file.arrayBuffer()) });
+  });
   $("reports-which").addEventListener("change", () => { if (state.reports) analyseReports(); });
   // open on something: the built-in demo, as if its button had been pressed
   await loadData(call("/api/demo"), "demo");
