@@ -59,15 +59,18 @@ rounded down) whose central bound meets a target.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
-from ldpopt._validation import check_eps, check_positive_int, is_integer
+from ldpopt._validation import check_eps, check_positive_int, is_integer, is_real
+from ldpopt.deploy.blanket import RATIO_SLACK, ClonePair, LowerPair, clone_pairs, lower_delta, lower_pairs
 from ldpopt.deploy.testing import check_level
-from ldpopt.mechanism import as_mechanism
+from ldpopt.mechanism import Mechanism, as_mechanism, check_channel_matrix
 
 __all__ = [
     "SHUFFLE_METHODS",
@@ -78,10 +81,11 @@ __all__ = [
     "closed_form_validity",
     "rr_outputs",
     "clone_delta",
+    "channel_level",
 ]
 
 #: the accounting methods of :func:`central_epsilon`
-SHUFFLE_METHODS = ("numerical", "closed_form", "rr")
+SHUFFLE_METHODS = ("numerical", "closed_form", "rr", "tight")
 #: each tail of Bin(n-1, p) left out of the sum carries at most this fraction of the target delta
 #: (its whole mass is added to the bound, so leaving it out costs at most 2 * 2^-20 of delta)
 TAIL_FRACTION = 2.0**-20
@@ -104,6 +108,13 @@ EPS_TOL = 1e-9
 #: for any realistic n)
 EPS0_SEARCH_MAX = 64.0
 _MAX_BISECT = 200
+#: ``"tight"`` stops its bisections when the bracket is this fraction of eps0 (upper rounded up,
+#: lower rounded down: both stay bounds)
+TIGHT_REL_TOL = 1e-6
+#: the lower bound of ``"tight"`` stops its bisection when the bracket is this fraction of the upper
+LOWER_REL_TOL = 1e-4
+#: ``"tight"`` sums at most this many blocks of clone counts (``clone_delta(max_terms=...)``)
+TIGHT_MAX_TERMS = 2048
 
 
 @dataclass(frozen=True)
@@ -122,6 +133,20 @@ class ShuffleBound:
     outputs: int | None
     delta_bound: float
     validity: str
+    #: a lower bound on the central eps of the worst neighbouring datasets (``"tight"``: from
+    #: explicit datasets; the other methods: 0, the trivial bound)
+    lower: float = 0.0
+    #: the upper bound (= ``value``)
+    upper: float = math.nan
+
+    def __post_init__(self) -> None:
+        if math.isnan(self.upper):
+            object.__setattr__(self, "upper", self.value)
+
+    @property
+    def gap(self) -> float:
+        """``upper - lower``: how far the true central eps can be from ``value``."""
+        return self.upper - self.lower
 
 
 @dataclass(frozen=True)
@@ -176,6 +201,8 @@ def _validity(method: str, n: int, delta: float) -> str:
         return f"eps0 <= log(n / (16 log(4/delta))) = {closed_form_validity(n, delta):.6g}"
     if method == "rr":
         return f"s-ary randomized response (or SPR with s outputs); {_NUMERICAL_RANGE}"
+    if method == "tight":
+        return f"the given channel (all neighbouring datasets), replacement neighbours; {_NUMERICAL_RANGE}"
     return f"any eps0-LDP randomizer, replacement neighbours; {_NUMERICAL_RANGE}"
 
 
@@ -206,22 +233,42 @@ def _clone_parameters(eps0: float, outputs: int) -> tuple[float, float]:
     return 2.0 * c0 / denom, (1.0 + c0) / denom
 
 
-def clone_delta(
-    eps: float, eps0: float, n: int, *, p_clone: float, weight: float = 1.0, tail: float = 0.0
-) -> float:
-    r"""Upper bound on :math:`w\,D_{e^\varepsilon}(P\|Q)` of the clone pair (module docstring).
-
-    ``p_clone`` is the probability that each of the other n - 1 users is a clone, ``weight`` the
-    factor w, ``tail`` the mass of Bin(n - 1, p_clone) that may be left out on each side (added in
-    full).  Includes the rounding allowance :data:`CDF_REL_ERR`.
-    """
-    if eps >= eps0:
-        return 0.0
+def _clone_hs(eps: float, eps0: float, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Given C = c clones: (hockey-stick divergence of the clone pair, P(S) + e^eps Q(S) of its set)."""
     c0 = math.exp(-eps0)
     alpha, alpha_bar = 1.0 / (1.0 + c0), c0 / (1.0 + c0)
     gamma = math.exp(eps)
     # P/Q > e^eps on the first coordinate a exactly when a < beta (c + 1)
     beta = -math.expm1(eps - eps0) / ((1.0 + gamma) * -math.expm1(-eps0))
+    t = np.ceil(beta * (c + 1.0)) - 1.0
+    f_t = stats.binom.cdf(t, c, 0.5)
+    f_t1 = stats.binom.cdf(t - 1.0, c, 0.5)
+    p_le = alpha * f_t + alpha_bar * f_t1
+    q_le = alpha_bar * f_t + alpha * f_t1
+    return np.maximum(p_le - gamma * q_le, 0.0), p_le + gamma * q_le
+
+
+def clone_delta(
+    eps: float,
+    eps0: float,
+    n: int,
+    *,
+    p_clone: float,
+    weight: float = 1.0,
+    tail: float = 0.0,
+    max_terms: int | None = None,
+) -> float:
+    r"""Upper bound on :math:`w\,D_{e^\varepsilon}(P\|Q)` of the clone pair (module docstring).
+
+    ``p_clone`` is the probability that each of the other n - 1 users is a clone, ``weight`` the
+    factor w, ``tail`` the mass of Bin(n - 1, p_clone) that may be left out on each side (added in
+    full).  Includes the rounding allowance :data:`CDF_REL_ERR`.  With ``max_terms``, a window of
+    more values of C is cut into that many blocks, each charged its whole mass times the
+    divergence at its smallest C (the divergence given C = c is non-increasing in c: one more
+    clone is a data-independent fair coin added to the pair, a post-processing).
+    """
+    if eps >= eps0:
+        return 0.0
     m = n - 1
     law = stats.binom(m, p_clone)
     if tail > 0.0 and m > 0:
@@ -229,17 +276,19 @@ def clone_delta(
         hi = min(int(law.isf(tail)) + 1, m)
     else:
         lo, hi = 0, m
-    c = np.arange(lo, hi + 1, dtype=np.float64)
-    pmf = law.pmf(c)
-    t = np.ceil(beta * (c + 1.0)) - 1.0
-    f_t = stats.binom.cdf(t, c, 0.5)
-    f_t1 = stats.binom.cdf(t - 1.0, c, 0.5)
-    p_le = alpha * f_t + alpha_bar * f_t1
-    q_le = alpha_bar * f_t + alpha * f_t1
-    hs = np.maximum(p_le - gamma * q_le, 0.0)
-    body = float(np.dot(pmf, hs))
-    rounding = CDF_REL_ERR * float(np.dot(pmf, p_le + gamma * q_le)) + PMF_REL_ERR * body
     left_out = (float(law.cdf(lo - 1)) if lo > 0 else 0.0) + (float(law.sf(hi)) if hi < m else 0.0)
+    if max_terms is not None and hi - lo + 1 > max_terms:
+        edges = np.unique(np.linspace(lo, hi + 1, max_terms + 1).astype(np.int64)).astype(np.float64)
+        c = edges[:-1]
+        cdf = law.cdf(edges - 1.0)
+        # block masses as CDF differences: each CDF value within CDF_REL_ERR, plus a unit roundoff
+        mass = np.maximum(np.diff(cdf), 0.0) + CDF_REL_ERR * (cdf[1:] + cdf[:-1]) + 2.0**-52
+    else:
+        c = np.arange(lo, hi + 1, dtype=np.float64)
+        mass = law.pmf(c)
+    hs, both = _clone_hs(eps, eps0, c)
+    body = float(np.dot(mass, hs))
+    rounding = CDF_REL_ERR * float(np.dot(mass, both)) + PMF_REL_ERR * body
     return min(weight * (body + rounding) + left_out, 1.0)
 
 
@@ -253,17 +302,17 @@ def _delta_bound(eps: float, eps0: float, n: int, delta: float, outputs: int | N
     return min(generic, clone_delta(eps, eps0, n, p_clone=p_clone, weight=weight, tail=tail))
 
 
-def _numerical(eps0: float, n: int, delta: float, outputs: int | None) -> tuple[float, float]:
-    def dl(eps: float) -> float:
-        return _delta_bound(eps, eps0, n, delta, outputs)
-
+def _bisect_upper(
+    dl: Callable[[float], float], delta: float, hi: float, tol: float = EPS_TOL
+) -> tuple[float, float]:
+    """Smallest eps in [0, hi] with dl(eps) <= delta (dl non-increasing, dl(hi) <= delta assumed):
+    the upper end of the final bracket, with dl there."""
     d0 = dl(0.0)
     if d0 <= delta:
         return 0.0, d0
-    lo, hi = 0.0, eps0  # dl(lo) > delta, dl(eps0) = 0
-    d_hi = 0.0
+    lo, d_hi = 0.0, 0.0
     for _ in range(_MAX_BISECT):
-        if hi - lo <= EPS_TOL:
+        if hi - lo <= tol:
             break
         mid = 0.5 * (lo + hi)
         d_mid = dl(mid)
@@ -272,6 +321,29 @@ def _numerical(eps0: float, n: int, delta: float, outputs: int | None) -> tuple[
         else:
             lo = mid
     return hi, d_hi
+
+
+def _bisect_lower(dl: Callable[[float], float], delta: float, hi: float, tol: float = EPS_TOL) -> float:
+    """Largest eps in [0, hi] known to have dl(eps) > delta (dl a lower bound on delta): the lower
+    end of the final bracket (0 when dl(0) <= delta)."""
+    if dl(0.0) <= delta:
+        return 0.0
+    lo = 0.0
+    if dl(hi) > delta:
+        return hi
+    for _ in range(_MAX_BISECT):
+        if hi - lo <= tol:
+            break
+        mid = 0.5 * (lo + hi)
+        if dl(mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _numerical(eps0: float, n: int, delta: float, outputs: int | None) -> tuple[float, float]:
+    return _bisect_upper(lambda eps: _delta_bound(eps, eps0, n, delta, outputs), delta, eps0)
 
 
 def _central(eps0: float, n: int, delta: float, method: str, outputs: int | None) -> tuple[float, float]:
@@ -283,6 +355,89 @@ def _central(eps0: float, n: int, delta: float, method: str, outputs: int | None
 # ---------------------------------------------------------------------------------------------
 # public functions
 # ---------------------------------------------------------------------------------------------
+def channel_level(matrix: Any) -> float:
+    """The LDP level of a channel matrix: max over outputs of log(max_x Q / min_x Q), raised by
+    the rounding slack of :data:`~ldpopt.deploy.blanket.RATIO_SLACK` (inf when a column has a zero
+    next to a positive entry; all-zero columns are ignored)."""
+    m = check_channel_matrix(matrix, "mech")
+    m = m[:, m.max(axis=0) > 0.0]
+    lo = m.min(axis=0)
+    if np.any(lo <= 0.0):
+        return math.inf
+    return float(np.max(np.log(m.max(axis=0)) - np.log(lo))) * (1.0 + RATIO_SLACK)
+
+
+def _as_local(local: Any) -> tuple[float, Mechanism | None]:
+    """(eps0, mechanism or None) from a number, a Mechanism / design result or a channel matrix."""
+    if is_real(local):
+        return check_eps(local, "eps0", allow_inf=False), None
+    if isinstance(local, Mechanism) or isinstance(getattr(local, "mechanism", None), Mechanism):
+        mech = as_mechanism(local, "mech")
+        level = min(channel_level(mech.matrix), mech.eps)
+    else:
+        matrix = check_channel_matrix(local, "mech")
+        level = channel_level(matrix)
+        mech = Mechanism(matrix, level) if math.isfinite(level) else None
+    if mech is None or not math.isfinite(level):
+        raise ValueError(
+            "mech must be eps0-LDP with a finite eps0 (no zero next to a positive entry in a column)"
+        )
+    return max(level, 0.0), mech
+
+
+def _pair_delta(eps: float, *, pair: ClonePair, n: int, tail: float) -> float:
+    return pair.weight * clone_delta(
+        eps, pair.eps0, n, p_clone=pair.p_clone, tail=tail, max_terms=TIGHT_MAX_TERMS
+    )
+
+
+def _lower_at(eps: float, *, pair: LowerPair, n: int, tail: float) -> float:
+    return lower_delta(eps, n, pair, tail)
+
+
+def _tight_upper(matrix: np.ndarray, eps0: float, n: int, delta: float) -> tuple[float, float]:
+    """max over row pairs of the min over their clone pairs, and the generic bound: (eps, delta at eps)."""
+    tail, tol, terms = TAIL_FRACTION * delta, max(EPS_TOL, TIGHT_REL_TOL * eps0), TIGHT_MAX_TERMS
+    best = _bisect_upper(
+        lambda e: clone_delta(e, eps0, n, p_clone=math.exp(-eps0), tail=tail, max_terms=terms),
+        delta,
+        eps0,
+        tol,
+    )
+    worst = (0.0, 0.0)
+    for group in clone_pairs(matrix):
+        pair_best = (math.inf, 0.0)
+        for c in group:
+            if c.eps0 <= 0.0:
+                pair_best = (0.0, 0.0)
+                break
+            if c.eps0 > EPS0_MAX_NUMERICAL or c.p_clone <= 0.0:
+                cand = (c.eps0, 0.0)
+            else:
+                cand = _bisect_upper(partial(_pair_delta, pair=c, n=n, tail=tail), delta, c.eps0, tol)
+            pair_best = min(pair_best, cand)
+        worst = max(worst, pair_best)
+        if worst[0] >= best[0]:  # the generic bound is the smaller: no need to look further
+            return best
+    return min(worst, best)
+
+
+def _tight_lower(matrix: np.ndarray, n: int, delta: float, upper: float) -> float:
+    """The largest eps whose delta some explicit dataset pair is known to exceed (rounded down).
+
+    Candidates are ranked by their delta at half the upper bound; the best is bisected, the others
+    are tried once at the running best (any of them can only raise it)."""
+    tail, tol = TAIL_FRACTION * delta, max(EPS_TOL, LOWER_REL_TOL * upper)
+    pairs = lower_pairs(matrix)
+    probe = 0.5 * upper
+    ranked = sorted(pairs, key=lambda pr: -lower_delta(probe, n, pr, tail))
+    best = 0.0
+    for pair in ranked:
+        if lower_delta(best, n, pair, tail) > delta:
+            best = _bisect_lower(partial(_lower_at, pair=pair, n=n, tail=tail), delta, upper, tol)
+    return best
+
+
 def central_epsilon(
     eps0: Any, n: Any, delta: Any, method: str = "numerical", *, outputs: int | None = None
 ) -> ShuffleBound:
@@ -290,14 +445,18 @@ def central_epsilon(
 
     Parameters
     ----------
-    eps0 : float
-        Local privacy level (finite, > 0).
+    eps0 : float, Mechanism, design result or channel matrix
+        Local privacy level (finite, > 0), or the mechanism itself (rows = inputs).  A mechanism
+        given to ``"numerical"``, ``"closed_form"`` or ``"rr"`` is used through its eps (and, for
+        ``"rr"``, its number of outputs when it is s-ary RR on a label); ``"tight"`` needs it.
     n : int
         Number of users (reports), >= 1.
     delta : float
         Target delta in (0, 1).
-    method : {"numerical", "closed_form", "rr"}
-        See the module docstring; ``"rr"`` needs ``outputs``.
+    method : {"numerical", "closed_form", "rr", "tight"}
+        See the module docstring; ``"rr"`` needs ``outputs`` (or an RR-shaped mechanism).
+        ``"tight"``: the channel's own clone pairs (:mod:`ldpopt.deploy.blanket`), with a lower
+        bound from explicit datasets in ``lower`` (never looser than ``"numerical"``).
     outputs : int, optional
         s, the number of outputs of the s-ary randomized response (``method="rr"`` only).
 
@@ -306,10 +465,17 @@ def central_epsilon(
     ValueError
         Outside the method's validity range (the closed form's eps0 limit), or bad input.
     """
-    eps0 = check_eps(eps0, "eps0", allow_inf=False)
+    eps0, mech = _as_local(eps0)
     n = check_positive_int(n, "n")
     delta = check_level(delta, "delta")
+    if mech is not None and method == "rr" and outputs is None:
+        outputs = rr_outputs(mech)
     method, s = _check_method(method, outputs)
+    if method == "tight" and mech is None:
+        raise ValueError(
+            "method='tight' reads the mechanism's own likelihood ratios: pass the Mechanism or its "
+            "channel matrix instead of eps0 (e.g. ldpopt.randomized_response(2, eps0) for binary RR)"
+        )
     _check_numerical_range(method, n, eps0=eps0)
     if method == "closed_form":
         limit = closed_form_validity(n, delta)
@@ -318,6 +484,11 @@ def central_epsilon(
                 f"the closed form is proved only for eps0 <= log(n / (16 log(4/delta))) = {limit:.6g} "
                 f"(n={n}, delta={delta!r}), got eps0={eps0!r}; use method='numerical'"
             )
+    if method == "tight":
+        assert mech is not None
+        value, dbound = _tight_upper(mech.matrix, eps0, n, delta)
+        lower = _tight_lower(mech.matrix, n, delta, value)
+        return ShuffleBound(value, eps0, n, delta, method, s, dbound, _validity(method, n, delta), lower)
     value, dbound = _central(eps0, n, delta, method, s)
     return ShuffleBound(value, eps0, n, delta, method, s, dbound, _validity(method, n, delta))
 

@@ -1,0 +1,164 @@
+"""The tight shuffle bound against the exact worst case, found by enumerating every dataset.
+
+The oracle builds, for every multiset of the other users' inputs, the exact law of the shuffled
+histogram (users convolved one at a time on the full count grid) under both inputs of the
+differing user, and takes the largest hockey-stick divergence: no clones, no blanket, no CDFs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import ldpopt
+from ldpopt.deploy.shuffle import EPS_TOL, TIGHT_REL_TOL, central_epsilon, clone_delta
+
+U = 2.0**-53
+
+
+def _user_step(law: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """Add one user with report law ``row`` (k outputs) to the law of counts of outputs 0..k-2."""
+    k = len(row)
+    new = row[k - 1] * law
+    for y in range(k - 1):
+        dst = [slice(None)] * (k - 1)
+        src = [slice(None)] * (k - 1)
+        dst[y], src[y] = slice(1, None), slice(None, -1)
+        new[tuple(dst)] += row[y] * law[tuple(src)]
+    return new
+
+
+def _exact_pairs(matrix: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stacked laws (P, Q) of the shuffled histogram for every dataset of the other n - 1 users
+    and every ordered pair of distinct inputs of the differing user."""
+    kin, kout = matrix.shape
+    shape = (n + 1,) * (kout - 1)
+    # block[z][c]: law of c users all holding z
+    blocks = []
+    for z in range(kin):
+        law = np.zeros(shape)
+        law[(0,) * (kout - 1)] = 1.0
+        seq = [law]
+        for _ in range(n - 1):
+            law = _user_step(law, matrix[z])
+            seq.append(law)
+        blocks.append(seq)
+    ps, qs = [], []
+    for counts in itertools.product(range(n), repeat=kin):
+        if sum(counts) != n - 1:
+            continue
+        rest = np.zeros(shape)
+        rest[(0,) * (kout - 1)] = 1.0
+        for z, c in enumerate(counts):  # convolve the blocks one user at a time: exact and simple
+            for _ in range(c):
+                rest = _user_step(rest, matrix[z])
+        for x, xp in itertools.permutations(range(kin), 2):
+            ps.append(_user_step(rest, matrix[x]))
+            qs.append(_user_step(rest, matrix[xp]))
+    return np.array(ps), np.array(qs)
+
+
+def _exact_eps(ps: np.ndarray, qs: np.ndarray, delta: float, hi: float) -> float:
+    axes = tuple(range(1, ps.ndim))
+
+    def worst(eps: float) -> float:
+        return float(np.max(np.maximum(ps - math.exp(eps) * qs, 0.0).sum(axis=axes)))
+
+    lo = 0.0
+    if worst(0.0) <= delta:
+        return 0.0
+    while hi - lo > 1e-10:
+        mid = 0.5 * (lo + hi)
+        if worst(mid) <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+# the oracle's sums: (n+1)^(k-1) terms, each from <= n roundings of non-negative terms; at most
+# n^3 * 8u in delta, far below the bisection steps
+_EPS_SLACK = 1e-8
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize(
+    ("k", "eps0", "n", "delta"), [(2, 1.0, 40, 1e-3), (2, 2.0, 40, 1e-3), (3, 1.0, 16, 1e-3)]
+)
+def test_tight_brackets_the_exact_worst_case(k, eps0, n, delta):
+    mech = ldpopt.randomized_response(k, eps0)
+    ps, qs = _exact_pairs(mech.matrix, n)
+    exact = _exact_eps(ps, qs, delta, eps0)
+    res = central_epsilon(mech, n, delta, "tight")
+    assert res.lower - _EPS_SLACK <= exact <= res.upper + _EPS_SLACK
+    assert res.value == res.upper and res.gap == res.upper - res.lower >= 0
+
+
+def test_binary_rr_at_n40_eps0_2_is_within_one_percent_of_exact():
+    # "within 1%": |bound / exact - 1| <= 0.01 for the central eps at fixed delta
+    mech = ldpopt.randomized_response(2, 2.0)
+    ps, qs = _exact_pairs(mech.matrix, 40)
+    exact = _exact_eps(ps, qs, 1e-3, 2.0)
+    res = central_epsilon(mech, 40, 1e-3, "tight")
+    assert res.upper <= 1.01 * exact and res.lower >= 0.99 * exact
+
+
+@pytest.mark.numerics
+def test_a_general_channel_is_bracketed_too():
+    # not randomized response: three inputs, three outputs, no two equal rows, eps0 = log 3
+    mat = np.array([[0.6, 0.2, 0.2], [0.2, 0.5, 0.3], [0.25, 0.25, 0.5]])
+    n, delta = 10, 1e-2
+    ps, qs = _exact_pairs(mat, n)
+    eps0 = float(np.max(np.log(mat.max(axis=0) / mat.min(axis=0))))
+    exact = _exact_eps(ps, qs, delta, eps0)
+    res = central_epsilon(mat, n, delta, "tight")
+    assert res.lower - _EPS_SLACK <= exact <= res.upper + _EPS_SLACK
+    assert res.upper <= central_epsilon(eps0, n, delta).value + TIGHT_REL_TOL * eps0
+
+
+def test_three_ary_rr_gap_is_below_one_percent_at_large_n():
+    # upper and lower within 1% of each other: both within 1% of the true worst case
+    res = central_epsilon(ldpopt.randomized_response(3, 4.0), 100_000, 1e-6, "tight")
+    assert res.gap <= 0.01 * res.upper
+
+
+@pytest.mark.parametrize("eps0", [1.0, 4.0, 8.0])
+@pytest.mark.parametrize("n", [1_000, 100_000])
+def test_never_looser_than_the_older_bounds(eps0, n):
+    delta = 1e-6
+    p0, p1 = np.array([0.5, 0.2, 0.2, 0.1]), np.array([0.1, 0.2, 0.3, 0.4])
+    mechs = [ldpopt.randomized_response(2, eps0), ldpopt.randomized_response(5, eps0)]
+    mechs.append(ldpopt.optimal_mechanism(p0, p1, eps0).mechanism)
+    num = central_epsilon(eps0, n, delta).value
+    for mech in mechs:
+        res = central_epsilon(mech, n, delta, "tight")
+        # the tight bisection stops at a bracket of TIGHT_REL_TOL * eps0 instead of EPS_TOL
+        slack = TIGHT_REL_TOL * eps0 + EPS_TOL
+        assert res.lower <= res.upper <= num + slack
+        rr = central_epsilon(mech, n, delta, "rr")
+        assert res.upper <= rr.value + slack
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize(("eps", "eps0", "n", "p"), [(0.05, 4.0, 10**6, 0.036), (0.002, 1.0, 10**7, 0.54)])
+def test_blocked_clone_sum_is_an_upper_bound_close_to_the_full_sum(eps, eps0, n, p):
+    full = clone_delta(eps, eps0, n, p_clone=p, tail=1e-15)
+    blocked = clone_delta(eps, eps0, n, p_clone=p, tail=1e-15, max_terms=512)
+    assert full <= blocked <= full * 1.01 + 1e-12
+
+
+def test_inputs():
+    with pytest.raises(ValueError, match="tight"):
+        central_epsilon(1.0, 100, 1e-6, "tight")
+    with pytest.raises(ValueError, match="outputs"):
+        central_epsilon(ldpopt.randomized_response(3, 1.0), 100, 1e-6, "tight", outputs=3)
+    mech = ldpopt.randomized_response(3, 1.0)
+    # a mechanism given to the older methods: its eps (and, for "rr", its number of outputs)
+    assert central_epsilon(mech, 1000, 1e-6).value == central_epsilon(1.0, 1000, 1e-6).value
+    assert central_epsilon(mech, 1000, 1e-6, "rr").outputs == 3
+    a = central_epsilon(mech.matrix, np.int64(1000), np.float64(1e-6), "tight")
+    b = central_epsilon(mech, 1000, 1e-6, "tight")
+    assert a.value == b.value and a.lower == b.lower
