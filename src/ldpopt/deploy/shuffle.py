@@ -371,18 +371,17 @@ def _as_local(local: Any) -> tuple[float, Mechanism | None]:
     """(eps0, mechanism or None) from a number, a Mechanism / design result or a channel matrix."""
     if is_real(local):
         return check_eps(local, "eps0", allow_inf=False), None
-    if isinstance(local, Mechanism) or isinstance(getattr(local, "mechanism", None), Mechanism):
-        mech = as_mechanism(local, "mech")
-        level = min(channel_level(mech.matrix), mech.eps)
-    else:
-        matrix = check_channel_matrix(local, "mech")
-        level = channel_level(matrix)
-        mech = Mechanism(matrix, level) if math.isfinite(level) else None
-    if mech is None or not math.isfinite(level):
+    given = isinstance(local, Mechanism) or isinstance(getattr(local, "mechanism", None), Mechanism)
+    matrix = as_mechanism(local, "mech").matrix if given else check_channel_matrix(local, "mech")
+    level = channel_level(matrix)
+    if not math.isfinite(level):
         raise ValueError(
             "mech must be eps0-LDP with a finite eps0 (no zero next to a positive entry in a column)"
         )
-    return max(level, 0.0), mech
+    if given:
+        mech = as_mechanism(local, "mech")
+        return max(min(level, mech.eps), 0.0), mech
+    return max(level, 0.0), Mechanism(matrix, level)
 
 
 def _pair_delta(eps: float, *, pair: ClonePair, n: int, tail: float) -> float:
