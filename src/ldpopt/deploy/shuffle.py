@@ -82,6 +82,7 @@ __all__ = [
     "rr_outputs",
     "clone_delta",
     "channel_level",
+    "tight_delta",
 ]
 
 #: the accounting methods of :func:`central_epsilon`
@@ -108,10 +109,10 @@ EPS_TOL = 1e-9
 #: for any realistic n)
 EPS0_SEARCH_MAX = 64.0
 _MAX_BISECT = 200
-#: ``"tight"`` stops its bisections when the bracket is this fraction of eps0 (upper rounded up,
-#: lower rounded down: both stay bounds)
+#: ``"tight"`` stops its bisections when the bracket is this fraction of its upper end (upper
+#: rounded up, lower rounded down: both stay bounds)
 TIGHT_REL_TOL = 1e-6
-#: the lower bound of ``"tight"`` stops its bisection when the bracket is this fraction of the upper
+#: the lower bound of ``"tight"`` stops its bisection when the bracket is this fraction of its upper end
 LOWER_REL_TOL = 1e-4
 #: ``"tight"`` sums at most this many blocks of clone counts (``clone_delta(max_terms=...)``)
 TIGHT_MAX_TERMS = 2048
@@ -303,7 +304,7 @@ def _delta_bound(eps: float, eps0: float, n: int, delta: float, outputs: int | N
 
 
 def _bisect_upper(
-    dl: Callable[[float], float], delta: float, hi: float, tol: float = EPS_TOL
+    dl: Callable[[float], float], delta: float, hi: float, rel: float = 0.0
 ) -> tuple[float, float]:
     """Smallest eps in [0, hi] with dl(eps) <= delta (dl non-increasing, dl(hi) <= delta assumed):
     the upper end of the final bracket, with dl there."""
@@ -312,7 +313,7 @@ def _bisect_upper(
         return 0.0, d0
     lo, d_hi = 0.0, 0.0
     for _ in range(_MAX_BISECT):
-        if hi - lo <= tol:
+        if hi - lo <= max(EPS_TOL, rel * hi):
             break
         mid = 0.5 * (lo + hi)
         d_mid = dl(mid)
@@ -323,7 +324,7 @@ def _bisect_upper(
     return hi, d_hi
 
 
-def _bisect_lower(dl: Callable[[float], float], delta: float, hi: float, tol: float = EPS_TOL) -> float:
+def _bisect_lower(dl: Callable[[float], float], delta: float, hi: float, rel: float = 0.0) -> float:
     """Largest eps in [0, hi] known to have dl(eps) > delta (dl a lower bound on delta): the lower
     end of the final bracket (0 when dl(0) <= delta)."""
     if dl(0.0) <= delta:
@@ -332,7 +333,7 @@ def _bisect_lower(dl: Callable[[float], float], delta: float, hi: float, tol: fl
     if dl(hi) > delta:
         return hi
     for _ in range(_MAX_BISECT):
-        if hi - lo <= tol:
+        if hi - lo <= max(EPS_TOL, rel * hi):
             break
         mid = 0.5 * (lo + hi)
         if dl(mid) > delta:
@@ -394,9 +395,46 @@ def _lower_at(eps: float, *, pair: LowerPair, n: int, tail: float) -> float:
     return lower_delta(eps, n, pair, tail)
 
 
+def _group_delta(eps: float, group: tuple[ClonePair, ...], n: int, tail: float) -> float:
+    out = 1.0
+    for c in group:
+        if c.eps0 <= 0.0:
+            return 0.0
+        if c.eps0 <= EPS0_MAX_NUMERICAL and c.p_clone > 0.0:
+            out = min(out, _pair_delta(eps, pair=c, n=n, tail=tail))
+    return out
+
+
+def tight_delta(mech: Any, eps: Any, n: Any, delta: Any, *, stop_above: float | None = None) -> float:
+    """The ``"tight"`` upper bound on delta at ``eps`` of n shuffled reports of ``mech``.
+
+    ``delta`` is the target (the binomial tails left out, added in full, are
+    :data:`TAIL_FRACTION` times it each).  The smallest eps with ``tight_delta <= delta`` is the
+    ``value`` of :func:`central_epsilon` (up to its bisection tolerance).  With ``stop_above``,
+    the scan over pairs of inputs stops at the first pair whose bound exceeds it (the value
+    returned is then that pair's bound: still > ``stop_above``, no longer the maximum).
+    """
+    eps0, m = _as_local(mech)
+    assert m is not None
+    eps = check_eps(eps, "eps", allow_inf=False)
+    n = check_positive_int(n, "n")
+    tail = TAIL_FRACTION * check_level(delta, "delta")
+    generic = clone_delta(eps, eps0, n, p_clone=math.exp(-eps0), tail=tail, max_terms=TIGHT_MAX_TERMS)
+    if stop_above is not None and generic <= stop_above:
+        return generic  # no pair can do worse than the generic bound
+    worst = 0.0
+    for group in clone_pairs(m.matrix):
+        worst = max(worst, _group_delta(eps, group, n, tail))
+        if worst >= generic:
+            return generic
+        if stop_above is not None and worst > stop_above:
+            return worst
+    return worst
+
+
 def _tight_upper(matrix: np.ndarray, eps0: float, n: int, delta: float) -> tuple[float, float]:
     """max over row pairs of the min over their clone pairs, and the generic bound: (eps, delta at eps)."""
-    tail, tol, terms = TAIL_FRACTION * delta, max(EPS_TOL, TIGHT_REL_TOL * eps0), TIGHT_MAX_TERMS
+    tail, tol, terms = TAIL_FRACTION * delta, TIGHT_REL_TOL, TIGHT_MAX_TERMS
     best = _bisect_upper(
         lambda e: clone_delta(e, eps0, n, p_clone=math.exp(-eps0), tail=tail, max_terms=terms),
         delta,
@@ -426,7 +464,7 @@ def _tight_lower(matrix: np.ndarray, n: int, delta: float, upper: float) -> floa
 
     Candidates are ranked by their delta at half the upper bound; the best is bisected, the others
     are tried once at the running best (any of them can only raise it)."""
-    tail, tol = TAIL_FRACTION * delta, max(EPS_TOL, LOWER_REL_TOL * upper)
+    tail, tol = TAIL_FRACTION * delta, LOWER_REL_TOL
     pairs = lower_pairs(matrix)
     probe = 0.5 * upper
     ranked = sorted(pairs, key=lambda pr: -lower_delta(probe, n, pr, tail))
