@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -136,9 +136,9 @@ class ShuffleBound:
     validity: str
     #: a lower bound on the central eps of the worst neighbouring datasets (``"tight"``: from
     #: explicit datasets; the other methods: 0, the trivial bound)
-    lower: float = 0.0
+    lower: float = field(default=0.0, kw_only=True)
     #: the upper bound (= ``value``)
-    upper: float = math.nan
+    upper: float = field(default=math.nan, kw_only=True)
 
     def __post_init__(self) -> None:
         if math.isnan(self.upper):
@@ -525,7 +525,9 @@ def central_epsilon(
         assert mech is not None
         value, dbound = _tight_upper(mech.matrix, eps0, n, delta)
         lower = _tight_lower(mech.matrix, n, delta, value)
-        return ShuffleBound(value, eps0, n, delta, method, s, dbound, _validity(method, n, delta), lower)
+        return ShuffleBound(
+            value, eps0, n, delta, method, s, dbound, _validity(method, n, delta), lower=lower
+        )
     value, dbound = _central(eps0, n, delta, method, s)
     return ShuffleBound(value, eps0, n, delta, method, s, dbound, _validity(method, n, delta))
 
