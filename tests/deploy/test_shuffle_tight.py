@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import ldpopt
-from ldpopt.deploy.shuffle import EPS_TOL, TIGHT_REL_TOL, central_epsilon, clone_delta
+from ldpopt.deploy.pld import PLD_BLOCKS, clone_pld, pld_delta
+from ldpopt.deploy.shuffle import EPS_TOL, PLD_GRID, TIGHT_REL_TOL, central_epsilon, clone_delta
 from reference import shuffled_exact_eps as _exact_eps
 from reference import shuffled_histogram_pairs as _exact_pairs
 
@@ -101,3 +102,36 @@ def test_inputs():
     a = central_epsilon(mech.matrix, np.int64(1000), np.float64(1e-6), "tight")
     b = central_epsilon(mech, 1000, 1e-6, "tight")
     assert a.value == b.value and a.lower == b.lower
+
+
+# ---------------------------------------------------------------------------------------------
+# composition
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.numerics
+@pytest.mark.parametrize(("eps0", "n", "p"), [(2.0, 2_000, 0.24), (1.0, 50_000, 0.54)])
+def test_one_round_pld_brackets_the_clone_sum(eps0, n, p):
+    # the PLD rounds each loss up by at most h: delta(eps) <= PLD delta(eps) <= delta(eps - h) + its
+    # documented additions (+inf atom: the tails; err: the CDF/FFT allowances)
+    h = 1e-3
+    one = clone_pld(eps0, n, p, 1.0, h, 1e-14)
+    for eps in (0.02, 0.1, 0.3):
+        got = pld_delta(one, eps)
+        assert clone_delta(eps, eps0, n, p_clone=p, tail=1e-14) <= got
+        upper = clone_delta(eps - h, eps0, n, p_clone=p, tail=1e-14, max_terms=PLD_BLOCKS)
+        assert got <= upper + one.inf + one.err + 1e-12
+
+
+def test_two_rounds_are_above_the_exact_two_round_worst_case():
+    eps0, n, delta = 1.0, 20, 1e-3
+    mech = ldpopt.randomized_response(2, eps0)
+    ps, qs = _exact_pairs(mech.matrix, n)
+    # the same users report twice with fresh randomness: product laws of each dataset
+    p2 = np.einsum("di,dj->dij", ps, ps)
+    q2 = np.einsum("di,dj->dij", qs, qs)
+    exact = _exact_eps(p2, q2, delta, 2 * eps0)
+    res = central_epsilon(mech, n, delta, "tight", rounds=2)
+    one = central_epsilon(mech, n, delta, "tight")
+    assert exact <= res.value and res.rounds == 2
+    assert one.value < res.value <= 2 * one.value + 2 * PLD_GRID  # never worse than basic composition
+    with pytest.raises(ValueError, match="rounds"):
+        central_epsilon(1.0, n, delta, rounds=2)

@@ -69,6 +69,7 @@ from scipy import stats
 
 from ldpopt._validation import check_eps, check_positive_int, is_integer, is_real
 from ldpopt.deploy.blanket import RATIO_SLACK, ClonePair, LowerPair, clone_pairs, lower_delta, lower_pairs
+from ldpopt.deploy.pld import clone_pld, compose, pld_delta
 from ldpopt.deploy.testing import check_level
 from ldpopt.mechanism import Mechanism, as_mechanism, check_channel_matrix
 
@@ -114,6 +115,11 @@ _MAX_BISECT = 200
 TIGHT_REL_TOL = 1e-6
 #: the lower bound of ``"tight"`` stops its bisection when the bracket is this fraction of its upper end
 LOWER_REL_TOL = 1e-4
+#: loss grid of the composition (each round's loss rounded up to it: the composed eps is at most
+#: rounds * PLD_GRID above the exact PLD value)
+PLD_GRID = 1e-4
+#: composed losses below -PLD_FLOOR are raised to it (pessimistic; keeps the grid short)
+PLD_FLOOR = 64.0
 #: ``"tight"`` sums at most this many blocks of clone counts (``clone_delta(max_terms=...)``)
 TIGHT_MAX_TERMS = 2048
 
@@ -139,6 +145,8 @@ class ShuffleBound:
     lower: float = field(default=0.0, kw_only=True)
     #: the upper bound (= ``value``)
     upper: float = field(default=math.nan, kw_only=True)
+    #: rounds of reports composed (``"tight"`` only; each user reports once per round)
+    rounds: int = field(default=1, kw_only=True)
 
     def __post_init__(self) -> None:
         if math.isnan(self.upper):
@@ -459,6 +467,39 @@ def _tight_upper(matrix: np.ndarray, eps0: float, n: int, delta: float) -> tuple
     return min(worst, best)
 
 
+def _rounds_candidates(matrix: np.ndarray, eps0: float) -> list[ClonePair]:
+    """Clone pairs each dominating every pair of inputs (for composition one pair must serve all)."""
+    out = [ClonePair(eps0, math.exp(-eps0), 1.0)]
+    groups = clone_pairs(matrix)
+    if len(groups) == 1:
+        out += [c for c in groups[0] if 0.0 < c.eps0 <= eps0 and c.p_clone > 0.0]
+    elif groups:
+        # the largest local level and the fewest clones of all pairs: both post-processing-monotone
+        level = max(g[0].eps0 for g in groups)
+        p_min = min(g[0].p_clone for g in groups)
+        if 0.0 < level <= eps0 and p_min > 0.0:
+            out.append(ClonePair(level, p_min, 1.0))
+    return out
+
+
+def _tight_rounds(matrix: np.ndarray, eps0: float, n: int, delta: float, rounds: int) -> tuple[float, float]:
+    """Upper bound on the central eps of ``rounds`` composed rounds: the best of the dominating
+    pairs' pessimistic PLDs (:mod:`ldpopt.deploy.pld`)."""
+    tail = TAIL_FRACTION * delta
+    best = (rounds * eps0, 0.0)  # basic composition of the trivial bound
+    for c in _rounds_candidates(matrix, eps0):
+        h = min(PLD_GRID, c.eps0 / 64.0)
+        one = clone_pld(c.eps0, n, c.p_clone, c.weight, h, tail)
+        law = compose(one, rounds, PLD_FLOOR)
+        found = _bisect_upper(partial(_composed_delta, law=law), delta, rounds * c.eps0, TIGHT_REL_TOL)
+        best = min(best, found)
+    return best
+
+
+def _composed_delta(eps: float, *, law: Any) -> float:
+    return pld_delta(law, eps)
+
+
 def _tight_lower(matrix: np.ndarray, n: int, delta: float, upper: float) -> float:
     """The largest eps whose delta some explicit dataset pair is known to exceed (rounded down).
 
@@ -476,7 +517,7 @@ def _tight_lower(matrix: np.ndarray, n: int, delta: float, upper: float) -> floa
 
 
 def central_epsilon(
-    eps0: Any, n: Any, delta: Any, method: str = "numerical", *, outputs: int | None = None
+    eps0: Any, n: Any, delta: Any, method: str = "numerical", *, outputs: int | None = None, rounds: Any = 1
 ) -> ShuffleBound:
     """Central eps at ``delta`` of ``n`` shuffled reports of an ``eps0``-LDP randomizer.
 
@@ -496,6 +537,12 @@ def central_epsilon(
         bound from explicit datasets in ``lower`` (never looser than ``"numerical"``).
     outputs : int, optional
         s, the number of outputs of the s-ary randomized response (``method="rr"`` only).
+    rounds : int
+        T >= 1 rounds of shuffled reports, each user reporting once per round with fresh
+        randomness (``method="tight"`` only for T > 1): composed through the pessimistic PLD of
+        a clone pair dominating every pair of inputs (:mod:`ldpopt.deploy.pld`; at most
+        ``T * PLD_GRID`` above the exact PLD value of that pair).  ``lower`` is then the one-round
+        lower bound (valid: more rounds never lower delta), so the gap is wide.
 
     Raises
     ------
@@ -508,6 +555,9 @@ def central_epsilon(
     if mech is not None and method == "rr" and outputs is None:
         outputs = rr_outputs(mech)
     method, s = _check_method(method, outputs)
+    rounds = check_positive_int(rounds, "rounds")
+    if rounds > 1 and method != "tight":
+        raise ValueError(f"rounds > 1 needs method='tight', got rounds={rounds} with method={method!r}")
     if method == "tight" and mech is None:
         raise ValueError(
             "method='tight' reads the mechanism's own likelihood ratios: pass the Mechanism or its "
@@ -525,9 +575,10 @@ def central_epsilon(
         assert mech is not None
         value, dbound = _tight_upper(mech.matrix, eps0, n, delta)
         lower = _tight_lower(mech.matrix, n, delta, value)
-        return ShuffleBound(
-            value, eps0, n, delta, method, s, dbound, _validity(method, n, delta), lower=lower
-        )
+        if rounds > 1:
+            value, dbound = _tight_rounds(mech.matrix, eps0, n, delta, rounds)
+        valid = _validity(method, n, delta)
+        return ShuffleBound(value, eps0, n, delta, method, s, dbound, valid, lower=lower, rounds=rounds)
     value, dbound = _central(eps0, n, delta, method, s)
     return ShuffleBound(value, eps0, n, delta, method, s, dbound, _validity(method, n, delta))
 
