@@ -28,7 +28,14 @@ from ldpopt.cli._common import (
     solve,
     write_json,
 )
-from ldpopt.cli._shuffle import plan_shuffle, print_shuffle, shuffle_summary
+from ldpopt.cli._shuffle import (
+    design_central,
+    parse_central,
+    plan_shuffle,
+    print_central,
+    print_shuffle,
+    shuffle_summary,
+)
 
 #: The embedded demo: event categories of web sessions, normal (P0) vs. fraudulent (P1).
 DEMO_EVENTS = {
@@ -139,16 +146,25 @@ def design(
         help="n=N,delta=D,eps=E: instead of --eps, the largest local eps whose N shuffled reports "
         "are (E, D)-DP.",
     ),
+    central: str | None = typer.Option(
+        None,
+        "--central",
+        help="EPS,DELTA,N: instead of --eps, the best mechanism whose N shuffled reports are (EPS,DELTA)-DP.",
+    ),
     robust: str | None = _robust.ROBUST,
     from_counts: bool = _robust.FROM_COUNTS,
     confidence: float = _robust.CONFIDENCE,
 ) -> None:
     """Design the optimal eps-LDP mechanism for P0 vs P1 and compare with binary and k-RR."""
-    eps, plan = plan_shuffle(shuffle, eps)
+    target = parse_central(central, shuffle, eps)
+    eps, plan = plan_shuffle(shuffle, 1.0 if target else eps)
     pair = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize, counts=from_counts)
     if pair is None:
         fail("give --p0 and --p1, or --from FILE")
     a, b, uncertainty = _robust.prepare(*pair, robust, from_counts, confidence, divergence)
+    central_info = None
+    if target is not None:
+        eps, max_outputs, central_info = design_central(a, b, target, divergence, max_outputs)
     try:
         res, rows = _comparison_rows(a, b, eps, divergence, max_outputs)
     except (ValueError, TypeError) as exc:
@@ -163,12 +179,16 @@ def design(
         shuffled = shuffle_summary(plan, res.mechanism) if plan is not None else None
         if shuffled is not None:
             print_shuffle(shuffled)
+        if central_info is not None:
+            print_central(central_info)
         note = budget_note(res)
         if note:
             console.print(note)
         extra = _robust.report(a, b, eps, divergence, max_outputs, uncertainty)
     if shuffled is not None:
         extra["shuffle"] = shuffled
+    if central_info is not None:
+        extra["central"] = central_info
     if json_out is not None:
         write_json(json_out, {**_result_dict(res, rows), **extra})
 
