@@ -37,13 +37,26 @@ def test_tight_brackets_the_exact_worst_case(k, eps0, n, delta):
     assert res.value == res.upper and res.gap == res.upper - res.lower >= 0
 
 
-def test_binary_rr_at_n40_eps0_2_is_within_one_percent_of_exact():
+@pytest.mark.parametrize("eps0", [1.0, 2.0])
+def test_binary_rr_at_n40_is_within_one_percent_of_exact(eps0):
     # "within 1%": |bound / exact - 1| <= 0.01 for the central eps at fixed delta
-    mech = ldpopt.randomized_response(2, 2.0)
+    mech = ldpopt.randomized_response(2, eps0)
     ps, qs = _exact_pairs(mech.matrix, 40)
-    exact = _exact_eps(ps, qs, 1e-3, 2.0)
+    exact = _exact_eps(ps, qs, 1e-3, eps0)
     res = central_epsilon(mech, 40, 1e-3, "tight")
     assert res.upper <= 1.01 * exact and res.lower >= 0.99 * exact
+
+
+def test_a_two_output_channel_uses_its_extreme_rows():
+    # three inputs, two outputs: the worst datasets use only the rows with the extreme P(output 0)
+    mat = np.array([[0.7, 0.3], [0.45, 0.55], [0.25, 0.75]])
+    n, delta = 30, 1e-3
+    ps, qs = _exact_pairs(mat, n)  # every dataset of the three rows
+    eps0 = float(np.max(np.log(mat.max(axis=0) / mat.min(axis=0))))
+    exact = _exact_eps(ps, qs, delta, eps0)
+    res = central_epsilon(mat, n, delta, "tight")
+    assert res.lower - _EPS_SLACK <= exact <= res.upper + _EPS_SLACK
+    assert res.upper <= 1.001 * exact
 
 
 @pytest.mark.numerics

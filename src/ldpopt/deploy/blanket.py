@@ -38,7 +38,17 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["ClonePair", "LowerPair", "clone_pairs", "lower_pairs", "lower_delta", "RATIO_SLACK"]
+__all__ = [
+    "ClonePair",
+    "LowerPair",
+    "BinaryWorstCase",
+    "clone_pairs",
+    "lower_pairs",
+    "lower_delta",
+    "binary_worst_case",
+    "binary_exact_delta",
+    "RATIO_SLACK",
+]
 
 #: relative slack on a pair's local level (raised) and clone probability (lowered): each is a
 #: log, a ratio or a minimum of ratios of stored entries, a few roundings of relative size 2^-53;
@@ -209,3 +219,62 @@ def lower_delta(eps: float, n: int, pair: LowerPair, tail: float = 0.0) -> float
     q_set = g_m1 * (b1 * m1 + b2 * m2) + g_m * b0 * m0
     terms = p_set - g * q_set - TAIL_REL_ERR * (p_set + g * q_set)
     return max(float(np.sum(np.maximum(terms, 0.0))) * (1.0 - 1e-12) - 1e-300, 0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# two-output channels at small n: the exact worst case
+# ---------------------------------------------------------------------------------------------
+#: largest n for which the worst case of a two-output channel is computed exactly (n laws of
+#: n + 1 counts, each a direct convolution: about n^3 / 6 multiply-adds)
+EXACT_BINARY_MAX_N = 500
+#: relative error of one count law entry: two binomial weights (PMF_REL_ERR = 1e-9 each, see
+#: the clone bound) and a direct convolution of non-negative terms (n u <= 1.2e-13): 2.1e-9, doubled
+EXACT_LAW_REL_ERR = 4.2e-9
+
+
+@dataclass(frozen=True)
+class BinaryWorstCase:
+    """For a channel with two outputs: ``laws[j]`` is the law of the count of output 0 among the
+    other n - 1 users when j of them hold the row with the largest P(output 0) (``p_max``) and the
+    rest the row with the smallest (``p_min``)."""
+
+    p_min: float
+    p_max: float
+    laws: np.ndarray
+
+
+def binary_worst_case(matrix: np.ndarray, n: int) -> BinaryWorstCase | None:
+    """The extreme datasets of a two-output channel (None for more outputs or n too large).
+
+    The shuffled output is the count K of output 0: the differing user's Bern(a) plus the other
+    users' independent Bern(p_i).  The hockey-stick divergence is convex in each p_i and in the
+    pair (a, b) (every law is affine in each of them), so its maximum over all datasets is at
+    p_i in {p_min, p_max} and (a, b) in {(p_max, p_min), (p_min, p_max)}: n datasets in all.
+    """
+    m = _columns(np.asarray(matrix, dtype=np.float64))
+    if m.shape[1] != 2 or n > EXACT_BINARY_MAX_N:
+        return None
+    p_min, p_max = float(m[:, 0].min()), float(m[:, 0].max())
+    others = n - 1
+    laws = np.zeros((others + 1, n))
+    for j in range(others + 1):
+        high = stats.binom.pmf(np.arange(j + 1), j, p_max)
+        low = stats.binom.pmf(np.arange(others - j + 1), others - j, p_min)
+        laws[j] = np.convolve(high, low)
+    return BinaryWorstCase(p_min, p_max, laws)
+
+
+def binary_exact_delta(eps: float, worst: BinaryWorstCase) -> tuple[float, float]:
+    """(upper, lower) bounds on the exact worst-case delta at eps: the largest hockey-stick
+    divergence over the extreme datasets, plus / minus the rounding allowance."""
+    g = math.exp(eps)
+    f = worst.laws
+    prev = np.pad(f, ((0, 0), (1, 0)))  # f(k - 1), k = 0..n
+    here = np.pad(f, ((0, 0), (0, 1)))  # f(k)
+    best, slack = 0.0, 0.0
+    for a, b in ((worst.p_max, worst.p_min), (worst.p_min, worst.p_max)):
+        ca, cb = a - g * b, (1.0 - a) - g * (1.0 - b)  # P(k) - g Q(k) = ca f(k-1) + cb f(k)
+        d = np.maximum(ca * prev + cb * here, 0.0).sum(axis=1)
+        best = max(best, float(d.max()))
+        slack = max(slack, EXACT_LAW_REL_ERR * (abs(ca) + abs(cb)) + 4 * f.shape[1] * 2.0**-53 * (1 + g))
+    return min(best + slack, 1.0), max(best - slack, 0.0)

@@ -68,7 +68,17 @@ import numpy as np
 from scipy import stats
 
 from ldpopt._validation import check_eps, check_positive_int, is_integer, is_real
-from ldpopt.deploy.blanket import RATIO_SLACK, ClonePair, LowerPair, clone_pairs, lower_delta, lower_pairs
+from ldpopt.deploy.blanket import (
+    RATIO_SLACK,
+    BinaryWorstCase,
+    ClonePair,
+    LowerPair,
+    binary_exact_delta,
+    binary_worst_case,
+    clone_pairs,
+    lower_delta,
+    lower_pairs,
+)
 from ldpopt.deploy.pld import clone_pld, compose, pld_delta
 from ldpopt.deploy.testing import check_level
 from ldpopt.mechanism import Mechanism, as_mechanism, check_channel_matrix
@@ -418,7 +428,9 @@ def tight_delta(mech: Any, eps: Any, n: Any, delta: Any, *, stop_above: float | 
 
     ``delta`` is the target (the binomial tails left out, added in full, are
     :data:`TAIL_FRACTION` times it each).  The smallest eps with ``tight_delta <= delta`` is the
-    ``value`` of :func:`central_epsilon` (up to its bisection tolerance).  With ``stop_above``,
+    ``value`` of :func:`central_epsilon` (up to its bisection tolerance; for a two-output channel
+    with ``n <= EXACT_BINARY_MAX_N`` that value comes from the exact worst case and can be
+    smaller).  With ``stop_above``,
     the scan over pairs of inputs stops at the first pair whose bound exceeds it (the value
     returned is then that pair's bound: still > ``stop_above``, no longer the maximum).
     """
@@ -500,6 +512,14 @@ def _composed_delta(eps: float, *, law: Any) -> float:
     return pld_delta(law, eps)
 
 
+def _exact_at(eps: float, *, worst: BinaryWorstCase, side: int) -> float:
+    return binary_exact_delta(eps, worst)[side]
+
+
+def _exact_upper(worst: BinaryWorstCase, eps0: float, delta: float) -> tuple[float, float]:
+    return _bisect_upper(partial(_exact_at, worst=worst, side=0), delta, eps0, TIGHT_REL_TOL)
+
+
 def _tight_lower(matrix: np.ndarray, n: int, delta: float, upper: float) -> float:
     """The largest eps whose delta some explicit dataset pair is known to exceed (rounded down).
 
@@ -575,6 +595,12 @@ def central_epsilon(
         assert mech is not None
         value, dbound = _tight_upper(mech.matrix, eps0, n, delta)
         lower = _tight_lower(mech.matrix, n, delta, value)
+        worst = binary_worst_case(mech.matrix, n)
+        if worst is not None:  # two outputs, small n: the exact worst case brackets both
+            value, dbound = min((value, dbound), _exact_upper(worst, eps0, delta))
+            lower = max(
+                lower, _bisect_lower(partial(_exact_at, worst=worst, side=1), delta, value, LOWER_REL_TOL)
+            )
         if rounds > 1:
             value, dbound = _tight_rounds(mech.matrix, eps0, n, delta, rounds)
         valid = _validity(method, n, delta)
