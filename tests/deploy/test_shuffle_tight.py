@@ -7,11 +7,13 @@ differing user, and takes the largest hockey-stick divergence: no clones, no bla
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 import ldpopt
-from ldpopt.deploy.pld import PLD_BLOCKS, clone_pld, pld_delta
+from ldpopt.deploy.pld import PLD_BLOCKS, clone_pld, compose, pld_delta
 from ldpopt.deploy.shuffle import EPS_TOL, PLD_GRID, TIGHT_REL_TOL, central_epsilon, clone_delta
 from reference import shuffled_exact_eps as _exact_eps
 from reference import shuffled_histogram_pairs as _exact_pairs
@@ -144,7 +146,18 @@ def test_two_rounds_are_above_the_exact_two_round_worst_case():
     exact = _exact_eps(p2, q2, delta, 2 * eps0)
     res = central_epsilon(mech, n, delta, "tight", rounds=2)
     one = central_epsilon(mech, n, delta, "tight")
-    assert exact <= res.value and res.rounds == 2
+    assert res.lower <= exact <= res.value and res.rounds == 2
+    assert res.lower > one.lower  # the composed lower bound (explicit datasets' PLD) is used
     assert one.value < res.value <= 2 * one.value + 2 * PLD_GRID  # never worse than basic composition
     with pytest.raises(ValueError, match="rounds"):
         central_epsilon(1.0, n, delta, rounds=2)
+
+
+def test_composition_uses_the_mechanisms_own_pair():
+    # for binary RR the pair's clone probability 2/(e^eps0 + 1) beats the generic e^-eps0: the
+    # composed bound must be below the generic pair's composed PLD
+    eps0, n, delta, rounds = 4.0, 100_000, 1e-6, 2
+    generic = compose(clone_pld(eps0, n, math.exp(-eps0), 1.0, PLD_GRID, 1e-12), rounds, 64.0)
+    res = central_epsilon(ldpopt.randomized_response(2, eps0), n, delta, "tight", rounds=rounds)
+    assert pld_delta(generic, res.value) > delta
+    assert res.lower <= res.value

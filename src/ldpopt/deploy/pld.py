@@ -29,7 +29,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import signal, stats
 
-__all__ = ["LossDistribution", "clone_pld", "compose", "pld_delta", "FFT_ERR_FACTOR"]
+__all__ = [
+    "LossDistribution",
+    "clone_pld",
+    "compose",
+    "pld_delta",
+    "explicit_pld",
+    "pld_delta_lower",
+    "FFT_ERR_FACTOR",
+]
 
 #: factor on u log2(L) sqrt(L) ||a||_2 ||b||_2 bounding one entry's FFT-convolution error (Higham's
 #: bound has about 5 log2(L) u for a forward plus an inverse transform; 20 leaves a margin of 4)
@@ -91,37 +99,41 @@ def clone_pld(eps0: float, n: int, p_clone: float, weight: float, h: float, tail
     return LossDistribution(hist, -top, h, min(inf_mass, 1.0), err)
 
 
-def _convolve(a: LossDistribution, b: LossDistribution, floor: int) -> LossDistribution:
+def _convolve(
+    a: LossDistribution, b: LossDistribution, floor: int, *, lower: bool = False
+) -> LossDistribution:
     size = len(a.mass) + len(b.mass) - 1
-    out = (
-        signal.fftconvolve(a.mass, b.mass)
-        if min(len(a.mass), len(b.mass)) > 64
-        else np.convolve(a.mass, b.mass)
-    )
+    small = min(len(a.mass), len(b.mass)) <= 64
+    out = np.convolve(a.mass, b.mass) if small else signal.fftconvolve(a.mass, b.mass)
     fresh = FFT_ERR_FACTOR * _U * math.log2(max(size, 2)) * math.sqrt(size)
     fresh *= float(np.linalg.norm(a.mass) * np.linalg.norm(b.mass)) * size
     out = np.maximum(out, 0.0)
     offset = a.offset + b.offset
-    if offset < floor:  # raise losses below the floor to it (pessimistic), keeping the grid short
+    if offset < floor:
         cut = floor - offset
-        out = np.concatenate(([out[: cut + 1].sum()], out[cut + 1 :]))
+        # upper bound: raise losses below the floor to it; lower bound: drop them (to -inf)
+        head = [out[: cut + 1].sum()] if not lower else [out[cut]]
+        out = np.concatenate((head, out[cut + 1 :]))
         offset = floor
     inf = 1.0 - (1.0 - a.inf) * (1.0 - b.inf)
     return LossDistribution(out, offset, a.h, inf, a.err + b.err + fresh)
 
 
-def compose(pld: LossDistribution, rounds: int, floor_loss: float) -> LossDistribution:
-    """The T-fold composition (binary powering), losses below ``-floor_loss`` raised to it."""
+def compose(
+    pld: LossDistribution, rounds: int, floor_loss: float, *, lower: bool = False
+) -> LossDistribution:
+    """The T-fold composition (binary powering), losses below ``-floor_loss`` raised to it (or,
+    for a lower-bound PLD, dropped)."""
     floor = -math.ceil(floor_loss / pld.h)
     result: LossDistribution | None = None
     base = pld
     t = rounds
     while t:
         if t & 1:
-            result = base if result is None else _convolve(result, base, floor)
+            result = base if result is None else _convolve(result, base, floor, lower=lower)
         t >>= 1
         if t:
-            base = _convolve(base, base, floor)
+            base = _convolve(base, base, floor, lower=lower)
     assert result is not None
     return result
 
@@ -132,3 +144,28 @@ def pld_delta(pld: LossDistribution, eps: float) -> float:
     keep = losses > eps
     body = float(np.dot(pld.mass[keep], -np.expm1(eps - losses[keep])))
     return min(body * (1.0 + 1e-12) + pld.inf + pld.err, 1.0)
+
+
+def explicit_pld(p: np.ndarray, q: np.ndarray, h: float, top_loss: float) -> LossDistribution:
+    """The PLD of an explicit pair of laws (P, Q on the same atoms) for a **lower** bound: losses
+    rounded down to the grid h (and down to ``top_loss`` at most; atoms with Q = 0 count there),
+    atoms with P = 0 dropped; ``err`` covers the logs' rounding (a relative 1e-12 of the mass)."""
+    top = math.ceil(top_loss / h) + 1
+    keep = p > 0.0
+    with np.errstate(divide="ignore"):
+        loss = np.where(
+            q[keep] > 0.0, np.log(p[keep]) - np.log(np.where(q[keep] > 0.0, q[keep], 1.0)), np.inf
+        )
+    grid = np.minimum(loss / h, float(top))
+    idx = np.clip(np.floor(grid - np.abs(grid) * 1e-12 - 1e-9), -top, top).astype(np.int64) + top
+    hist = np.zeros(2 * top + 1)
+    np.add.at(hist, idx, p[keep])
+    return LossDistribution(hist, -top, h, 0.0, 1e-12 * float(p.sum()))
+
+
+def pld_delta_lower(pld: LossDistribution, eps: float) -> float:
+    """Lower bound on delta(eps) from a lower-bound PLD (rounded down, errors subtracted)."""
+    losses = (pld.offset + np.arange(len(pld.mass))) * pld.h
+    keep = losses > eps
+    body = float(np.dot(pld.mass[keep], -np.expm1(eps - losses[keep])))
+    return max(body * (1.0 - 1e-12) - pld.err, 0.0)

@@ -79,7 +79,7 @@ from ldpopt.deploy.blanket import (
     lower_delta,
     lower_pairs,
 )
-from ldpopt.deploy.pld import clone_pld, compose, pld_delta
+from ldpopt.deploy.pld import clone_pld, compose, explicit_pld, pld_delta, pld_delta_lower
 from ldpopt.deploy.testing import check_level
 from ldpopt.mechanism import Mechanism, as_mechanism, check_channel_matrix
 
@@ -484,12 +484,12 @@ def _rounds_candidates(matrix: np.ndarray, eps0: float) -> list[ClonePair]:
     out = [ClonePair(eps0, math.exp(-eps0), 1.0)]
     groups = clone_pairs(matrix)
     if len(groups) == 1:
-        out += [c for c in groups[0] if 0.0 < c.eps0 <= eps0 and c.p_clone > 0.0]
+        out += [c for c in groups[0] if 0.0 < c.eps0 <= EPS0_MAX_NUMERICAL and c.p_clone > 0.0]
     elif groups:
         # the largest local level and the fewest clones of all pairs: both post-processing-monotone
         level = max(g[0].eps0 for g in groups)
         p_min = min(g[0].p_clone for g in groups)
-        if 0.0 < level <= eps0 and p_min > 0.0:
+        if 0.0 < level <= EPS0_MAX_NUMERICAL and p_min > 0.0:
             out.append(ClonePair(level, p_min, 1.0))
     return out
 
@@ -510,6 +510,43 @@ def _tight_rounds(matrix: np.ndarray, eps0: float, n: int, delta: float, rounds:
 
 def _composed_delta(eps: float, *, law: Any) -> float:
     return pld_delta(law, eps)
+
+
+def _composed_lower_delta(eps: float, *, law: Any) -> float:
+    return pld_delta_lower(law, eps)
+
+
+def _count_pair(pair: LowerPair, n: int, tail: float) -> tuple[np.ndarray, np.ndarray]:
+    """Laws of the count in S1 for the explicit datasets: Bin(n-1, r1) + Bern(a1) vs + Bern(b1)
+    (a post-processing of the shuffled reports), over the window of the binomial (tails dropped)."""
+    (r1, _), (a1, _), (b1, _) = pair.rest, pair.a, pair.b
+    law = stats.binom(n - 1, r1)
+    lo, hi = (max(int(law.ppf(tail)) - 1, 0), min(int(law.isf(tail)) + 1, n - 1)) if n > 1 else (0, 0)
+    k = np.arange(lo, hi + 2, dtype=np.float64)
+    f_prev, f_here = law.pmf(k - 1.0), law.pmf(k)
+    return a1 * f_prev + (1.0 - a1) * f_here, b1 * f_prev + (1.0 - b1) * f_here
+
+
+def _rounds_lower(matrix: np.ndarray, eps0: float, n: int, delta: float, rounds: int, upper: float) -> float:
+    """Lower bound on the composed central eps: T rounds of the best explicit count pair's PLD
+    (losses rounded down, tails and the FFT error bound taken off)."""
+    tail = TAIL_FRACTION * delta
+    pairs = [_count_pair(pr, n, tail) for pr in lower_pairs(matrix)]
+    if not pairs:
+        return 0.0
+    probe = upper / math.sqrt(rounds)  # rank by the one-round divergence at a typical scale
+
+    def one_round(pq: tuple[np.ndarray, np.ndarray]) -> float:
+        p, q = pq
+        g = math.exp(probe)
+        return max(float(np.maximum(p - g * q, 0).sum()), float(np.maximum(q - g * p, 0).sum()))
+
+    p, q = max(pairs, key=one_round)
+    if float(np.maximum(q - p, 0).sum()) > float(np.maximum(p - q, 0).sum()):
+        p, q = q, p
+    h = min(PLD_GRID, eps0 / 64.0)
+    law = compose(explicit_pld(p, q, h, eps0), rounds, PLD_FLOOR, lower=True)
+    return _bisect_lower(partial(_composed_lower_delta, law=law), delta, upper, LOWER_REL_TOL)
 
 
 def _exact_at(eps: float, *, worst: BinaryWorstCase, side: int) -> float:
@@ -561,8 +598,8 @@ def central_epsilon(
         T >= 1 rounds of shuffled reports, each user reporting once per round with fresh
         randomness (``method="tight"`` only for T > 1): composed through the pessimistic PLD of
         a clone pair dominating every pair of inputs (:mod:`ldpopt.deploy.pld`; at most
-        ``T * PLD_GRID`` above the exact PLD value of that pair).  ``lower`` is then the one-round
-        lower bound (valid: more rounds never lower delta), so the gap is wide.
+        ``T * PLD_GRID`` above the exact PLD value of that pair).  ``lower`` is then the larger of
+        the one-round lower bound and the T-fold PLD of an explicit count pair rounded down.
 
     Raises
     ------
@@ -603,6 +640,7 @@ def central_epsilon(
             )
         if rounds > 1:
             value, dbound = _tight_rounds(mech.matrix, eps0, n, delta, rounds)
+            lower = max(lower, _rounds_lower(mech.matrix, eps0, n, delta, rounds, value))
         valid = _validity(method, n, delta)
         return ShuffleBound(value, eps0, n, delta, method, s, dbound, valid, lower=lower, rounds=rounds)
     value, dbound = _central(eps0, n, delta, method, s)
