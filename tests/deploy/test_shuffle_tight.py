@@ -108,6 +108,8 @@ def test_blocked_clone_sum_is_an_upper_bound_close_to_the_full_sum(eps, eps0, n,
 def test_inputs():
     with pytest.raises(ValueError, match="tight"):
         central_epsilon(1.0, 100, 1e-6, "tight")
+    with pytest.raises(ValueError, match="optimal_for_central"):
+        ldpopt.local_epsilon_for(0.5, 100, 1e-6, "tight")
     with pytest.raises(ValueError, match="outputs"):
         central_epsilon(ldpopt.randomized_response(3, 1.0), 100, 1e-6, "tight", outputs=3)
     mech = ldpopt.randomized_response(3, 1.0)

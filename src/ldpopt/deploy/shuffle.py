@@ -661,6 +661,11 @@ def local_epsilon_for(
     n = check_positive_int(n, "n")
     delta = check_level(delta, "delta")
     method, s = _check_method(method, outputs)
+    if method == "tight":
+        raise ValueError(
+            "method='tight' depends on the mechanism, not only on eps0: design for a central target "
+            "with ldpopt.deploy.central.optimal_for_central (or ldpopt.optimal_mechanism(..., central=...))"
+        )
     _check_numerical_range(method, n)
     upper = EPS0_SEARCH_MAX
     if method == "closed_form":
