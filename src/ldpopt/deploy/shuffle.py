@@ -51,6 +51,16 @@ Methods (``method=``), each an upper bound on the central eps at the given delta
     than ``"numerical"``.  **Valid for** s-ary RR (and SPR mechanisms) with ``s >= 2`` outputs
     only, in the range of ``"numerical"``.
 
+``"tight"``
+    Reads the mechanism itself (a Mechanism, a design result or any channel matrix): for every
+    pair of inputs, the channel's own clone pairs (:mod:`ldpopt.deploy.blanket`: the pair's
+    local level, its clone probability ``min_z min_y Q(y|z) / (Q(y|x) + Q(y|x'))`` and, where
+    the two rows agree on some outputs, the informative weight), the same exact sums with blocks
+    of clone counts (:func:`clone_delta` with ``max_terms``); never above ``"numerical"``.  For
+    two-output channels with ``n <= EXACT_BINARY_MAX_N`` the exact worst case over all datasets.
+    ``lower``: explicit datasets (every other user at one input).  ``rounds=T``: the pessimistic
+    PLD composition of :mod:`ldpopt.deploy.pld`.  ``docs/shuffle.md`` has the details.
+
 Every result is at most eps0 (the shuffled reports of an eps0-LDP randomizer are eps0-DP).
 :func:`local_epsilon_for` inverts a method: the largest eps0 (up to the bisection tolerance,
 rounded down) whose central bound meets a target.
