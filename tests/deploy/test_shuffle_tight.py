@@ -116,6 +116,8 @@ def test_inputs():
     # a mechanism given to the older methods: its eps (and, for "rr", its number of outputs)
     assert central_epsilon(mech, 1000, 1e-6).value == central_epsilon(1.0, 1000, 1e-6).value
     assert central_epsilon(mech, 1000, 1e-6, "rr").outputs == 3
+    same = central_epsilon(np.full((3, 2), 0.5), 100, 1e-6, "tight")
+    assert same.value == same.lower == 0.0  # identical rows reveal nothing
     a = central_epsilon(mech.matrix, np.int64(1000), np.float64(1e-6), "tight")
     b = central_epsilon(mech, 1000, 1e-6, "tight")
     assert a.value == b.value and a.lower == b.lower

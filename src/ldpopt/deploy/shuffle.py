@@ -410,7 +410,8 @@ def _as_local(local: Any) -> tuple[float, Mechanism | None]:
     if given:
         mech = as_mechanism(local, "mech")
         return max(min(level, mech.eps), 0.0), mech
-    return max(level, 0.0), Mechanism(matrix, level)
+    # identical rows (level 0): a Mechanism needs eps > 0; the shuffled bound is 0 (central_epsilon)
+    return max(level, 0.0), Mechanism(matrix, max(level, 2.0**-52))
 
 
 def _pair_delta(eps: float, *, pair: ClonePair, n: int, tail: float) -> float:
@@ -473,6 +474,8 @@ def _tight_upper(matrix: np.ndarray, eps0: float, n: int, delta: float) -> tuple
     )
     worst = (0.0, 0.0)
     for group in clone_pairs(matrix):
+        if worst[0] > 0.0 and _group_delta(worst[0], group, n, tail) <= delta:
+            continue  # this pair already meets delta at the running worst eps: it cannot raise it
         pair_best = (math.inf, 0.0)
         for c in group:
             if c.eps0 <= 0.0:
@@ -625,6 +628,8 @@ def central_epsilon(
     rounds = check_positive_int(rounds, "rounds")
     if rounds > 1 and method != "tight":
         raise ValueError(f"rounds > 1 needs method='tight', got rounds={rounds} with method={method!r}")
+    if eps0 == 0.0:  # every input has the same report law: the reports reveal nothing
+        return ShuffleBound(0.0, 0.0, n, delta, method, s, 0.0, "identical rows: 0-DP", rounds=rounds)
     if method == "tight" and mech is None:
         raise ValueError(
             "method='tight' reads the mechanism's own likelihood ratios: pass the Mechanism or its "
