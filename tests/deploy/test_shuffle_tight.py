@@ -39,13 +39,14 @@ def test_tight_brackets_the_exact_worst_case(k, eps0, n, delta):
     assert res.value == res.upper and res.gap == res.upper - res.lower >= 0
 
 
-@pytest.mark.parametrize("eps0", [1.0, 2.0])
-def test_binary_rr_at_n40_is_within_one_percent_of_exact(eps0):
+@pytest.mark.parametrize(("k", "eps0"), [(2, 1.0), (2, 2.0), (3, 1.0)])
+def test_rr_at_n40_is_within_one_percent_of_exact(k, eps0):
     # "within 1%": |bound / exact - 1| <= 0.01 for the central eps at fixed delta
-    mech = ldpopt.randomized_response(2, eps0)
+    mech = ldpopt.randomized_response(k, eps0)
     ps, qs = _exact_pairs(mech.matrix, 40)
     exact = _exact_eps(ps, qs, 1e-3, eps0)
     res = central_epsilon(mech, 40, 1e-3, "tight")
+    assert res.lower - _EPS_SLACK <= exact <= res.upper + _EPS_SLACK
     assert res.upper <= 1.01 * exact and res.lower >= 0.99 * exact
 
 

@@ -47,6 +47,9 @@ __all__ = [
     "lower_delta",
     "binary_worst_case",
     "binary_exact_delta",
+    "SmallWorstCase",
+    "small_worst_case",
+    "small_exact_delta",
     "RATIO_SLACK",
 ]
 
@@ -277,4 +280,78 @@ def binary_exact_delta(eps: float, worst: BinaryWorstCase) -> tuple[float, float
         d = np.maximum(ca * prev + cb * here, 0.0).sum(axis=1)
         best = max(best, float(d.max()))
         slack = max(slack, EXACT_LAW_REL_ERR * (abs(ca) + abs(cb)) + 4 * f.shape[1] * 2.0**-53 * (1 + g))
+    return min(best + slack, 1.0), max(best - slack, 0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# three-output channels at small n: the exact worst case by enumerating the datasets
+# ---------------------------------------------------------------------------------------------
+#: work budget of the enumeration: datasets x (n + 1)^2 cells x ordered row pairs
+SMALL_EXACT_BUDGET = 10_000_000
+
+
+@dataclass(frozen=True)
+class SmallWorstCase:
+    """For a channel with three outputs: ``laws[z, d]`` is the law of the counts of outputs 0 and 1
+    of all n users for dataset d of the other n - 1 (a multiset of the distinct rows) when the
+    differing user holds row z."""
+
+    laws: np.ndarray
+
+
+def _add_user(law: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """One more user with report law ``row`` (three outputs) on the grid of (count 0, count 1)."""
+    out = row[2] * law
+    out[..., 1:, :] += row[0] * law[..., :-1, :]
+    out[..., :, 1:] += row[1] * law[..., :, :-1]
+    return out
+
+
+def small_worst_case(matrix: np.ndarray, n: int) -> SmallWorstCase | None:
+    """Every dataset of a three-output channel (None beyond :data:`SMALL_EXACT_BUDGET`).
+
+    The divergence is convex in each other user's report law (the shuffled law is affine in
+    it), so over all datasets it is largest when every other user holds one of the rows: the
+    multisets of the distinct rows.  Their count laws are built by adding one user at a time
+    (non-negative sums: relative error at most 3 (n + 1) u per entry).
+    """
+    m = _columns(np.asarray(matrix, dtype=np.float64))
+    if m.shape[1] != 3:
+        return None
+    rows = np.unique(m, axis=0)
+    r = len(rows)
+    datasets = math.comb(n - 1 + r - 1, r - 1)
+    if datasets * (n + 1) ** 2 * max(r * (r - 1), 1) > SMALL_EXACT_BUDGET:
+        return None
+    start = np.zeros((n + 1, n + 1))
+    start[0, 0] = 1.0
+    # layer s: the laws of every multiset of s users, keyed by the row counts (non-decreasing
+    # last row index: each multiset is built once)
+    layer: dict[tuple[int, ...], np.ndarray] = {(0,) * r: start}
+    for _ in range(n - 1):
+        nxt: dict[tuple[int, ...], np.ndarray] = {}
+        for counts, law in layer.items():
+            last = max((i for i, c in enumerate(counts) if c), default=0)
+            for z in range(last, r):
+                key = tuple(c + (i == z) for i, c in enumerate(counts))
+                nxt[key] = _add_user(law, rows[z])
+        layer = nxt
+    others = np.array(list(layer.values()))
+    return SmallWorstCase(np.array([_add_user(others, row) for row in rows]))
+
+
+def small_exact_delta(eps: float, worst: SmallWorstCase) -> tuple[float, float]:
+    """(upper, lower) bounds on the exact worst-case delta at eps over the datasets and ordered
+    pairs of distinct rows, plus / minus the rounding allowance."""
+    g = math.exp(eps)
+    user = worst.laws
+    best = 0.0
+    for i in range(len(user)):
+        for j in range(len(user)):
+            if i != j:
+                best = max(best, float(np.maximum(user[i] - g * user[j], 0.0).sum(axis=(1, 2)).max()))
+    cells = user.shape[2] * user.shape[3]
+    n = user.shape[2] - 1
+    # laws: 3 (n + 2) u relative per entry; the sum of `cells` terms of size <= P + g Q: cells u
+    slack = (3.0 * (n + 2) + cells + 4.0) * 2.0**-53 * (1.0 + g) * 4.0
     return min(best + slack, 1.0), max(best - slack, 0.0)

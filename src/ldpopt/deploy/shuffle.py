@@ -88,6 +88,8 @@ from ldpopt.deploy.blanket import (
     clone_pairs,
     lower_delta,
     lower_pairs,
+    small_exact_delta,
+    small_worst_case,
 )
 from ldpopt.deploy.pld import clone_pld, compose, explicit_pld, pld_delta, pld_delta_lower
 from ldpopt.deploy.testing import check_level
@@ -332,14 +334,14 @@ def _delta_bound(eps: float, eps0: float, n: int, delta: float, outputs: int | N
 
 
 def _bisect_upper(
-    dl: Callable[[float], float], delta: float, hi: float, rel: float = 0.0
+    dl: Callable[[float], float], delta: float, hi: float, rel: float = 0.0, lo: float = 0.0
 ) -> tuple[float, float]:
     """Smallest eps in [0, hi] with dl(eps) <= delta (dl non-increasing, dl(hi) <= delta assumed):
     the upper end of the final bracket, with dl there."""
-    d0 = dl(0.0)
+    d0 = dl(lo)
     if d0 <= delta:
-        return 0.0, d0
-    lo, d_hi = 0.0, 0.0
+        return lo, d0
+    d_hi = dl(hi)
     for _ in range(_MAX_BISECT):
         if hi - lo <= max(EPS_TOL, rel * hi):
             break
@@ -352,12 +354,13 @@ def _bisect_upper(
     return hi, d_hi
 
 
-def _bisect_lower(dl: Callable[[float], float], delta: float, hi: float, rel: float = 0.0) -> float:
+def _bisect_lower(
+    dl: Callable[[float], float], delta: float, hi: float, rel: float = 0.0, lo: float = 0.0
+) -> float:
     """Largest eps in [0, hi] known to have dl(eps) > delta (dl a lower bound on delta): the lower
     end of the final bracket (0 when dl(0) <= delta)."""
-    if dl(0.0) <= delta:
-        return 0.0
-    lo = 0.0
+    if dl(lo) <= delta:
+        return lo
     if dl(hi) > delta:
         return hi
     for _ in range(_MAX_BISECT):
@@ -562,12 +565,26 @@ def _rounds_lower(matrix: np.ndarray, eps0: float, n: int, delta: float, rounds:
     return _bisect_lower(partial(_composed_lower_delta, law=law), delta, upper, LOWER_REL_TOL)
 
 
-def _exact_at(eps: float, *, worst: BinaryWorstCase, side: int) -> float:
-    return binary_exact_delta(eps, worst)[side]
+def _exact_at(eps: float, *, worst: Any, side: int) -> float:
+    fn = binary_exact_delta if isinstance(worst, BinaryWorstCase) else small_exact_delta
+    return fn(eps, worst)[side]
 
 
-def _exact_upper(worst: BinaryWorstCase, eps0: float, delta: float) -> tuple[float, float]:
-    return _bisect_upper(partial(_exact_at, worst=worst, side=0), delta, eps0, TIGHT_REL_TOL)
+def _exact_small(
+    matrix: np.ndarray, n: int, delta: float, upper: tuple[float, float], lower: float
+) -> tuple[float, float, float]:
+    """Two or three outputs and small n: the exact worst case over every dataset (plus / minus
+    its rounding allowance) replaces either bound where it is better; searched inside
+    [lower, upper]."""
+    worst: Any = binary_worst_case(matrix, n)
+    if worst is None:
+        worst = small_worst_case(matrix, n)
+    if worst is None:
+        return upper[0], upper[1], lower
+    up = _bisect_upper(partial(_exact_at, worst=worst, side=0), delta, upper[0], TIGHT_REL_TOL, lo=lower)
+    value, dbound = min(upper, up)
+    low = _bisect_lower(partial(_exact_at, worst=worst, side=1), delta, value, LOWER_REL_TOL, lo=lower)
+    return value, dbound, max(lower, low)
 
 
 def _tight_lower(matrix: np.ndarray, n: int, delta: float, upper: float) -> float:
@@ -647,12 +664,7 @@ def central_epsilon(
         assert mech is not None
         value, dbound = _tight_upper(mech.matrix, eps0, n, delta)
         lower = _tight_lower(mech.matrix, n, delta, value)
-        worst = binary_worst_case(mech.matrix, n)
-        if worst is not None:  # two outputs, small n: the exact worst case brackets both
-            value, dbound = min((value, dbound), _exact_upper(worst, eps0, delta))
-            lower = max(
-                lower, _bisect_lower(partial(_exact_at, worst=worst, side=1), delta, value, LOWER_REL_TOL)
-            )
+        value, dbound, lower = _exact_small(mech.matrix, n, delta, (value, dbound), lower)
         if rounds > 1:
             value, dbound = _tight_rounds(mech.matrix, eps0, n, delta, rounds)
             lower = max(lower, _rounds_lower(mech.matrix, eps0, n, delta, rounds, value))
