@@ -288,6 +288,8 @@ def binary_exact_delta(eps: float, worst: BinaryWorstCase) -> tuple[float, float
 # ---------------------------------------------------------------------------------------------
 #: work budget of the enumeration: datasets x (n + 1)^2 cells x ordered row pairs
 SMALL_EXACT_BUDGET = 10_000_000
+#: and at most this many users (the laws kept in memory: rows x datasets x (n + 1)^2 floats)
+SMALL_EXACT_MAX_N = 100
 
 
 @dataclass(frozen=True)
@@ -316,7 +318,7 @@ def small_worst_case(matrix: np.ndarray, n: int) -> SmallWorstCase | None:
     (non-negative sums: relative error at most 3 (n + 1) u per entry).
     """
     m = _columns(np.asarray(matrix, dtype=np.float64))
-    if m.shape[1] != 3:
+    if m.shape[1] != 3 or n > SMALL_EXACT_MAX_N:
         return None
     rows = np.unique(m, axis=0)
     r = len(rows)
