@@ -601,3 +601,66 @@ def draw_in_uncertainty_set(rng, model: str, c, r: float):
         else:
             hi = mid
     return c + rng.uniform(0, 1) * lo * d
+
+
+# ---------------------------------------------------------------------------------------------
+# shuffle model: the exact law of the shuffled histogram for every dataset (no clones, no blanket)
+# ---------------------------------------------------------------------------------------------
+def _shuffle_user_step(law: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """Add one user with report law ``row`` (k outputs) to the law of counts of outputs 0..k-2."""
+    k = len(row)
+    new = row[k - 1] * law
+    for y in range(k - 1):
+        dst = [slice(None)] * (k - 1)
+        src = [slice(None)] * (k - 1)
+        dst[y], src[y] = slice(1, None), slice(None, -1)
+        new[tuple(dst)] += row[y] * law[tuple(src)]
+    return new
+
+
+def shuffled_histogram_pairs(matrix: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stacked laws (P, Q) of the shuffled histogram for every dataset of the other n - 1 users
+    and every ordered pair of distinct inputs of the differing user."""
+    kin, kout = matrix.shape
+    shape = (n + 1,) * (kout - 1)
+    # block[z][c]: law of c users all holding z
+    blocks = []
+    for z in range(kin):
+        law = np.zeros(shape)
+        law[(0,) * (kout - 1)] = 1.0
+        seq = [law]
+        for _ in range(n - 1):
+            law = _shuffle_user_step(law, matrix[z])
+            seq.append(law)
+        blocks.append(seq)
+    ps, qs = [], []
+    for counts in itertools.product(range(n), repeat=kin):
+        if sum(counts) != n - 1:
+            continue
+        rest = np.zeros(shape)
+        rest[(0,) * (kout - 1)] = 1.0
+        for z, c in enumerate(counts):  # convolve the blocks one user at a time: exact and simple
+            for _ in range(c):
+                rest = _shuffle_user_step(rest, matrix[z])
+        for x, xp in itertools.permutations(range(kin), 2):
+            ps.append(_shuffle_user_step(rest, matrix[x]))
+            qs.append(_shuffle_user_step(rest, matrix[xp]))
+    return np.array(ps), np.array(qs)
+
+
+def shuffled_exact_eps(ps: np.ndarray, qs: np.ndarray, delta: float, hi: float) -> float:
+    axes = tuple(range(1, ps.ndim))
+
+    def worst(eps: float) -> float:
+        return float(np.max(np.maximum(ps - math.exp(eps) * qs, 0.0).sum(axis=axes)))
+
+    lo = 0.0
+    if worst(0.0) <= delta:
+        return 0.0
+    while hi - lo > 1e-10:
+        mid = 0.5 * (lo + hi)
+        if worst(mid) <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return hi

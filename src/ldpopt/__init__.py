@@ -39,8 +39,8 @@ from ldpopt.spr import (
     kov_lp,
     likelihood_ratio_reduction,
     lr_distance_mechanism,
-    optimal_mechanism,
 )
+from ldpopt.spr import optimal_mechanism as _spr_optimal_mechanism
 
 # Names provided by modules with heavier imports are resolved on first access (PEP 562),
 # so ``import ldpopt`` stays fast.  name -> (module, attribute); attribute None: the module itself.
@@ -93,6 +93,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "frequencies": ("ldpopt.deploy.estimate", "frequencies"),
     "central_epsilon": ("ldpopt.deploy.shuffle", "central_epsilon"),
     "local_epsilon_for": ("ldpopt.deploy.shuffle", "local_epsilon_for"),
+    "optimal_for_central": ("ldpopt.deploy.central", "optimal_for_central"),
     # other tools: OpenDP (the opendp extra), randomized-response parameters
     "to_opendp": ("ldpopt.interop.opendp", "to_opendp"),
     "from_opendp_rr": ("ldpopt.interop.opendp", "from_opendp_rr"),
@@ -107,6 +108,38 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     # studies on disk
     "run_sweep": ("ldpopt.sweeps.runner", "run_sweep"),
 }
+
+
+def optimal_mechanism(
+    p0: Any,
+    p1: Any,
+    eps: float | None = None,
+    divergence: str | FDivergence = "kl",
+    max_outputs: int | None = None,
+    *,
+    normalize: bool = False,
+    method: str = "auto",
+    central: tuple[float, float, int] | None = None,
+) -> OptimalMechanismResult:
+    """Exactly optimal eps-LDP mechanism for telling P0 from P1 (:func:`ldpopt.spr.optimal_mechanism`).
+
+    With ``central=(eps, delta, n)`` instead of ``eps``: the most useful SPR mechanism whose n
+    shuffled reports are (eps, delta)-DP by the tight shuffle bound, searched over the local eps0
+    and the output budget (:func:`ldpopt.deploy.central.optimal_for_central`, which also returns
+    the chosen eps0 and the shuffled guarantee); the result is the optimum at that eps0.
+    """
+    if central is None:
+        if eps is None:
+            raise TypeError("optimal_mechanism needs eps (or central=(eps, delta, n))")
+        return _spr_optimal_mechanism(
+            p0, p1, eps, divergence, max_outputs, normalize=normalize, method=method
+        )
+    if eps is not None:
+        raise ValueError(f"give eps or central=(eps, delta, n), not both (got eps={eps!r})")
+    design = importlib.import_module("ldpopt.deploy.central")  # loaded on first use: scipy.stats
+    found = design.optimal_for_central(p0, p1, central, divergence, max_outputs, normalize=normalize)
+    result: OptimalMechanismResult = found.result
+    return result
 
 
 def __getattr__(name: str) -> Any:

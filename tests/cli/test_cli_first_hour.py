@@ -172,7 +172,9 @@ def test_shuffle_gives_the_central_eps_of_a_mechanism_file(mixed):
     generic = central_epsilon(mech.eps, 2000, 1e-6)
     s = mech.num_outputs  # an SPR mechanism is s-ary randomized response on its block label
     rr = central_epsilon(mech.eps, 2000, 1e-6, "rr", outputs=s)
-    assert [b["central_eps"] for b in data["bounds"]] == [generic.value, rr.value]
-    assert data["central_eps"] == min(generic.value, rr.value) < mech.eps
+    tight = central_epsilon(mech, 2000, 1e-6, "tight")
+    assert [b["central_eps"] for b in data["bounds"]] == [generic.value, rr.value, tight.value]
+    assert data["central_eps"] == min(generic.value, rr.value, tight.value) < mech.eps
+    assert 0 < data["central_eps_lower"] == tight.lower <= data["central_eps"]
     assert data["local_eps"] == mech.eps and data["n"] == 2000 and data["delta"] == 1e-6
     assert math.isfinite(data["central_eps"])

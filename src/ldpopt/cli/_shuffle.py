@@ -1,9 +1,13 @@
-"""``ldpopt design --shuffle n=N,delta=D,eps=E``: design for a shuffled deployment.
+"""``ldpopt design --shuffle n=N,delta=D,eps=E`` and ``--central EPS,DELTA,N``: shuffled deployments.
 
 The local eps0 is the largest one whose n shuffled reports are (E, D)-DP by the numerical clone
 bound (:func:`ldpopt.deploy.shuffle.local_epsilon_for`, rounded down); the optimal mechanism is
 designed at eps0, and its own central eps is reported by the generic bound and, for an SPR
 mechanism (s-ary randomized response on its block label), by the tighter s-ary RR bound.
+
+``--central EPS,DELTA,N`` designs for the central target directly: the most useful SPR mechanism
+whose N shuffled reports are (EPS, DELTA)-DP by the tight bound, searched over eps0 and the output
+budget (:func:`ldpopt.deploy.central.optimal_for_central`).
 """
 
 from __future__ import annotations
@@ -14,7 +18,15 @@ from typing import Any
 
 from ldpopt.cli._common import console, fail, fmt
 
-__all__ = ["ShufflePlan", "plan_shuffle", "shuffle_summary", "print_shuffle"]
+__all__ = [
+    "ShufflePlan",
+    "plan_shuffle",
+    "shuffle_summary",
+    "print_shuffle",
+    "parse_central",
+    "design_central",
+    "print_central",
+]
 
 _KEYS = ("n", "delta", "eps")
 
@@ -95,3 +107,62 @@ def print_shuffle(summary: dict) -> None:
     if summary["central_eps_rr"] is not None and math.isfinite(summary["central_eps_rr"]):
         line += f", {fmt(summary['central_eps_rr'])} (as {summary['rr_outputs']}-ary randomized response)"
     console.print(line)
+
+
+def parse_central(
+    central: str | None, shuffle: str | None, eps: float | None
+) -> tuple[float, float, int] | None:
+    """``(eps, delta, n)`` from ``--central EPS,DELTA,N`` (None without it); not with --eps/--shuffle."""
+    if central is None:
+        return None
+    if eps is not None or shuffle is not None:
+        fail("--central replaces --eps and --shuffle: give only one of them")
+    parts = [t.strip() for t in central.split(",")]
+    if len(parts) != 3:
+        fail(f"--central expects EPS,DELTA,N, got {central!r}")
+    try:
+        e, d, n_f = float(parts[0]), float(parts[1]), float(parts[2])
+    except ValueError:
+        fail(f"--central expects three numbers EPS,DELTA,N, got {central!r}")
+    if not n_f.is_integer():
+        fail(f"--central: N must be a whole number of users, got {parts[2]!r}")
+    return e, d, int(n_f)
+
+
+def design_central(
+    p0: Any, p1: Any, target: tuple[float, float, int], divergence: str, max_outputs: int | None
+) -> tuple[float, int | None, dict]:
+    """(local eps0, output budget, summary) of the design for the central target."""
+    from ldpopt.deploy.central import optimal_for_central
+
+    try:
+        found = optimal_for_central(p0, p1, target, divergence, max_outputs)
+    except (ValueError, TypeError) as exc:
+        fail(f"--central: {exc}")
+    budget = next(b for b, e0, v in found.candidates if e0 == found.eps0 and v == found.result.value)
+    bound = found.central
+    summary = {
+        "central_eps_target": found.central_eps,
+        "delta": found.delta,
+        "n": found.n,
+        "local_eps": found.eps0,
+        "max_outputs": budget,
+        "central_eps": bound.value,
+        "central_eps_lower": bound.lower,
+        "gap": bound.gap,
+        "families": [{"max_outputs": b, "local_eps": e0, "value": v} for b, e0, v in found.candidates],
+    }
+    return found.eps0, budget, summary
+
+
+def print_central(summary: dict) -> None:
+    """One paragraph for the console."""
+    budget = (
+        "no output budget" if summary["max_outputs"] is None else f"at most {summary['max_outputs']} outputs"
+    )
+    console.print(
+        f"[bold]Central target[/] eps = {fmt(summary['central_eps_target'])}, delta = {summary['delta']:g}, "
+        f"n = {summary['n']}: local eps0 = {fmt(summary['local_eps'])} ({budget}; the largest meeting the "
+        f"target by the tight shuffle bound, rounded down); shuffled central eps between "
+        f"{fmt(summary['central_eps_lower'])} and {fmt(summary['central_eps'])} (gap {fmt(summary['gap'])})"
+    )

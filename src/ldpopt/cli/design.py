@@ -29,7 +29,14 @@ from ldpopt.cli._common import (
     write_json,
 )
 from ldpopt.cli._eps_lists import eps_or_list, over_eps_lists
-from ldpopt.cli._shuffle import plan_shuffle, print_shuffle, shuffle_summary
+from ldpopt.cli._shuffle import (
+    design_central,
+    parse_central,
+    plan_shuffle,
+    print_central,
+    print_shuffle,
+    shuffle_summary,
+)
 from ldpopt.cli._zero import infinite_divergence_note
 
 #: The embedded demo: event categories of web sessions, normal (P0) vs. fraudulent (P1).
@@ -144,6 +151,11 @@ def design(
         help="n=N,delta=D,eps=E: instead of --eps, the largest local eps whose N shuffled reports "
         "are (E, D)-DP.",
     ),
+    central: str | None = typer.Option(
+        None,
+        "--central",
+        help="EPS,DELTA,N: instead of --eps, the best mechanism whose N shuffled reports are (EPS,DELTA)-DP.",
+    ),
     robust: str | None = _robust.ROBUST,
     from_counts: bool = _robust.FROM_COUNTS,
     confidence: float = _robust.CONFIDENCE,
@@ -157,13 +169,17 @@ def design(
     target = _target.Target(target_n, alpha, beta, target_width, pi)
     if target.wanted:  # the smallest eps for a target instead (ldpopt.cli._target)
         pair = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize)
-        conflicts = {"--eps": eps is not None, "--shuffle": shuffle, "--robust": robust}
+        conflicts = {"--eps": eps is not None, "--shuffle": shuffle, "--robust": robust, "--central": central}
         return _target.run(pair, target, conflicts, divergence, max_outputs, json_out)
-    eps, plan = plan_shuffle(shuffle, eps)
+    central_target = parse_central(central, shuffle, eps)
+    eps, plan = plan_shuffle(shuffle, 1.0 if central_target else eps)
     pair = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize, counts=from_counts)
     if pair is None:
         fail("give --p0 and --p1, or --from FILE")
     a, b, uncertainty = _robust.prepare(*pair, robust, from_counts, confidence, divergence)
+    central_info = None
+    if central_target is not None:
+        eps, max_outputs, central_info = design_central(a, b, central_target, divergence, max_outputs)
     try:
         res, rows = _comparison_rows(a, b, eps, divergence, max_outputs)
     except (ValueError, TypeError) as exc:
@@ -181,12 +197,16 @@ def design(
         shuffled = shuffle_summary(plan, res.mechanism) if plan is not None else None
         if shuffled is not None:
             print_shuffle(shuffled)
+        if central_info is not None:
+            print_central(central_info)
         note = budget_note(res)
         if note:
             console.print(note)
         extra = _robust.report(a, b, eps, divergence, max_outputs, uncertainty)
     if shuffled is not None:
         extra["shuffle"] = shuffled
+    if central_info is not None:
+        extra["central"] = central_info
     if json_out is not None:
         write_json(json_out, {**_result_dict(res, rows), **extra})
 

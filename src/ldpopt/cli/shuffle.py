@@ -1,10 +1,12 @@
 """``ldpopt shuffle --mechanism M.json --n 2000 --delta 1e-6``: the central eps of an existing
 mechanism file's reports when ``n`` of them are shuffled.
 
-The bound is :func:`ldpopt.deploy.shuffle.central_epsilon` at the file's eps: the generic bound
-(any eps-LDP randomizer) with the module's default method, and, when the mechanism is s-ary
-randomized response on its block label (an SPR or k-RR mechanism), the s-ary RR bound too.
-``--method`` asks for one method of :data:`~ldpopt.deploy.shuffle.SHUFFLE_METHODS` instead.
+The bounds are :func:`ldpopt.deploy.shuffle.central_epsilon`'s: the generic bound at the file's
+eps (any eps-LDP randomizer) with the module's default method; when the mechanism is s-ary
+randomized response on its block label (an SPR or k-RR mechanism), the s-ary RR bound; and the
+tight bound from the file's own channel, with a lower bound from explicit datasets (the gap
+between the two is printed). ``--method`` asks for one method of
+:data:`~ldpopt.deploy.shuffle.SHUFFLE_METHODS` instead.
 """
 
 from __future__ import annotations
@@ -32,15 +34,19 @@ _OPTIONS = {"eps0": "the mechanism's eps", "n": "--n", "delta": "--delta", "meth
 
 
 def _bounds(mech: Any, n: int, delta: float, method: str | None) -> list[Any]:
-    """The ShuffleBound(s) asked for: one method, or the default one and (s-ary RR) the rr bound."""
+    """The ShuffleBound(s) asked for: one method, or the default one, (s-ary RR) the rr bound and
+    the tight bound of the mechanism's channel."""
     from ldpopt.deploy.shuffle import central_epsilon, rr_outputs
 
     s = rr_outputs(mech)
+    if method == "tight":
+        return [central_epsilon(mech, n, delta, "tight")]
     if method is not None:
         return [central_epsilon(mech.eps, n, delta, method, outputs=s if method == "rr" else None)]
     out = [central_epsilon(mech.eps, n, delta)]
     if s is not None:
         out.append(central_epsilon(mech.eps, n, delta, "rr", outputs=s))
+    out.append(central_epsilon(mech, n, delta, "tight"))
     return out
 
 
@@ -50,11 +56,13 @@ def _payload(mech: Any, bounds: list[Any]) -> dict:
         "n": bounds[0].n,
         "delta": bounds[0].delta,
         "central_eps": min(b.value for b in bounds),
+        "central_eps_lower": max(b.lower for b in bounds),
         "bounds": [
             {
                 "method": b.method,
                 "outputs": b.outputs,
                 "central_eps": b.value,
+                "lower": b.lower,
                 "delta_bound": b.delta_bound,
                 "validity": b.validity,
             }
@@ -73,7 +81,7 @@ def shuffle_cmd(
         None,
         "--method",
         help="One accounting method of ldpopt.deploy.shuffle.central_epsilon (default: its default, "
-        "and the s-ary RR bound when the mechanism is s-ary randomized response).",
+        "the s-ary RR bound when the mechanism is s-ary randomized response, and 'tight').",
     ),
     json_out: Path | None = JsonOpt,
 ) -> None:
@@ -94,5 +102,11 @@ def shuffle_cmd(
         )
         for b in bounds:
             console.print(f"  {b.method}: {fmt(b.value)} ({b.validity})", highlight=False)
+        lower = payload["central_eps_lower"]
+        if lower > 0:
+            console.print(
+                f"  lower bound (explicit datasets): {fmt(lower)}; gap {fmt(payload['central_eps'] - lower)}",
+                highlight=False,
+            )
     if json_out is not None:
         write_json(json_out, payload)

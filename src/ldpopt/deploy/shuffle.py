@@ -51,6 +51,16 @@ Methods (``method=``), each an upper bound on the central eps at the given delta
     than ``"numerical"``.  **Valid for** s-ary RR (and SPR mechanisms) with ``s >= 2`` outputs
     only, in the range of ``"numerical"``.
 
+``"tight"``
+    Reads the mechanism itself (a Mechanism, a design result or any channel matrix): for every
+    pair of inputs, the channel's own clone pairs (:mod:`ldpopt.deploy.blanket`: the pair's
+    local level, its clone probability ``min_z min_y Q(y|z) / (Q(y|x) + Q(y|x'))`` and, where
+    the two rows agree on some outputs, the informative weight), the same exact sums with blocks
+    of clone counts (:func:`clone_delta` with ``max_terms``); never above ``"numerical"``.  For
+    two-output channels with ``n <= EXACT_BINARY_MAX_N`` the exact worst case over all datasets.
+    ``lower``: explicit datasets (every other user at one input).  ``rounds=T``: the pessimistic
+    PLD composition of :mod:`ldpopt.deploy.pld`.  ``docs/shuffle.md`` has the details.
+
 Every result is at most eps0 (the shuffled reports of an eps0-LDP randomizer are eps0-DP).
 :func:`local_epsilon_for` inverts a method: the largest eps0 (up to the bisection tolerance,
 rounded down) whose central bound meets a target.
@@ -59,15 +69,31 @@ rounded down) whose central bound meets a target.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
-from ldpopt._validation import check_eps, check_positive_int, is_integer
+from ldpopt._validation import check_eps, check_positive_int, is_integer, is_real
+from ldpopt.deploy.blanket import (
+    RATIO_SLACK,
+    BinaryWorstCase,
+    ClonePair,
+    LowerPair,
+    binary_exact_delta,
+    binary_worst_case,
+    clone_pairs,
+    lower_delta,
+    lower_pairs,
+    small_exact_delta,
+    small_worst_case,
+)
+from ldpopt.deploy.pld import clone_pld, compose, explicit_pld, pld_delta, pld_delta_lower
 from ldpopt.deploy.testing import check_level
-from ldpopt.mechanism import as_mechanism
+from ldpopt.mechanism import Mechanism, as_mechanism, check_channel_matrix
 
 __all__ = [
     "SHUFFLE_METHODS",
@@ -78,10 +104,12 @@ __all__ = [
     "closed_form_validity",
     "rr_outputs",
     "clone_delta",
+    "channel_level",
+    "tight_delta",
 ]
 
 #: the accounting methods of :func:`central_epsilon`
-SHUFFLE_METHODS = ("numerical", "closed_form", "rr")
+SHUFFLE_METHODS = ("numerical", "closed_form", "rr", "tight")
 #: each tail of Bin(n-1, p) left out of the sum carries at most this fraction of the target delta
 #: (its whole mass is added to the bound, so leaving it out costs at most 2 * 2^-20 of delta)
 TAIL_FRACTION = 2.0**-20
@@ -104,6 +132,18 @@ EPS_TOL = 1e-9
 #: for any realistic n)
 EPS0_SEARCH_MAX = 64.0
 _MAX_BISECT = 200
+#: ``"tight"`` stops its bisections when the bracket is this fraction of its upper end (upper
+#: rounded up, lower rounded down: both stay bounds)
+TIGHT_REL_TOL = 1e-6
+#: the lower bound of ``"tight"`` stops its bisection when the bracket is this fraction of its upper end
+LOWER_REL_TOL = 1e-4
+#: loss grid of the composition (each round's loss rounded up to it: the composed eps is at most
+#: rounds * PLD_GRID above the exact PLD value)
+PLD_GRID = 1e-4
+#: composed losses below -PLD_FLOOR are raised to it (pessimistic; keeps the grid short)
+PLD_FLOOR = 64.0
+#: ``"tight"`` sums at most this many blocks of clone counts (``clone_delta(max_terms=...)``)
+TIGHT_MAX_TERMS = 2048
 
 
 @dataclass(frozen=True)
@@ -122,6 +162,22 @@ class ShuffleBound:
     outputs: int | None
     delta_bound: float
     validity: str
+    #: a lower bound on the central eps of the worst neighbouring datasets (``"tight"``: from
+    #: explicit datasets; the other methods: 0, the trivial bound)
+    lower: float = field(default=0.0, kw_only=True)
+    #: the upper bound (= ``value``)
+    upper: float = field(default=math.nan, kw_only=True)
+    #: rounds of reports composed (``"tight"`` only; each user reports once per round)
+    rounds: int = field(default=1, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if math.isnan(self.upper):
+            object.__setattr__(self, "upper", self.value)
+
+    @property
+    def gap(self) -> float:
+        """``upper - lower``: how far the true central eps can be from ``value``."""
+        return self.upper - self.lower
 
 
 @dataclass(frozen=True)
@@ -176,6 +232,8 @@ def _validity(method: str, n: int, delta: float) -> str:
         return f"eps0 <= log(n / (16 log(4/delta))) = {closed_form_validity(n, delta):.6g}"
     if method == "rr":
         return f"s-ary randomized response (or SPR with s outputs); {_NUMERICAL_RANGE}"
+    if method == "tight":
+        return f"the given channel (all neighbouring datasets), replacement neighbours; {_NUMERICAL_RANGE}"
     return f"any eps0-LDP randomizer, replacement neighbours; {_NUMERICAL_RANGE}"
 
 
@@ -206,22 +264,42 @@ def _clone_parameters(eps0: float, outputs: int) -> tuple[float, float]:
     return 2.0 * c0 / denom, (1.0 + c0) / denom
 
 
-def clone_delta(
-    eps: float, eps0: float, n: int, *, p_clone: float, weight: float = 1.0, tail: float = 0.0
-) -> float:
-    r"""Upper bound on :math:`w\,D_{e^\varepsilon}(P\|Q)` of the clone pair (module docstring).
-
-    ``p_clone`` is the probability that each of the other n - 1 users is a clone, ``weight`` the
-    factor w, ``tail`` the mass of Bin(n - 1, p_clone) that may be left out on each side (added in
-    full).  Includes the rounding allowance :data:`CDF_REL_ERR`.
-    """
-    if eps >= eps0:
-        return 0.0
+def _clone_hs(eps: float, eps0: float, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Given C = c clones: (hockey-stick divergence of the clone pair, P(S) + e^eps Q(S) of its set)."""
     c0 = math.exp(-eps0)
     alpha, alpha_bar = 1.0 / (1.0 + c0), c0 / (1.0 + c0)
     gamma = math.exp(eps)
     # P/Q > e^eps on the first coordinate a exactly when a < beta (c + 1)
     beta = -math.expm1(eps - eps0) / ((1.0 + gamma) * -math.expm1(-eps0))
+    t = np.ceil(beta * (c + 1.0)) - 1.0
+    f_t = stats.binom.cdf(t, c, 0.5)
+    f_t1 = stats.binom.cdf(t - 1.0, c, 0.5)
+    p_le = alpha * f_t + alpha_bar * f_t1
+    q_le = alpha_bar * f_t + alpha * f_t1
+    return np.maximum(p_le - gamma * q_le, 0.0), p_le + gamma * q_le
+
+
+def clone_delta(
+    eps: float,
+    eps0: float,
+    n: int,
+    *,
+    p_clone: float,
+    weight: float = 1.0,
+    tail: float = 0.0,
+    max_terms: int | None = None,
+) -> float:
+    r"""Upper bound on :math:`w\,D_{e^\varepsilon}(P\|Q)` of the clone pair (module docstring).
+
+    ``p_clone`` is the probability that each of the other n - 1 users is a clone, ``weight`` the
+    factor w, ``tail`` the mass of Bin(n - 1, p_clone) that may be left out on each side (added in
+    full).  Includes the rounding allowance :data:`CDF_REL_ERR`.  With ``max_terms``, a window of
+    more values of C is cut into that many blocks, each charged its whole mass times the
+    divergence at its smallest C (the divergence given C = c is non-increasing in c: one more
+    clone is a data-independent fair coin added to the pair, a post-processing).
+    """
+    if eps >= eps0:
+        return 0.0
     m = n - 1
     law = stats.binom(m, p_clone)
     if tail > 0.0 and m > 0:
@@ -229,17 +307,19 @@ def clone_delta(
         hi = min(int(law.isf(tail)) + 1, m)
     else:
         lo, hi = 0, m
-    c = np.arange(lo, hi + 1, dtype=np.float64)
-    pmf = law.pmf(c)
-    t = np.ceil(beta * (c + 1.0)) - 1.0
-    f_t = stats.binom.cdf(t, c, 0.5)
-    f_t1 = stats.binom.cdf(t - 1.0, c, 0.5)
-    p_le = alpha * f_t + alpha_bar * f_t1
-    q_le = alpha_bar * f_t + alpha * f_t1
-    hs = np.maximum(p_le - gamma * q_le, 0.0)
-    body = float(np.dot(pmf, hs))
-    rounding = CDF_REL_ERR * float(np.dot(pmf, p_le + gamma * q_le)) + PMF_REL_ERR * body
     left_out = (float(law.cdf(lo - 1)) if lo > 0 else 0.0) + (float(law.sf(hi)) if hi < m else 0.0)
+    if max_terms is not None and hi - lo + 1 > max_terms:
+        edges = np.unique(np.linspace(lo, hi + 1, max_terms + 1).astype(np.int64)).astype(np.float64)
+        c = edges[:-1]
+        cdf = law.cdf(edges - 1.0)
+        # block masses as CDF differences: each CDF value within CDF_REL_ERR, plus a unit roundoff
+        mass = np.maximum(np.diff(cdf), 0.0) + CDF_REL_ERR * (cdf[1:] + cdf[:-1]) + 2.0**-52
+    else:
+        c = np.arange(lo, hi + 1, dtype=np.float64)
+        mass = law.pmf(c)
+    hs, both = _clone_hs(eps, eps0, c)
+    body = float(np.dot(mass, hs))
+    rounding = CDF_REL_ERR * float(np.dot(mass, both)) + PMF_REL_ERR * body
     return min(weight * (body + rounding) + left_out, 1.0)
 
 
@@ -253,17 +333,17 @@ def _delta_bound(eps: float, eps0: float, n: int, delta: float, outputs: int | N
     return min(generic, clone_delta(eps, eps0, n, p_clone=p_clone, weight=weight, tail=tail))
 
 
-def _numerical(eps0: float, n: int, delta: float, outputs: int | None) -> tuple[float, float]:
-    def dl(eps: float) -> float:
-        return _delta_bound(eps, eps0, n, delta, outputs)
-
-    d0 = dl(0.0)
+def _bisect_upper(
+    dl: Callable[[float], float], delta: float, hi: float, rel: float = 0.0, lo: float = 0.0
+) -> tuple[float, float]:
+    """Smallest eps in [0, hi] with dl(eps) <= delta (dl non-increasing, dl(hi) <= delta assumed):
+    the upper end of the final bracket, with dl there."""
+    d0 = dl(lo)
     if d0 <= delta:
-        return 0.0, d0
-    lo, hi = 0.0, eps0  # dl(lo) > delta, dl(eps0) = 0
-    d_hi = 0.0
+        return lo, d0
+    d_hi = dl(hi)
     for _ in range(_MAX_BISECT):
-        if hi - lo <= EPS_TOL:
+        if hi - lo <= max(EPS_TOL, rel * hi):
             break
         mid = 0.5 * (lo + hi)
         d_mid = dl(mid)
@@ -272,6 +352,30 @@ def _numerical(eps0: float, n: int, delta: float, outputs: int | None) -> tuple[
         else:
             lo = mid
     return hi, d_hi
+
+
+def _bisect_lower(
+    dl: Callable[[float], float], delta: float, hi: float, rel: float = 0.0, lo: float = 0.0
+) -> float:
+    """Largest eps in [0, hi] known to have dl(eps) > delta (dl a lower bound on delta): the lower
+    end of the final bracket (0 when dl(0) <= delta)."""
+    if dl(lo) <= delta:
+        return lo
+    if dl(hi) > delta:
+        return hi
+    for _ in range(_MAX_BISECT):
+        if hi - lo <= max(EPS_TOL, rel * hi):
+            break
+        mid = 0.5 * (lo + hi)
+        if dl(mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _numerical(eps0: float, n: int, delta: float, outputs: int | None) -> tuple[float, float]:
+    return _bisect_upper(lambda eps: _delta_bound(eps, eps0, n, delta, outputs), delta, eps0)
 
 
 def _central(eps0: float, n: int, delta: float, method: str, outputs: int | None) -> tuple[float, float]:
@@ -283,33 +387,271 @@ def _central(eps0: float, n: int, delta: float, method: str, outputs: int | None
 # ---------------------------------------------------------------------------------------------
 # public functions
 # ---------------------------------------------------------------------------------------------
+def channel_level(matrix: Any) -> float:
+    """The LDP level of a channel matrix: max over outputs of log(max_x Q / min_x Q), raised by
+    the rounding slack of :data:`~ldpopt.deploy.blanket.RATIO_SLACK` (inf when a column has a zero
+    next to a positive entry; all-zero columns are ignored)."""
+    m = check_channel_matrix(matrix, "mech")
+    m = m[:, m.max(axis=0) > 0.0]
+    lo = m.min(axis=0)
+    if np.any(lo <= 0.0):
+        return math.inf
+    return float(np.max(np.log(m.max(axis=0)) - np.log(lo))) * (1.0 + RATIO_SLACK)
+
+
+def _as_local(local: Any) -> tuple[float, Mechanism | None]:
+    """(eps0, mechanism or None) from a number, a Mechanism / design result or a channel matrix."""
+    if is_real(local):
+        return check_eps(local, "eps0", allow_inf=False), None
+    given = isinstance(local, Mechanism) or isinstance(getattr(local, "mechanism", None), Mechanism)
+    matrix = as_mechanism(local, "mech").matrix if given else check_channel_matrix(local, "mech")
+    level = channel_level(matrix)
+    if not math.isfinite(level):
+        raise ValueError(
+            "mech must be eps0-LDP with a finite eps0 (no zero next to a positive entry in a column)"
+        )
+    if given:
+        mech = as_mechanism(local, "mech")
+        return max(min(level, mech.eps), 0.0), mech
+    # identical rows (level 0): a Mechanism needs eps > 0; the shuffled bound is 0 (central_epsilon)
+    return max(level, 0.0), Mechanism(matrix, max(level, 2.0**-52))
+
+
+def _pair_delta(eps: float, *, pair: ClonePair, n: int, tail: float) -> float:
+    return pair.weight * clone_delta(
+        eps, pair.eps0, n, p_clone=pair.p_clone, tail=tail, max_terms=TIGHT_MAX_TERMS
+    )
+
+
+def _lower_at(eps: float, *, pair: LowerPair, n: int, tail: float) -> float:
+    return lower_delta(eps, n, pair, tail)
+
+
+def _group_delta(eps: float, group: tuple[ClonePair, ...], n: int, tail: float) -> float:
+    out = 1.0
+    for c in group:
+        if c.eps0 <= 0.0:
+            return 0.0
+        if c.eps0 <= EPS0_MAX_NUMERICAL and c.p_clone > 0.0:
+            out = min(out, _pair_delta(eps, pair=c, n=n, tail=tail))
+    return out
+
+
+def tight_delta(mech: Any, eps: Any, n: Any, delta: Any, *, stop_above: float | None = None) -> float:
+    """The ``"tight"`` upper bound on delta at ``eps`` of n shuffled reports of ``mech``.
+
+    ``delta`` is the target (the binomial tails left out, added in full, are
+    :data:`TAIL_FRACTION` times it each).  The smallest eps with ``tight_delta <= delta`` is the
+    ``value`` of :func:`central_epsilon` (up to its bisection tolerance; for a two-output channel
+    with ``n <= EXACT_BINARY_MAX_N`` that value comes from the exact worst case and can be
+    smaller).  With ``stop_above``,
+    the scan over pairs of inputs stops at the first pair whose bound exceeds it (the value
+    returned is then that pair's bound: still > ``stop_above``, no longer the maximum).
+    """
+    eps0, m = _as_local(mech)
+    assert m is not None
+    eps = check_eps(eps, "eps", allow_inf=False)
+    n = check_positive_int(n, "n")
+    tail = TAIL_FRACTION * check_level(delta, "delta")
+    generic = clone_delta(eps, eps0, n, p_clone=math.exp(-eps0), tail=tail, max_terms=TIGHT_MAX_TERMS)
+    if stop_above is not None and generic <= stop_above:
+        return generic  # no pair can do worse than the generic bound
+    worst = 0.0
+    for group in clone_pairs(m.matrix):
+        worst = max(worst, _group_delta(eps, group, n, tail))
+        if worst >= generic:
+            return generic
+        if stop_above is not None and worst > stop_above:
+            return worst
+    return worst
+
+
+def _tight_upper(matrix: np.ndarray, eps0: float, n: int, delta: float) -> tuple[float, float]:
+    """max over row pairs of the min over their clone pairs, and the generic bound: (eps, delta at eps)."""
+    tail, tol, terms = TAIL_FRACTION * delta, TIGHT_REL_TOL, TIGHT_MAX_TERMS
+    best = _bisect_upper(
+        lambda e: clone_delta(e, eps0, n, p_clone=math.exp(-eps0), tail=tail, max_terms=terms),
+        delta,
+        eps0,
+        tol,
+    )
+    worst = (0.0, 0.0)
+    for group in clone_pairs(matrix):
+        if worst[0] > 0.0 and _group_delta(worst[0], group, n, tail) <= delta:
+            continue  # this pair already meets delta at the running worst eps: it cannot raise it
+        pair_best = (math.inf, 0.0)
+        for c in group:
+            if c.eps0 <= 0.0:
+                pair_best = (0.0, 0.0)
+                break
+            if c.eps0 > EPS0_MAX_NUMERICAL or c.p_clone <= 0.0:
+                cand = (c.eps0, 0.0)
+            else:
+                cand = _bisect_upper(partial(_pair_delta, pair=c, n=n, tail=tail), delta, c.eps0, tol)
+            pair_best = min(pair_best, cand)
+        worst = max(worst, pair_best)
+        if worst[0] >= best[0]:  # the generic bound is the smaller: no need to look further
+            return best
+    return min(worst, best)
+
+
+def _rounds_candidates(matrix: np.ndarray, eps0: float) -> list[ClonePair]:
+    """Clone pairs each dominating every pair of inputs (for composition one pair must serve all)."""
+    out = [ClonePair(eps0, math.exp(-eps0), 1.0)]
+    groups = clone_pairs(matrix)
+    if len(groups) == 1:
+        out += [c for c in groups[0] if 0.0 < c.eps0 <= EPS0_MAX_NUMERICAL and c.p_clone > 0.0]
+    elif groups:
+        # the largest local level and the fewest clones of all pairs: both post-processing-monotone
+        level = max(g[0].eps0 for g in groups)
+        p_min = min(g[0].p_clone for g in groups)
+        if 0.0 < level <= EPS0_MAX_NUMERICAL and p_min > 0.0:
+            out.append(ClonePair(level, p_min, 1.0))
+    return out
+
+
+def _tight_rounds(matrix: np.ndarray, eps0: float, n: int, delta: float, rounds: int) -> tuple[float, float]:
+    """Upper bound on the central eps of ``rounds`` composed rounds: the best of the dominating
+    pairs' pessimistic PLDs (:mod:`ldpopt.deploy.pld`)."""
+    tail = TAIL_FRACTION * delta
+    best = (rounds * eps0, 0.0)  # basic composition of the trivial bound
+    for c in _rounds_candidates(matrix, eps0):
+        h = min(PLD_GRID, c.eps0 / 64.0)
+        one = clone_pld(c.eps0, n, c.p_clone, c.weight, h, tail)
+        law = compose(one, rounds, PLD_FLOOR)
+        found = _bisect_upper(partial(_composed_delta, law=law), delta, rounds * c.eps0, TIGHT_REL_TOL)
+        best = min(best, found)
+    return best
+
+
+def _composed_delta(eps: float, *, law: Any) -> float:
+    return pld_delta(law, eps)
+
+
+def _composed_lower_delta(eps: float, *, law: Any) -> float:
+    return pld_delta_lower(law, eps)
+
+
+def _count_pair(pair: LowerPair, n: int, tail: float) -> tuple[np.ndarray, np.ndarray]:
+    """Laws of the count in S1 for the explicit datasets: Bin(n-1, r1) + Bern(a1) vs + Bern(b1)
+    (a post-processing of the shuffled reports), over the window of the binomial (tails dropped)."""
+    (r1, _), (a1, _), (b1, _) = pair.rest, pair.a, pair.b
+    law = stats.binom(n - 1, r1)
+    lo, hi = (max(int(law.ppf(tail)) - 1, 0), min(int(law.isf(tail)) + 1, n - 1)) if n > 1 else (0, 0)
+    k = np.arange(lo, hi + 2, dtype=np.float64)
+    f_prev, f_here = law.pmf(k - 1.0), law.pmf(k)
+    return a1 * f_prev + (1.0 - a1) * f_here, b1 * f_prev + (1.0 - b1) * f_here
+
+
+def _rounds_lower(matrix: np.ndarray, eps0: float, n: int, delta: float, rounds: int, upper: float) -> float:
+    """Lower bound on the composed central eps: T rounds of the best explicit count pair's PLD
+    (losses rounded down, tails and the FFT error bound taken off)."""
+    tail = TAIL_FRACTION * delta
+    pairs = [_count_pair(pr, n, tail) for pr in lower_pairs(matrix)]
+    if not pairs:
+        return 0.0
+    probe = upper / math.sqrt(rounds)  # rank by the one-round divergence at a typical scale
+
+    def one_round(pq: tuple[np.ndarray, np.ndarray]) -> float:
+        p, q = pq
+        g = math.exp(probe)
+        return max(float(np.maximum(p - g * q, 0).sum()), float(np.maximum(q - g * p, 0).sum()))
+
+    p, q = max(pairs, key=one_round)
+    if float(np.maximum(q - p, 0).sum()) > float(np.maximum(p - q, 0).sum()):
+        p, q = q, p
+    h = min(PLD_GRID, eps0 / 64.0)
+    law = compose(explicit_pld(p, q, h, eps0), rounds, PLD_FLOOR, lower=True)
+    return _bisect_lower(partial(_composed_lower_delta, law=law), delta, upper, LOWER_REL_TOL)
+
+
+def _exact_at(eps: float, *, worst: Any, side: int) -> float:
+    fn = binary_exact_delta if isinstance(worst, BinaryWorstCase) else small_exact_delta
+    return fn(eps, worst)[side]
+
+
+def _exact_small(
+    matrix: np.ndarray, n: int, delta: float, upper: tuple[float, float], lower: float
+) -> tuple[float, float, float]:
+    """Two or three outputs and small n: the exact worst case over every dataset (plus / minus
+    its rounding allowance) replaces either bound where it is better; searched inside
+    [lower, upper]."""
+    worst: Any = binary_worst_case(matrix, n)
+    if worst is None:
+        worst = small_worst_case(matrix, n)
+    if worst is None:
+        return upper[0], upper[1], lower
+    up = _bisect_upper(partial(_exact_at, worst=worst, side=0), delta, upper[0], TIGHT_REL_TOL, lo=lower)
+    value, dbound = min(upper, up)
+    low = _bisect_lower(partial(_exact_at, worst=worst, side=1), delta, value, LOWER_REL_TOL, lo=lower)
+    return value, dbound, max(lower, low)
+
+
+def _tight_lower(matrix: np.ndarray, n: int, delta: float, upper: float) -> float:
+    """The largest eps whose delta some explicit dataset pair is known to exceed (rounded down).
+
+    Candidates are ranked by their delta at half the upper bound; the best is bisected, the others
+    are tried once at the running best (any of them can only raise it)."""
+    tail, tol = TAIL_FRACTION * delta, LOWER_REL_TOL
+    pairs = lower_pairs(matrix)
+    probe = 0.5 * upper
+    ranked = sorted(pairs, key=lambda pr: -lower_delta(probe, n, pr, tail))
+    best = 0.0
+    for pair in ranked:
+        if lower_delta(best, n, pair, tail) > delta:
+            best = _bisect_lower(partial(_lower_at, pair=pair, n=n, tail=tail), delta, upper, tol)
+    return best
+
+
 def central_epsilon(
-    eps0: Any, n: Any, delta: Any, method: str = "numerical", *, outputs: int | None = None
+    eps0: Any, n: Any, delta: Any, method: str = "numerical", *, outputs: int | None = None, rounds: Any = 1
 ) -> ShuffleBound:
     """Central eps at ``delta`` of ``n`` shuffled reports of an ``eps0``-LDP randomizer.
 
     Parameters
     ----------
-    eps0 : float
-        Local privacy level (finite, > 0).
+    eps0 : float, Mechanism, design result or channel matrix
+        Local privacy level (finite, > 0), or the mechanism itself (rows = inputs).  A mechanism
+        given to ``"numerical"``, ``"closed_form"`` or ``"rr"`` is used through its eps (and, for
+        ``"rr"``, its number of outputs when it is s-ary RR on a label); ``"tight"`` needs it.
     n : int
         Number of users (reports), >= 1.
     delta : float
         Target delta in (0, 1).
-    method : {"numerical", "closed_form", "rr"}
-        See the module docstring; ``"rr"`` needs ``outputs``.
+    method : {"numerical", "closed_form", "rr", "tight"}
+        See the module docstring; ``"rr"`` needs ``outputs`` (or an RR-shaped mechanism).
+        ``"tight"``: the channel's own clone pairs (:mod:`ldpopt.deploy.blanket`), with a lower
+        bound from explicit datasets in ``lower`` (never looser than ``"numerical"``).
     outputs : int, optional
         s, the number of outputs of the s-ary randomized response (``method="rr"`` only).
+    rounds : int
+        T >= 1 rounds of shuffled reports, each user reporting once per round with fresh
+        randomness (``method="tight"`` only for T > 1): composed through the pessimistic PLD of
+        a clone pair dominating every pair of inputs (:mod:`ldpopt.deploy.pld`; at most
+        ``T * PLD_GRID`` above the exact PLD value of that pair).  ``lower`` is then the larger of
+        the one-round lower bound and the T-fold PLD of an explicit count pair rounded down.
 
     Raises
     ------
     ValueError
         Outside the method's validity range (the closed form's eps0 limit), or bad input.
     """
-    eps0 = check_eps(eps0, "eps0", allow_inf=False)
+    eps0, mech = _as_local(eps0)
     n = check_positive_int(n, "n")
     delta = check_level(delta, "delta")
+    if mech is not None and method == "rr" and outputs is None:
+        outputs = rr_outputs(mech)
     method, s = _check_method(method, outputs)
+    rounds = check_positive_int(rounds, "rounds")
+    if rounds > 1 and method != "tight":
+        raise ValueError(f"rounds > 1 needs method='tight', got rounds={rounds} with method={method!r}")
+    if eps0 == 0.0:  # every input has the same report law: the reports reveal nothing
+        return ShuffleBound(0.0, 0.0, n, delta, method, s, 0.0, "identical rows: 0-DP", rounds=rounds)
+    if method == "tight" and mech is None:
+        raise ValueError(
+            "method='tight' reads the mechanism's own likelihood ratios: pass the Mechanism or its "
+            "channel matrix instead of eps0 (e.g. ldpopt.randomized_response(2, eps0) for binary RR)"
+        )
     _check_numerical_range(method, n, eps0=eps0)
     if method == "closed_form":
         limit = closed_form_validity(n, delta)
@@ -318,6 +660,16 @@ def central_epsilon(
                 f"the closed form is proved only for eps0 <= log(n / (16 log(4/delta))) = {limit:.6g} "
                 f"(n={n}, delta={delta!r}), got eps0={eps0!r}; use method='numerical'"
             )
+    if method == "tight":
+        assert mech is not None
+        value, dbound = _tight_upper(mech.matrix, eps0, n, delta)
+        lower = _tight_lower(mech.matrix, n, delta, value)
+        value, dbound, lower = _exact_small(mech.matrix, n, delta, (value, dbound), lower)
+        if rounds > 1:
+            value, dbound = _tight_rounds(mech.matrix, eps0, n, delta, rounds)
+            lower = max(lower, _rounds_lower(mech.matrix, eps0, n, delta, rounds, value))
+        valid = _validity(method, n, delta)
+        return ShuffleBound(value, eps0, n, delta, method, s, dbound, valid, lower=lower, rounds=rounds)
     value, dbound = _central(eps0, n, delta, method, s)
     return ShuffleBound(value, eps0, n, delta, method, s, dbound, _validity(method, n, delta))
 
@@ -336,6 +688,11 @@ def local_epsilon_for(
     n = check_positive_int(n, "n")
     delta = check_level(delta, "delta")
     method, s = _check_method(method, outputs)
+    if method == "tight":
+        raise ValueError(
+            "method='tight' depends on the mechanism, not only on eps0: design for a central target "
+            "with ldpopt.deploy.central.optimal_for_central (or ldpopt.optimal_mechanism(..., central=...))"
+        )
     _check_numerical_range(method, n)
     upper = EPS0_SEARCH_MAX
     if method == "closed_form":
