@@ -25,7 +25,7 @@ report i supports (reports privatized with another implementation's hash, say).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,7 @@ class HistogramEstimate:
     upper: np.ndarray
     confidence: float
     n: int
+    _: KW_ONLY
     projected: np.ndarray
     mle: np.ndarray
     mle_gap: float
