@@ -597,7 +597,8 @@ def _int_reports(reports: Any, shape_tail: tuple, what: str) -> np.ndarray:
 def _index_supports(m: FrequencyMechanism, reports: Any, size: int) -> np.ndarray:
     arr = _int_reports(reports, (), f"a 1-D array of output indices in range({size})")
     if arr.size and (arr.min() < 0 or arr.max() >= size):
-        raise ValueError(f"reports must be output indices in range({size}), found {int(arr.max())}")
+        bad = int(arr.min()) if arr.min() < 0 else int(arr.max())
+        raise ValueError(f"reports must be output indices in range({size}), found {bad}")
     table = _hadamard_sets(m).T if m.kind == "hadamard" else np.eye(m.k, dtype=bool)
     return table[arr]
 
