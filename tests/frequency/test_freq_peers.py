@@ -91,6 +91,12 @@ def _pure_ldp(kind):
     return LHClient(EPS, K, use_olh=True), LHServer(EPS, K, use_olh=True), M.olh(K, EPS)
 
 
+def _their_supports(reports, g):
+    """(n, K) 0/1: the items each (value, seed) report supports under their hash xxh32(str(i)) mod g."""
+    rows = [[_XXH32(str(i).encode(), seed=s).intdigest() % g == y for i in range(K)] for y, s in reports]
+    return np.array(rows, dtype=int)
+
+
 def _fixed_input_error(mech, x):
     """Exact E sum_x (f_hat_x - f_x)^2 for the fixed inputs x: each report's support indicators
     are independent across reports with the law of a point mass at its input."""
@@ -134,7 +140,7 @@ def test_our_estimator_reproduces_pure_ldp(kind):
             [_XXH32(str(i).encode(), seed=s).intdigest() % mech.size == y for i in range(K)]
             for y, s in reports
         ]
-        ours = estimate(mech, supports=np.array(sup, dtype=int))
+        ours = estimate(mech, supports=sup)
     else:
         ours = estimate(mech, np.array(reports))
     # the same affine map of the same counts: a few ulps of the estimate's scale 1/(p - q)
@@ -183,7 +189,7 @@ def test_our_estimator_reproduces_multi_freq_ldpy(kind):
             [_XXH32(str(i).encode(), seed=s).intdigest() % mech.size == y for i in range(K)]
             for y, s in reports
         ]
-        ours = estimate(mech, supports=np.array(sup, dtype=int))
+        ours = estimate(mech, supports=sup)
     else:
         ours = estimate(mech, reports)
     clipped = ours.value.clip(0)
