@@ -54,6 +54,7 @@ def test_counts_supports_and_reports_agree():
         index = {tuple(row): j for j, row in enumerate(table)}
         counts = np.bincount([index[tuple(s)] for s in sup], minlength=table.shape[0])
         a, b, c = estimate(m, rep), estimate(m, counts=counts), estimate(m, supports=sup.astype(int))
+        assert np.array_equal(estimate(m, supports=sup).value, c.value)
         for other in (b, c):
             assert np.array_equal(a.value, other.value)
             assert np.allclose(a.mle, other.mle, atol=1e-6)

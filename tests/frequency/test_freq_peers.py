@@ -136,10 +136,7 @@ def test_our_estimator_reproduces_pure_ldp(kind):
         ours = estimate(mech, np.array(reports))  # their item indices, 0-based
     elif kind == "olh":
         # their hash: xxh32(str(item index), seed) mod g; the support sets of their reports
-        sup = [
-            [_XXH32(str(i).encode(), seed=s).intdigest() % mech.size == y for i in range(K)]
-            for y, s in reports
-        ]
+        sup = _their_supports(reports, mech.size)
         ours = estimate(mech, supports=sup)
     else:
         ours = estimate(mech, np.array(reports))
@@ -185,10 +182,7 @@ def test_our_estimator_reproduces_multi_freq_ldpy(kind):
     reports = _mf_reports(kind, x)
     theirs = _mf_mi(kind, reports)
     if kind == "olh":
-        sup = [
-            [_XXH32(str(i).encode(), seed=s).intdigest() % mech.size == y for i in range(K)]
-            for y, s in reports
-        ]
+        sup = _their_supports(reports, mech.size)
         ours = estimate(mech, supports=sup)
     else:
         ours = estimate(mech, reports)

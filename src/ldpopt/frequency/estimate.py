@@ -88,7 +88,13 @@ def _patterns(
         seen = n_y > 0
         return sets[seen], n_y[seen]
     if supports is not None:
-        arr = as_real_array(supports, "supports", "an (n, k) array of 0/1 entries")
+        raw = np.asarray(supports) if isinstance(supports, np.ndarray) else None
+        # a boolean array is a set-membership table: True/False stand for 1/0 here
+        arr = (
+            raw.astype(float)
+            if raw is not None and raw.dtype == bool
+            else as_real_array(supports, "supports", "an (n, k) array of 0/1 entries")
+        )
         if arr.ndim != 2 or arr.shape[1] != mech.k or arr.shape[0] == 0:
             raise ValueError(f"supports must be a non-empty (n, {mech.k}) array, got shape {arr.shape}")
         if np.any((arr != 0) & (arr != 1)):
