@@ -15,21 +15,40 @@ from ldpopt.frequency.mechanisms import (
     subset_sizes,
     sue,
 )
+from ldpopt.frequency.objectives import (
+    WorstCaseSolution,
+    total_variance,
+    unbiased_estimator,
+    variance_at,
+    variance_uniform,
+    worst_case,
+    worst_case_solution,
+)
 
 __all__ = [
+    # objectives (l2 error of the best unbiased estimator)
+    "WorstCaseSolution",
+    "total_variance",
+    "unbiased_estimator",
+    "variance_at",
+    "variance_uniform",
+    "worst_case",
+    "worst_case_solution",
+    # the deployed mechanisms
     "FrequencyMechanism",
-    "HistogramEstimate",
-    "SupportMLE",
     "basic_rappor",
     "deployed",
-    "estimate",
     "grr",
     "hadamard_response",
     "olh",
     "oue",
-    "project_to_simplex",
     "subset_selection",
     "subset_sizes",
     "sue",
+    # estimates from reports
+    "HistogramEstimate",
+    "SupportMLE",
+    "estimate",
+    "project_to_simplex",
     "support_mle",
 ]
