@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from ldpopt.frequency import mechanisms as M
+from ldpopt.frequency import objectives
 
 EPS = (0.5, 1.0, 2.0, 4.0)
 
@@ -185,3 +186,21 @@ def test_numpy_scalars_accepted():
     a = M.olh(np.int64(6), np.float32(1.5), np.int32(4))
     b = M.olh(6, float(np.float32(1.5)), 4)
     assert a == b and isinstance(a.k, int) and isinstance(a.size, int)
+
+
+@pytest.mark.parametrize("eps", EPS)
+def test_against_the_objectives_module(eps):
+    """The standard estimator's exact variance against objectives.total_variance (separate code),
+    never below the best unbiased estimator of the same channel, and equal to it for GRR (a square
+    invertible channel has one unbiased estimator)."""
+    rng = np.random.default_rng(3)
+    for k in (3, 5):
+        for m in small_mechanisms(k, eps):
+            q = m.channel()
+            f = rng.dirichlet(np.ones(k))
+            total = objectives.total_variance(q, m.estimator_matrix(), f)
+            assert total == pytest.approx(float(np.sum(m.variance(f))), rel=1e-10)
+            best = m.best_variance_uniform()
+            assert best <= m.variance_uniform * (1 + 1e-10)
+            if m.kind == "grr":
+                assert best == pytest.approx(m.variance_uniform, rel=1e-9)

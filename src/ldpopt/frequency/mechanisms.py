@@ -89,6 +89,7 @@ import numpy as np
 
 from ldpopt._numerics import min_positive_c
 from ldpopt._validation import check_eps, is_integer, short_repr
+from ldpopt.frequency import objectives
 from ldpopt.mechanism import Mechanism
 
 __all__ = [
@@ -241,6 +242,21 @@ class FrequencyMechanism:
         """Supremum over the simplex of the summed variance (n = 1): attained at the uniform
         distribution for these mechanisms (module docstring), so equal to ``variance_uniform``."""
         return self.variance_uniform
+
+    def best_variance_uniform(self) -> float:
+        """``variance_uniform`` of the best unbiased estimator for this mechanism's channel
+        (:func:`ldpopt.frequency.objectives.variance_uniform`); ValueError without a channel."""
+        return objectives.variance_uniform(self.channel())
+
+    def best_worst_case(self) -> float:
+        """``worst_case`` (minimax) of the best unbiased estimator for this channel
+        (:func:`ldpopt.frequency.objectives.worst_case`); ValueError without a channel."""
+        return objectives.worst_case(self.channel())
+
+    def estimator_matrix(self) -> np.ndarray:
+        """(columns, k): the standard estimator's estimate from one report of each channel column,
+        ``(1[x in S_y] - q*)/(p* - q*)``."""
+        return (self.output_supports() - self.q) / (self.p - self.q)
 
     # --- privacy ------------------------------------------------------------------------
     def column_levels(self) -> tuple[float, float]:
