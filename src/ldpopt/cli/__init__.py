@@ -2,7 +2,8 @@
 
 One module per command group registers its commands on :data:`ldpopt.cli._common.app`:
 :mod:`~ldpopt.cli.design` (design, demo), :mod:`~ldpopt.cli.deploy` (export, privatize, test,
-samplesize), :mod:`~ldpopt.cli.decide`, :mod:`~ldpopt.cli.estimate`, :mod:`~ldpopt.cli.reproduce`,
+samplesize), :mod:`~ldpopt.cli.decide`, :mod:`~ldpopt.cli.estimate`, :mod:`~ldpopt.cli.frequency`,
+:mod:`~ldpopt.cli.reproduce`,
 :mod:`~ldpopt.cli.sweep`, :mod:`~ldpopt.cli.certify` (compare, verify-certificate),
 :mod:`~ldpopt.cli.studio` and :mod:`~ldpopt.cli.warmup`.
 """
@@ -15,11 +16,11 @@ import sys
 
 import typer
 
-from ldpopt.cli import certify, decide, deploy, design, estimate, reproduce, studio, sweep, warmup
+from ldpopt.cli import certify, decide, deploy, design, estimate, frequency, reproduce, studio, sweep, warmup
 from ldpopt.cli._common import EXIT_INTERRUPTED, app, command, err_console, interrupt_reported
 
 __all__ = ["app", "main"]
-_COMMAND_GROUPS = (design, deploy, decide, estimate, reproduce, sweep, certify, studio, warmup)
+_COMMAND_GROUPS = (design, deploy, decide, estimate, frequency, reproduce, sweep, certify, studio, warmup)
 
 
 def main() -> None:  # pragma: no cover - exercised through the console script

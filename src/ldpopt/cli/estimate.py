@@ -26,6 +26,7 @@ from ldpopt.cli._common import (
     write_json,
 )
 from ldpopt.cli.deploy import _hypotheses, _read_column, _symbols_to_indices
+from ldpopt.cli.frequency import estimate_frequency
 
 __all__ = ["estimate_cmd"]
 
@@ -94,8 +95,13 @@ def estimate_cmd(
     label_col: str | None = LabelColOpt,
     normalize: bool = NormalizeOpt,
     json_out: Path | None = JsonOpt,
+    frequency: bool = typer.Option(
+        False, "--frequency", help="A frequency mechanism file: item frequencies with simultaneous intervals."
+    ),
 ) -> None:
     """Estimate the share pi of P1-like users (with a confidence interval) and the input mass per block."""
+    if frequency:
+        return estimate_frequency(mechanism, reports, column=column, confidence=confidence, json_out=json_out)
     from ldpopt.deploy.estimate import frequencies, mixture_proportion
 
     mf = load_mechanism_file(mechanism)

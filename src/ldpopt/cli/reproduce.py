@@ -536,3 +536,29 @@ def chernoff_cmd(
     summary = exp.summary()
     paths = _write_outputs(outdir, "chernoff", plot_chernoff_curves(exp), exp.to_frame(), summary)
     _print_summary("chernoff: normalised Chernoff information vs eps", json_safe(summary), paths, json_out)
+
+
+# ---------------------------------------------------------------------------------------------
+# frequency
+# ---------------------------------------------------------------------------------------------
+@reproduce_app.command("frequency")
+def frequency_cmd(
+    out: Path | None = OutOpt,
+    quick: bool = QuickOpt,
+    json_out: Path | None = JsonOpt,
+) -> None:
+    """Deployed frequency oracles (GRR, SUE, OUE, RAPPOR, OLH, subset, HR): ratio to the optimum vs eps."""
+    from ldpopt.experiments.frequency import GAP_EPS, GAP_KS, QUICK_GAP_EPS, QUICK_GAP_KS, frequency_gaps
+    from ldpopt.plots import plot_frequency_gaps
+
+    ks, grid = (QUICK_GAP_KS, QUICK_GAP_EPS) if quick else (GAP_KS, GAP_EPS)
+    _needs_extras()
+    outdir = _outdir(out, "frequency")
+    try:
+        with ProgressBar(len(ks) * len(grid), f"frequency: k = {', '.join(map(str, ks))}") as bar:
+            exp = frequency_gaps(ks, grid, quick=quick, progress=bar.advance)
+    except (ValueError, TypeError) as exc:
+        fail(str(exc))
+    summary = exp.summary()
+    paths = _write_outputs(outdir, "frequency", plot_frequency_gaps(exp), exp.to_frame(), summary)
+    _print_summary("frequency: deployed oracles against the optimum", json_safe(summary), paths, json_out)

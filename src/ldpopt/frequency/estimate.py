@@ -29,7 +29,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy.special import ndtri
 
 from ldpopt._validation import as_real_array, check_counts, is_real, short_repr
 from ldpopt.frequency.consistent import project_to_simplex, support_mle
@@ -141,7 +141,7 @@ def estimate(
     scale = mech.p - mech.q
     value = (pi_hat - mech.q) / scale
     se = np.sqrt(pi_hat * (1.0 - pi_hat) / n) / scale
-    z = float(stats.norm.isf((1.0 - conf) / (2.0 * mech.k)))
+    z = -float(ndtri((1.0 - conf) / (2.0 * mech.k)))  # the upper alpha/(2k) normal quantile
     a, b = mech.column_levels()
     from_proj = project_to_simplex(value)
     mle = support_mle(sets, cnt, b / a, start=from_proj)
