@@ -1,6 +1,7 @@
 """Frequency estimation under eps-LDP: the mechanisms people deploy, exactly; the optimum; gaps;
 estimators from reports."""
 
+from ldpopt.frequency.compare import CompareResult, CompareRow, compare
 from ldpopt.frequency.consistent import SupportMLE, project_to_simplex, support_mle
 from ldpopt.frequency.estimate import HistogramEstimate, estimate
 from ldpopt.frequency.mechanisms import (
@@ -45,6 +46,10 @@ __all__ = [
     "subset_selection",
     "subset_sizes",
     "sue",
+    # the gap table
+    "CompareResult",
+    "CompareRow",
+    "compare",
     # estimates from reports
     "HistogramEstimate",
     "SupportMLE",
