@@ -10,6 +10,7 @@ from ldpopt.frequency.objectives import (
     worst_case,
     worst_case_solution,
 )
+from ldpopt.frequency.optimum import FrequencyOptimum, optimal_mechanism
 
 __all__ = [
     # objectives (l2 error of the best unbiased estimator)
@@ -20,4 +21,7 @@ __all__ = [
     "variance_uniform",
     "worst_case",
     "worst_case_solution",
+    # the exact optimum
+    "FrequencyOptimum",
+    "optimal_mechanism",
 ]
