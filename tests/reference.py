@@ -706,3 +706,65 @@ def oue_size_probs(k: int, eps: float) -> list[float]:
         zero = 0.5 * math.comb(k - 1, s) * q**s * (1 - q) ** (k - 1 - s) if s <= k - 1 else 0.0
         out.append(one + zero)
     return out
+
+
+def frequency_optimum_mp(k: int, eps: float, digits: int = 50) -> float:
+    """min over subset sizes s = 1..k-1 of subset selection's total variance at uniform,
+    (k-1)^2 (s e^eps + k - s)^2 / (k (e^eps - 1)^2 s (k - s)), every size tried, in mpmath."""
+    import mpmath
+
+    with mpmath.workdps(digits):
+        e = mpmath.exp(mpmath.mpf(eps))
+        best = min((s * e + k - s) ** 2 / (s * (k - s)) for s in range(1, k))
+        return float((k - 1) ** 2 * best / (k * (e - 1) ** 2))
+
+
+def frequency_dual_slack(eps: float, dual, subsets=None, digits: int = 50) -> float:
+    """Smallest y.v_S - a_S over the non-empty proper subsets S (all of them unless given), with
+    v_S = e^eps on S, 1 off S and a_S = (k |v_S|^2 - (1.v_S)^2) / (1.v_S), relative to 1.v_S, in mpmath.
+    The dual point is feasible iff this is >= 0 (the constraints are homogeneous in v, so the
+    library's rescaled columns give the same condition)."""
+    import mpmath
+
+    y = [mpmath.mpf(float(v)) for v in dual]
+    k = len(y)
+    with mpmath.workdps(digits):
+        e = mpmath.exp(mpmath.mpf(eps)) * mpmath.mpf(1)
+        worst = mpmath.inf
+        for S in subsets if subsets is not None else proper_subsets(k):
+            members = set(S)
+            v = [e if x in members else mpmath.mpf(1) for x in range(k)]
+            h = mpmath.fsum(v)
+            a = (k * mpmath.fsum(t * t for t in v) - h * h) / h
+            worst = min(worst, (mpmath.fsum(yi * vi for yi, vi in zip(y, v, strict=True)) - a) / h)
+        return float(worst)
+
+
+def frequency_lower_bound_mp(dual, digits: int = 50) -> float:
+    """(k - 1)^2 / sum(dual) in mpmath."""
+    import mpmath
+
+    with mpmath.workdps(digits):
+        return float((len(dual) - 1) ** 2 / mpmath.fsum(mpmath.mpf(float(v)) for v in dual))
+
+
+def difference_set_multiplicity(k: int, base) -> int | None:
+    """lambda when every non-zero residue mod k is a difference of two elements of base exactly
+    lambda times (a (k, |base|, lambda) difference set), else None."""
+    counts = [0] * k
+    for a in base:
+        for b in base:
+            if a != b:
+                counts[(a - b) % k] += 1
+    lam = set(counts[1:])
+    return lam.pop() if len(lam) == 1 else None
+
+
+def ldp_vertex_channels(k: int, eps: float) -> list[np.ndarray]:
+    """Every vertex of the maximal-channel polytope as a k x n channel (brute-force enumeration)."""
+    subs = list(proper_subsets(k))
+    out = []
+    for c in polytope_vertices_bruteforce(k, eps):
+        cols = [c[j] * extreme_row(subs[j], k, eps) for j in range(len(subs)) if c[j] > 0]
+        out.append(np.array(cols).T)
+    return out

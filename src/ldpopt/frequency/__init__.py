@@ -25,6 +25,7 @@ from ldpopt.frequency.objectives import (
     worst_case,
     worst_case_solution,
 )
+from ldpopt.frequency.optimum import FrequencyOptimum, optimal_mechanism
 
 __all__ = [
     # objectives (l2 error of the best unbiased estimator)
@@ -56,4 +57,7 @@ __all__ = [
     "estimate",
     "project_to_simplex",
     "support_mle",
+    # the exact optimum
+    "FrequencyOptimum",
+    "optimal_mechanism",
 ]
