@@ -12,6 +12,7 @@ from ldpopt.errors import MechanismFileError
 from ldpopt.frequency import mechanisms as M
 from ldpopt.frequency.compare import compare
 from ldpopt.frequency.files import read_frequency_mechanism, write_frequency_mechanism
+from ldpopt.frequency.optimum import optimal_mechanism
 from ldpopt.mechanism import Mechanism
 
 
@@ -72,7 +73,7 @@ def test_compare_rows(k, eps):
     for row, mech in zip(res.rows, M.deployed(k, eps), strict=True):
         assert row.variance_uniform == mech.variance_uniform
         assert row.ratio_uniform == pytest.approx(mech.variance_uniform / res.optimum_uniform, rel=1e-15)
-        # no ratio below 1 against a reference that is the optimum or below it... or the best deployed
+        # the optimum is a lower bound on every channel with every unbiased estimator
         assert row.ratio_uniform >= 1 - 1e-12
         if row.best_variance_uniform is not None:
             assert row.best_variance_uniform <= row.variance_uniform * (1 + 1e-10)
@@ -86,3 +87,16 @@ def test_compare_validates():
     with pytest.raises(ValueError, match="eps must be > 0"):
         compare(4, -1.0)
     assert compare(np.int64(5), np.float64(1.0)).k == 5
+
+
+@pytest.mark.parametrize(("k", "eps"), [(3, 0.5), (4, 1.0), (5, 2.0), (6, 4.0), (8, 1.0)])
+def test_deployed_channels_respect_the_optimum(k, eps):
+    """Every deployed channel's best unbiased estimator (objectives, on the channel we build) is no
+    better than the optimum's certified lower bound, and the better subset rounding attains it."""
+    opt = optimal_mechanism(k, eps, objective="variance_uniform")
+    res = compare(k, eps)
+    assert res.reference == "optimum" and res.optimum_uniform == opt.value
+    for mech in M.deployed(k, eps):
+        assert mech.best_variance_uniform() >= opt.lower_bound * (1 - 1e-9), mech.label
+    best_subset = min(m.variance_uniform for m in M.deployed(k, eps) if m.kind == "subset")
+    assert best_subset == pytest.approx(opt.value, rel=1e-9)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ldpopt.frequency.mechanisms import FrequencyMechanism, _check_eps, _check_k, deployed
+from ldpopt.frequency.optimum import optimal_mechanism
 
 __all__ = ["BEST_MAX_COLUMNS", "CompareResult", "CompareRow", "compare"]
 
@@ -69,12 +70,14 @@ class CompareResult:
     optimum_uniform: float
     optimum_worst_case: float
     reference: str
+    message: str
 
     def to_dict(self) -> dict:
         return {
             "k": self.k,
             "eps": self.eps,
             "reference": self.reference,
+            "message": self.message,
             "optimum_uniform": self.optimum_uniform,
             "optimum_worst_case": self.optimum_worst_case,
             "rows": [r.to_dict() for r in self.rows],
@@ -88,11 +91,28 @@ def _best(m: FrequencyMechanism) -> float | None:
     return m.best_variance_uniform()
 
 
-def _reference(mechs: tuple[FrequencyMechanism, ...], best: list[float | None]) -> tuple[float, float, str]:
-    """(uniform, worst case, what): the best deployed error (the fallback reference)."""
-    uniform = min([m.variance_uniform for m in mechs] + [b for b in best if b is not None])
-    worst = min(m.worst_case for m in mechs)
-    return uniform, worst, "best deployed"
+def _optimum(k: int, eps: float, objective: str) -> tuple[float, str, str] | None:
+    """(value, "optimum" or "lower bound", the solver's message) of the optimum, or None."""
+    res = optimal_mechanism(k, eps, objective=objective)
+    if res.status == "optimal" and math.isfinite(res.value):
+        return res.value, "optimum", res.message
+    if math.isfinite(res.lower_bound) and res.lower_bound > 0:
+        return res.lower_bound, "lower bound", res.message
+    return None
+
+
+def _reference(
+    k: int, eps: float, mechs: tuple[FrequencyMechanism, ...], best: list[float | None]
+) -> tuple[float, float, str, str]:
+    """(uniform, worst case, what, message): the optimum, its certified lower bound, or the best
+    deployed error when the solver gives neither."""
+    uniform, worst = _optimum(k, eps, "variance_uniform"), _optimum(k, eps, "worst_case")
+    if uniform is not None and worst is not None:
+        what = "optimum" if uniform[1] == worst[1] == "optimum" else "lower bound"
+        return uniform[0], worst[0], what, uniform[2]
+    low_u = min([m.variance_uniform for m in mechs] + [b for b in best if b is not None])
+    low_w = min(m.worst_case for m in mechs)
+    return low_u, low_w, "best deployed", "no optimum or lower bound: ratios to the best deployed mechanism"
 
 
 def compare(k: Any, eps: Any) -> CompareResult:
@@ -100,7 +120,7 @@ def compare(k: Any, eps: Any) -> CompareResult:
     kk, e = _check_k(k), _check_eps(eps)
     mechs = deployed(kk, e)
     best = [_best(m) for m in mechs]
-    opt_u, opt_w, what = _reference(mechs, best)
+    opt_u, opt_w, what, message = _reference(kk, e, mechs, best)
     rows = tuple(
         CompareRow(
             mechanism=m.label,
@@ -115,4 +135,4 @@ def compare(k: Any, eps: Any) -> CompareResult:
         )
         for m, b in zip(mechs, best, strict=True)
     )
-    return CompareResult(kk, e, rows, opt_u, opt_w, what)
+    return CompareResult(kk, e, rows, opt_u, opt_w, what, message)
