@@ -427,6 +427,10 @@ def _frequency_panel(ax, records: list[dict], title: str) -> None:
     lines: dict[str, list[tuple[float, float]]] = {}
     for r in records:
         key = r["kind"]
+        if key == "basic_rappor":  # the same mechanism as SUE (one hash, f = 2/(e^(eps/2)+1))
+            continue
+        if key == "sue":
+            key = "sue = basic_rappor"
         if key == "subset":
             same = sorted(x["mechanism"] for x in records if x["kind"] == "subset" and x["eps"] == r["eps"])
             key = "subset (floor d)" if r["mechanism"] == same[0] else "subset (ceil d)"
@@ -450,9 +454,17 @@ def _frequency_panel(ax, records: list[dict], title: str) -> None:
     ax.set_title(title, fontsize=10)
 
 
+#: what each reference of the gap table is, in a legend
+_REFERENCE_TEXT = {
+    "optimum": "the exact optimum",
+    "lower bound": "a certified lower bound on the optimum",
+    "best deployed": "the best deployed mechanism",
+}
+
+
 def _reference_note(records: list[dict]) -> str:
     refs = sorted({r["reference"] for r in records})
-    return "ratio to the " + " / ".join(refs)
+    return "ratio to " + " / ".join(_REFERENCE_TEXT.get(x, x) for x in refs)
 
 
 def plot_frequency_gaps(experiment):
@@ -465,7 +477,7 @@ def plot_frequency_gaps(experiment):
     for i, (ax, k) in enumerate(zip(axes, ks, strict=True)):
         recs = [r for r in experiment.records if r["k"] == k]
         _frequency_panel(ax, recs, f"({chr(97 + i)}) k = {k}")
-        ax.set_ylabel(_reference_note(recs))
+        ax.set_ylabel("variance_uniform / reference")
         ax.legend(fontsize=7, title=_reference_note(recs), title_fontsize=7)
     _finish(fig, "Frequency estimation: deployed mechanisms against the optimum", experiment.quick)
     return fig
@@ -488,6 +500,6 @@ def plot_frequency_table(results):
     fig = new_figure(6.0, 4.2)
     ax = fig.subplots()
     _frequency_panel(ax, records, f"k = {results[0].k}")
-    ax.set_ylabel(_reference_note(records))
+    ax.set_ylabel("variance_uniform / reference")
     ax.legend(fontsize=7, title=_reference_note(records), title_fontsize=7)
     return fig

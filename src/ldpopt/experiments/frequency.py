@@ -33,15 +33,20 @@ class FrequencyGaps:
         return pd.DataFrame(list(self.records))
 
     def summary(self) -> dict:
-        """Per k: the best deployed ratio (variance_uniform) at each eps and the reference used."""
+        """Per k and mechanism kind: its ratio (variance_uniform; subset selection: the better of
+        its two sizes) at eps = 1 when on the grid and its largest over the grid; the references."""
         out: dict[str, Any] = {"quick": self.quick, "ks": list(self.ks), "eps": list(self.eps)}
+        out["references"] = sorted({r["reference"] for r in self.records})
         for k in self.ks:
             rows = [r for r in self.records if r["k"] == k]
-            out[f"k={k}"] = {
-                f"eps={e:g}": f"{min(r['ratio_uniform'] for r in rows if r['eps'] == e):.4g} "
-                f"({next(r['reference'] for r in rows if r['eps'] == e)})"
-                for e in self.eps
-            }
+            table = {}
+            for kind in dict.fromkeys(r["kind"] for r in rows):
+                mine = [r for r in rows if r["kind"] == kind]
+                # subset selection: the better of its two roundings at each eps
+                best = {e: min(r["ratio_uniform"] for r in mine if r["eps"] == e) for e in self.eps}
+                text = f"{best[1.0]:.4g} at eps=1, " if 1.0 in best else ""
+                table[kind] = text + f"max {max(best.values()):.4g}"
+            out[f"k={k}"] = table
         return out
 
 
