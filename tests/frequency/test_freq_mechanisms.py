@@ -204,3 +204,17 @@ def test_against_the_objectives_module(eps):
             assert best <= m.variance_uniform * (1 + 1e-10)
             if m.kind == "grr":
                 assert best == pytest.approx(m.variance_uniform, rel=1e-9)
+
+
+def test_the_value_object_derives_and_checks():
+    assert M.FrequencyMechanism("grr", 3, 1.0) == M.grr(3, 1.0)
+    assert M.FrequencyMechanism("hadamard", 5, 1.0, 8) == M.hadamard_response(5, 1.0)
+    with pytest.raises(ValueError, match="size applies to olh, subset and hadamard only"):
+        M.FrequencyMechanism("grr", 3, 1.0, 5)
+    with pytest.raises(ValueError, match="K=8"):
+        M.FrequencyMechanism("hadamard", 5, 1.0, 16)
+    with pytest.raises(TypeError):
+        M.FrequencyMechanism("grr", 3, 1.0, p=0.9)  # p and q are derived, never given
+    m = M.oue(4, 1.0)
+    with pytest.raises(AttributeError):
+        m.eps = 2.0

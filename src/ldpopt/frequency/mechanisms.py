@@ -82,7 +82,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -148,18 +148,30 @@ def _check_size(value: Any, name: str, lo: int, hi: int | None) -> int:
 class FrequencyMechanism:
     r"""A deployed frequency oracle on k items at privacy eps (see the module docstring).
 
-    ``p`` and ``q`` are :math:`p^*` and :math:`q^*`; ``size`` is the mechanism's own size
-    parameter: OLH's hash range g, subset selection's d, Hadamard response's K (None otherwise).
-    Build one with :func:`grr`, :func:`sue`, :func:`oue`, :func:`basic_rappor`, :func:`olh`,
-    :func:`subset_selection`, :func:`hadamard_response` or :func:`make`.
+    ``size`` is the mechanism's own size parameter: OLH's hash range g (default
+    round(e^eps + 1)), subset selection's d (default: the floor rounding of k/(e^eps + 1)),
+    Hadamard response's K (always 2^ceil(log2(k+1))); None for the others.  ``p`` and ``q``,
+    :math:`p^*` and :math:`q^*`, are derived from the rest.  Build one with
+    ``FrequencyMechanism(kind, k, eps, size)``, :func:`make` or :func:`grr`, :func:`sue`,
+    :func:`oue`, :func:`basic_rappor`, :func:`olh`, :func:`subset_selection`,
+    :func:`hadamard_response`.
     """
 
     kind: str
     k: int
     eps: float
-    p: float
-    q: float
     size: int | None = None
+    p: float = field(init=False)
+    q: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got kind={short_repr(self.kind)}")
+        k, eps = _check_k(self.k), _check_eps(self.eps)
+        size = _check_kind_size(self.kind, k, eps, self.size)
+        p, q = _support_levels(self.kind, k, eps, size)
+        for name, value in (("k", k), ("eps", eps), ("size", size), ("p", p), ("q", q)):
+            object.__setattr__(self, name, value)
 
     # --- description --------------------------------------------------------------------
     @property
@@ -343,45 +355,73 @@ def _ceil_log2(n: int) -> int:
 # ---------------------------------------------------------------------------------------------
 # constructors
 # ---------------------------------------------------------------------------------------------
+def _check_kind_size(kind: str, k: int, eps: float, size: Any) -> int | None:
+    """The size parameter of ``kind`` checked, or its default."""
+    if kind == "olh":
+        if size is None:
+            if eps > 40.0:
+                raise ValueError(f"eps={eps!r} makes the default g = round(e^eps + 1) astronomical: give g")
+            return max(2, round(math.exp(eps) + 1.0))
+        return _check_size(size, "g", 2, None)
+    if kind == "subset":
+        return subset_sizes(k, eps)[0] if size is None else _check_size(size, "d", 1, k - 1)
+    if kind == "hadamard":
+        big_k = 1 << k.bit_length()  # the smallest power of 2 > k
+        if size is not None and size != big_k:
+            raise ValueError(f"size of hadamard at k={k} is K={big_k}, got size={size!r}")
+        return big_k
+    if size is not None:
+        raise ValueError(
+            f"size applies to olh, subset and hadamard only, got size={size!r} for kind={kind!r}"
+        )
+    return None
+
+
+def _support_levels(kind: str, k: int, eps: float, size: int | None) -> tuple[float, float]:
+    """(p*, q*) of ``kind`` (module docstring), with c = e^-eps (no overflow)."""
+    c = math.exp(-eps)
+    if kind == "grr":
+        den = 1.0 + (k - 1) * c
+        return 1.0 / den, c / den
+    if kind in ("sue", "basic_rappor"):
+        h = math.exp(-eps / 2.0)
+        return 1.0 / (1.0 + h), h / (1.0 + h)
+    if kind == "oue":
+        return 0.5, c / (1.0 + c)
+    if kind == "olh":
+        g = int(size or 0)
+        return 1.0 / (1.0 + (g - 1) * c), 1.0 / g
+    if kind == "subset":
+        d = int(size or 0)
+        den = d + (k - d) * c
+        return d / den, d * ((d - 1) + (k - d) * c) / ((k - 1) * den)
+    return 1.0 / (1.0 + c), 0.5  # hadamard
+
+
 def grr(k: Any, eps: Any) -> FrequencyMechanism:
     """Generalized randomized response: report the item w.p. e/(e+k-1), else another uniformly."""
-    kk, e = _check_k(k), _check_eps(eps)
-    c = math.exp(-e)
-    den = 1.0 + (kk - 1) * c
-    return FrequencyMechanism("grr", kk, e, 1.0 / den, c / den)
+    return FrequencyMechanism("grr", k, eps)
 
 
 def sue(k: Any, eps: Any) -> FrequencyMechanism:
     """Symmetric unary encoding (basic one-time RAPPOR): each of the k one-hot bits is kept w.p.
     e^(eps/2)/(e^(eps/2)+1)."""
-    kk, e = _check_k(k), _check_eps(eps)
-    h = math.exp(-e / 2.0)
-    return FrequencyMechanism("sue", kk, e, 1.0 / (1.0 + h), h / (1.0 + h))
+    return FrequencyMechanism("sue", k, eps)
 
 
 def basic_rappor(k: Any, eps: Any) -> FrequencyMechanism:
     """Basic one-time RAPPOR with one hash (module docstring): SUE with f = 2/(e^(eps/2)+1)."""
-    m = sue(k, eps)
-    return FrequencyMechanism("basic_rappor", m.k, m.eps, m.p, m.q)
+    return FrequencyMechanism("basic_rappor", k, eps)
 
 
 def oue(k: Any, eps: Any) -> FrequencyMechanism:
     """Optimized unary encoding: the item's bit is 1 w.p. 1/2, every other bit w.p. 1/(e+1)."""
-    kk, e = _check_k(k), _check_eps(eps)
-    c = math.exp(-e)
-    return FrequencyMechanism("oue", kk, e, 0.5, c / (1.0 + c))
+    return FrequencyMechanism("oue", k, eps)
 
 
 def olh(k: Any, eps: Any, g: Any = None) -> FrequencyMechanism:
     """Optimized local hashing with hash range ``g`` (default round(e^eps + 1), at least 2)."""
-    kk, e = _check_k(k), _check_eps(eps)
-    if g is None:
-        if e > 40.0:
-            raise ValueError(f"eps={eps!r} makes the default g = round(e^eps + 1) astronomical: give g")
-        g = max(2, round(math.exp(e) + 1.0))
-    gg = _check_size(g, "g", 2, None)
-    c = math.exp(-e)
-    return FrequencyMechanism("olh", kk, e, 1.0 / (1.0 + (gg - 1) * c), 1.0 / gg, gg)
+    return FrequencyMechanism("olh", k, eps, g)
 
 
 def subset_sizes(k: Any, eps: Any) -> tuple[int, ...]:
@@ -394,36 +434,17 @@ def subset_sizes(k: Any, eps: Any) -> tuple[int, ...]:
 
 def subset_selection(k: Any, eps: Any, d: Any = None) -> FrequencyMechanism:
     """Subset selection reporting a ``d``-subset (default: the floor rounding of k/(e^eps+1))."""
-    kk, e = _check_k(k), _check_eps(eps)
-    dd = subset_sizes(kk, e)[0] if d is None else _check_size(d, "d", 1, kk - 1)
-    c = math.exp(-e)
-    den = dd + (kk - dd) * c
-    p = dd / den
-    q = dd * ((dd - 1) + (kk - dd) * c) / ((kk - 1) * den)
-    return FrequencyMechanism("subset", kk, e, p, q, dd)
+    return FrequencyMechanism("subset", k, eps, d)
 
 
 def hadamard_response(k: Any, eps: Any) -> FrequencyMechanism:
     """Hadamard response with K = 2^ceil(log2(k+1)) outputs (one block)."""
-    kk, e = _check_k(k), _check_eps(eps)
-    big_k = 1 << kk.bit_length()  # the smallest power of 2 > k
-    c = math.exp(-e)
-    return FrequencyMechanism("hadamard", kk, e, 1.0 / (1.0 + c), 0.5, big_k)
+    return FrequencyMechanism("hadamard", k, eps)
 
 
 def make(kind: Any, k: Any, eps: Any, size: Any = None) -> FrequencyMechanism:
     """The mechanism named ``kind`` (one of KINDS); ``size`` is OLH's g or subset selection's d."""
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got kind={short_repr(kind)}")
-    if kind == "olh":
-        return olh(k, eps, size)
-    if kind == "subset":
-        return subset_selection(k, eps, size)
-    if size is not None:
-        raise ValueError(f"size applies to olh and subset only, got size={size!r} for kind={kind!r}")
-    return {"grr": grr, "sue": sue, "oue": oue, "basic_rappor": basic_rappor, "hadamard": hadamard_response}[
-        kind
-    ](k, eps)
+    return FrequencyMechanism(kind, k, eps, size)
 
 
 def deployed(k: Any, eps: Any) -> tuple[FrequencyMechanism, ...]:
