@@ -141,3 +141,20 @@ def test_bad_input(kwargs, match):
 def test_counts_refused_without_channel():
     with pytest.raises(ValueError, match="need the channel"):
         estimate(M.oue(30, 1.0), counts=[1, 2])
+
+
+@pytest.mark.parametrize("mech", [M.grr(32, 0.5), M.oue(32, 0.5), M.olh(24, 1.0)])
+def test_mle_certificate_at_small_eps(mech):
+    """The slow case of EM: the duality gap, recomputed here from the support sets, is within the
+    stated tolerance."""
+    rng = np.random.default_rng(17)
+    n = 2000
+    f = rng.dirichlet(np.full(mech.k, 0.3))
+    sup = mech.supports(mech.privatize(rng.choice(mech.k, n, p=f), rng))
+    est = estimate(mech, supports=sup)
+    assert est.mle_status == "converged"
+    a, b = mech.column_levels()
+    weights = np.where(sup, a, b)  # report i's likelihood under input v, up to its own factor
+    grad = (weights / (weights @ est.mle)[:, None]).sum(axis=0)
+    assert grad.max() - n <= MLE_GAP_TOL * n * (1 + 1e-6)
+    assert np.all(est.mle >= 0) and abs(est.mle.sum() - 1) < 1e-12
