@@ -58,8 +58,21 @@ def _parse_eps(text: str) -> list[float]:
 
 
 def _table(res: Any) -> Table:
-    t = Table(title=f"k = {res.k}, eps = {res.eps:g}: ratio to the {res.reference} (n = 1)")
-    for name in ("mechanism", "outputs", "variance_uniform", "worst_case", "ratio", "ratio (worst)", "bits"):
+    t = Table(
+        title=f"k = {res.k}, eps = {res.eps:g}: ratio to the {res.reference} "
+        f"(variance_uniform {fmt(res.optimum_uniform)}; n = 1)"
+    )
+    cols = (
+        "mechanism",
+        "outputs",
+        "variance_uniform",
+        "worst_case",
+        "ratio",
+        "ratio (worst)",
+        "bits",
+        "best estimator",
+    )
+    for name in cols:
         t.add_column(name, justify="left" if name == "mechanism" else "right")
     for r in res.rows:
         outputs = str(r.outputs) if r.outputs < 10**9 else f"{r.outputs:.3g}"
@@ -71,6 +84,7 @@ def _table(res: Any) -> Table:
             fmt(r.ratio_uniform),
             fmt(r.ratio_worst_case),
             str(r.bits_per_report),
+            fmt(r.best_variance_uniform),
         )
     return t
 

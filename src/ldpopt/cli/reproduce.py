@@ -39,7 +39,8 @@ reproduce_app = typer.Typer(
     name="reproduce",
     help=(
         "Reproduce the SPR paper's experiments (fig1, fig3, fig5, fig6, runtimes), the robust design "
-        "study (robust) and the Chernoff experiment (chernoff) as figures + CSV + summary.json."
+        "study (robust), the Chernoff experiment (chernoff) and the frequency-oracle gaps (frequency) "
+        "as figures + CSV + summary.json."
     ),
     no_args_is_help=True,
     add_completion=False,
