@@ -20,7 +20,7 @@ The reference (``reference`` names it):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from ldpopt.frequency.mechanisms import FrequencyMechanism, _check_eps, _check_k, deployed
@@ -43,6 +43,7 @@ class CompareRow:
     worst_case: float
     ratio_uniform: float
     ratio_worst_case: float
+    _: KW_ONLY
     bits_per_report: int
     best_variance_uniform: float | None
 
