@@ -41,7 +41,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from ldpopt._validation import check_distribution
+from ldpopt._validation import as_real_array, check_distribution
 from ldpopt.mechanism import as_channel_matrix
 
 __all__ = [
@@ -176,7 +176,9 @@ def total_variance(Q: Any, estimator: Any, p: Any) -> float:
     estimate ``estimator[y]`` at ``p`` (the estimator need not be unbiased; then this is the variance,
     not the mean squared error)."""
     q, _ = _channel(Q)
-    b = np.asarray(estimator, dtype=float)
+    b = as_real_array(estimator, "estimator")
+    if not np.all(np.isfinite(b)):
+        raise ValueError("estimator must contain only finite numbers")
     if b.shape != (q.shape[1], q.shape[0]):
         raise ValueError(
             f"estimator must have shape {(q.shape[1], q.shape[0])} (outputs x inputs), got {b.shape}"
