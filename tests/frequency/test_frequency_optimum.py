@@ -130,10 +130,24 @@ def test_difference_sets_are_exactly_optimal_with_k_outputs(k, eps, size):
     res = optimal_mechanism(k, eps, max_outputs=k)
     assert res.status == "optimal"
     assert res.num_outputs == k
-    assert len(res.base_block) == size
+    assert len(res.base_block) == size and res.design_group == "cyclic"
     assert ref.difference_set_multiplicity(k, res.base_block) is not None
     assert res.value == pytest.approx(full.value, rel=REL)
     assert variance_uniform(res.mechanism) == pytest.approx(full.value, rel=REL)
+
+
+def test_xor_difference_set_is_exactly_optimal_with_k_outputs():
+    """k = 16: a (16, 6, 2) difference set exists in Z_2^4 (a Menon-Hadamard design), none in Z_16."""
+    full = optimal_mechanism(16, 0.5)
+    assert full.sizes == (6,)
+    res = optimal_mechanism(16, 0.5, max_outputs=16)
+    assert res.status == "optimal" and res.design_group == "xor"
+    base = res.base_block
+    diffs = [a ^ b for a in base for b in base if a != b]
+    assert sorted(set(diffs)) == list(range(1, 16)) and all(diffs.count(d) == 2 for d in range(1, 16))
+    assert res.value == pytest.approx(full.value, rel=REL)
+    assert variance_uniform(res.mechanism) == pytest.approx(full.value, rel=REL)
+    assert worst_case(res.mechanism) == pytest.approx(full.value, rel=REL)
 
 
 def test_max_outputs_without_a_design_has_a_certified_gap():

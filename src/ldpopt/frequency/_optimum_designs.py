@@ -1,16 +1,19 @@
-r"""Channels with few outputs: cyclic block designs and complete designs within an output budget.
+r"""Channels with few outputs: group designs and complete designs within an output budget.
 
-A *cyclic design* with base block D (size s) has the k outputs :math:`D + i \bmod k`, each column
-:math:`v_{D+i}/(s + (k-s)c)`.  Its :math:`M = QW^{-1}Q^T` is circulant with non-trivial eigenvalues
-:math:`k A^2 \lvert\hat D_j\rvert^2/(s+(k-s)c)^2` (:math:`\hat D_j = \sum_{x\in D}\omega^{jx}`,
-j = 1..k-1), so
+A *group design* with base block D (size s) in an abelian group G of order k on the inputs has the k
+outputs :math:`D + g` (g in G), each column :math:`v_{D+g}/(s + (k-s)c)`.  Two groups are searched:
+the cyclic group :math:`\mathbb Z_k` (``"cyclic"``: :math:`D + i \bmod k`) and, when k is a power of 2,
+:math:`\mathbb Z_2^n` (``"xor"``: :math:`D \oplus i`, the group of Hadamard response).  Its
+:math:`M = QW^{-1}Q^T` is diagonalised by the characters :math:`\chi` of G, with non-trivial eigenvalues
+:math:`k A^2 \lvert\hat D(\chi)\rvert^2/(s+(k-s)c)^2` (:math:`\hat D(\chi) = \sum_{x\in D}\chi(x)`: the DFT
+for the cyclic group, the Walsh-Hadamard transform for the XOR group), so
 
-.. math:: V(D) = \frac{(s + (k-s)c)^2}{kA^2}\sum_{j=1}^{k-1}\frac{1}{\lvert\hat D_j\rvert^2}
+.. math:: V(D) = \frac{(s + (k-s)c)^2}{kA^2}\sum_{\chi\ne 1}\frac{1}{\lvert\hat D(\chi)\rvert^2}
           \ \ge\ \frac{(s+(k-s)c)^2 (k-1)^2}{kA^2 s(k-s)} = V_s
 
-by Parseval (:math:`\sum_{j\ge1}\lvert\hat D_j\rvert^2 = s(k-s)`), with equality iff every
-:math:`\lvert\hat D_j\rvert^2` is equal: D is a (k, s, lambda) difference set (a symmetric block design,
-Park-Nam-Lee 2023), which then attains the unconstrained optimum with only k outputs.
+by Parseval (:math:`\sum_{\chi\ne1}\lvert\hat D(\chi)\rvert^2 = s(k-s)`), with equality iff every
+:math:`\lvert\hat D(\chi)\rvert^2` is equal: D is a (k, s, lambda) difference set of G (a symmetric block
+design, Park-Nam-Lee 2023), which then attains the unconstrained optimum with only k outputs.
 """
 
 from __future__ import annotations
@@ -20,17 +23,19 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+import scipy.linalg
 
-#: base blocks evaluated per size before the search stops (chunks of _CHUNK, vectorised FFTs)
+#: base blocks evaluated per size and group before the search stops (chunks of _CHUNK, vectorised)
 SEARCH_BUDGET = 200_000
 _CHUNK = 4096
-#: |D_j|^2 below this counts as 0 (a singular design, value inf).  FFT round-off is ~1e-14 * s, far
-#: below; a block with a genuine |D_j|^2 this small has V above 1e9 times the optimum's scale and
-#: would never be the best, so declaring it singular changes no answer
+#: |D(chi)|^2 below this counts as 0 (a singular design, value inf).  Transform round-off is
+#: ~1e-14 * s, far below; a block with a genuine |D(chi)|^2 this small has V above 1e9 times the
+#: optimum's scale and would never be the best, so declaring it singular changes no answer
 _SINGULAR = 1e-9
 
 
 class Design(NamedTuple):
+    group: str
     size: int
     base: tuple[int, ...]
     value: float
@@ -38,18 +43,29 @@ class Design(NamedTuple):
     exhaustive: bool
 
 
-def cyclic_value_factor(indicator: np.ndarray) -> np.ndarray:
-    """sum_j 1/|D_j|^2 over j = 1..k-1 for each row of ``indicator`` (inf when one vanishes)."""
-    f = np.fft.fft(indicator, axis=1)[:, 1:]
-    power = f.real**2 + f.imag**2
+def groups(k: int) -> tuple[str, ...]:
+    """The groups searched for k inputs: cyclic always, XOR when k is a power of 2 (k >= 4)."""
+    return ("cyclic", "xor") if k >= 4 and k & (k - 1) == 0 else ("cyclic",)
+
+
+def spectrum_factor(indicator: np.ndarray, group: str) -> np.ndarray:
+    """sum over non-trivial characters of 1/|D(chi)|^2 for each row of ``indicator`` (inf when one
+    vanishes)."""
+    if group == "cyclic":
+        f = np.fft.fft(indicator, axis=1)[:, 1:]
+        power = f.real**2 + f.imag**2
+    else:
+        h = scipy.linalg.hadamard(indicator.shape[1]).astype(float)
+        power = (indicator @ h)[:, 1:] ** 2
     out = np.full(indicator.shape[0], math.inf)
     ok = np.all(power > _SINGULAR, axis=1)
     out[ok] = np.sum(1.0 / power[ok], axis=1)
     return out
 
 
-def best_cyclic(k: int, s: int, c: float, A: float, budget: int = SEARCH_BUDGET) -> Design:
-    """The best base block of size s containing 0 among the first ``budget`` (all when fewer)."""
+def best_design(k: int, s: int, c: float, A: float, group: str, budget: int = SEARCH_BUDGET) -> Design:
+    """The best base block of size s containing 0 among the first ``budget`` (all when fewer;
+    every design is a translate of one containing 0)."""
     total = math.comb(k - 1, s - 1)
     combos = itertools.islice(itertools.combinations(range(1, k), s - 1), budget)
     best_val, seen = math.inf, 0
@@ -62,20 +78,22 @@ def best_cyclic(k: int, s: int, c: float, A: float, budget: int = SEARCH_BUDGET)
         ind[:, 0] = 1.0
         for r, comb in enumerate(chunk):
             ind[r, list(comb)] = 1.0
-        vals = cyclic_value_factor(ind)
+        vals = spectrum_factor(ind, group)
         j = int(np.argmin(vals))
         if vals[j] < best_val:
             best_val, best_base = float(vals[j]), (0, *chunk[j])
         seen += len(chunk)
     den = s + (k - s) * c
     value = (den / A) ** 2 / k * best_val
-    return Design(s, best_base, value, seen, seen >= total)
+    return Design(group, s, best_base, value, seen, seen >= total)
 
 
-def cyclic_matrix(k: int, base: tuple[int, ...], c: float) -> np.ndarray:
-    """The k x k channel of the cyclic design: column i is v_{base + i} normalised."""
+def design_matrix(k: int, base: tuple[int, ...], c: float, group: str) -> np.ndarray:
+    """The k x k channel of the design: column g is v_{base + g} normalised."""
     s = len(base)
-    v = np.full(k, c)
-    v[list(base)] = 1.0
-    cols = np.stack([np.roll(v, i) for i in range(k)], axis=1)
-    return cols / (s + (k - s) * c)
+    members = np.zeros(k, dtype=bool)
+    members[list(base)] = True
+    x = np.arange(k)
+    # input x is in base + g iff x - g (cyclic) or x XOR g is in base
+    shifted = (x[:, None] - x[None, :]) % k if group == "cyclic" else x[:, None] ^ x[None, :]
+    return np.where(members[shifted], 1.0, c) / (s + (k - s) * c)

@@ -25,7 +25,8 @@ non-empty proper S bounds it by :math:`\mathbf 1^Ty` (LP weak duality), hence
 
 Methods (``method=``): ``"symmetric"`` (default; the closed form above, any k), ``"lp"`` (the LP over
 all :math:`2^k-2` maximal columns by HiGHS, its dual as the certificate, k <= 18; no symmetry assumed),
-``"designs"`` (the default with ``max_outputs``: channels with at most that many outputs).
+``"designs"`` (the default with ``max_outputs``: subset selection and group designs with at most that
+many outputs, :mod:`ldpopt.frequency._optimum_designs`).
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ class FrequencyOptimum:
     most ``max_outputs`` outputs or not) and ``gap = value - lower_bound``.  The channel reports a
     subset S of the k inputs of size ``sizes[i]`` with probability ``size_weights[i]``, the subset
     drawn with probability proportional to e^eps on S and 1 off S: all C(k, s) subsets of each size
-    (subset selection), or for ``base_block`` the k cyclic shifts of that block only.  ``mechanism``
+    (subset selection), or for ``base_block`` its k translates only, in ``design_group`` ("cyclic":
+    ``base + i mod k``; "xor": ``base XOR i``, k a power of 2).  ``mechanism``
     is None when its matrix would exceed :data:`MATRIX_MAX_ENTRIES` entries; ``num_outputs`` is None
     when the count reaches 2^63 (``log10_num_outputs`` always holds its log10).  ``status``:
     "optimal" (value meets the lower bound within :data:`OPTIMAL_RTOL`), "feasible" (best channel
@@ -96,6 +98,7 @@ class FrequencyOptimum:
     sizes: tuple[int, ...]
     size_weights: tuple[float, ...]
     base_block: tuple[int, ...] | None
+    design_group: str | None
     num_outputs: int | None
     log10_num_outputs: float
     mechanism: Mechanism | None
@@ -111,7 +114,7 @@ class _Raw:
         value: float,
         dual: np.ndarray,
         sizes: dict[int, float],
-        base: tuple[int, ...] | None,
+        base: tuple[str, tuple[int, ...]] | None,
         status: str,
         message: str,
     ) -> None:
@@ -189,28 +192,30 @@ def _solve_designs(k: int, eps: float, max_outputs: int | None) -> _Raw:
         return _Raw(math.inf, dual, {}, None, "infeasible", msg)
     complete = _complete_candidates(k, c, A, max_outputs)
     order = sorted(range(1, k), key=lambda s: -_optimum_symmetric.gamma(k, s, c))[:2]
-    designs = [_optimum_designs.best_cyclic(k, s, c, A) for s in order]
-    best_design = min(designs, key=lambda d: d.value)
+    designs = [
+        _optimum_designs.best_design(k, s, c, A, group) for s in order for group in _optimum_designs.groups(k)
+    ]
+    best = min(designs, key=lambda d: d.value)
     best_complete = min(complete, default=(math.inf, 0))
     searched = ", ".join(
-        f"size {d.size}: {d.searched} base blocks" + (" (all)" if d.exhaustive else " (budget)")
+        f"{d.group} size {d.size}: {d.searched} base blocks" + (" (all)" if d.exhaustive else " (budget)")
         for d in designs
     )
-    if best_complete[0] < best_design.value:
+    base: tuple[str, tuple[int, ...]] | None
+    if best_complete[0] < best.value:
         value, chosen, base = best_complete[0], {best_complete[1]: 1.0}, None
         what = f"subset selection with size {best_complete[1]}"
     else:
-        value, chosen, base = best_design.value, {best_design.size: 1.0}, best_design.base
-        what = f"the cyclic design with base block {best_design.base}"
+        value, chosen, base = best.value, {best.size: 1.0}, (best.group, best.base)
+        what = f"the {best.group} design with base block {best.base}"
     optimal = value - lower <= OPTIMAL_RTOL * value
-    msg = (
-        f"best of subset selection within {max_outputs} outputs and cyclic designs ({searched}): {what}; "
-        + (
-            "it meets the unconstrained lower bound (a difference set)"
-            if optimal
-            else f"certified gap {value - lower:.3g}"
-        )
+    verdict = (
+        "it meets the unconstrained lower bound (a difference set)"
+        if optimal
+        else f"certified gap {value - lower:.3g}"
     )
+    msg = f"best of subset selection within {max_outputs} outputs and group designs ({searched}): "
+    msg += f"{what}; {verdict}"
     return _Raw(value, dual, chosen, base, "optimal" if optimal else "feasible", msg)
 
 
@@ -254,8 +259,9 @@ def _build(k: int, eps: float, raw: _Raw, n_out: int | None) -> Mechanism | None
         return None
     c, _, _ = rescale(eps)
     if raw.base is not None:
-        mat = _optimum_designs.cyclic_matrix(k, raw.base, c)
-        return Mechanism(mat, eps, name=f"cyclic design {raw.base}")
+        group, base = raw.base
+        mat = _optimum_designs.design_matrix(k, base, c, group)
+        return Mechanism(mat, eps, name=f"{group} design {base}")
     mat = _symmetric_matrix(k, raw.sizes, c)
     label = "+".join(str(s) for s in sorted(raw.sizes))
     return Mechanism(mat / mat.sum(axis=1, keepdims=True), eps, name=f"subset selection (s={label})")
@@ -292,8 +298,8 @@ def optimal_mechanism(
         equals the error at uniform, and every channel's worst case is at least its error at uniform.
     max_outputs : int, optional
         Only channels with at most this many outputs.  Exactly optimal when subset selection with
-        the best size fits or a cyclic difference set of that size is found; otherwise the best
-        channel found, ``status="feasible"`` and the certified ``gap``.
+        the best size fits or a difference set of that size is found (cyclic or, k a power of 2,
+        XOR); otherwise the best channel found, ``status="feasible"`` and the certified ``gap``.
     method : {"symmetric", "lp", "designs"}, optional
         See the module text; default "symmetric", or "designs" with ``max_outputs``.
 
@@ -333,7 +339,8 @@ def optimal_mechanism(
         dual=raw.dual,
         sizes=tuple(sorted(raw.sizes)),
         size_weights=tuple(raw.sizes[s] for s in sorted(raw.sizes)),
-        base_block=raw.base,
+        base_block=None if raw.base is None else raw.base[1],
+        design_group=None if raw.base is None else raw.base[0],
         num_outputs=n_out,
         log10_num_outputs=log10_out,
         mechanism=_build(k, eps, raw, n_out),
