@@ -214,3 +214,12 @@ def test_inputs_are_validated():
     with pytest.raises(ValueError, match="k <= 18"):
         optimal_mechanism(19, 1.0, method="lp")
     assert optimal_mechanism(np.int64(4), np.float32(1.0)).k == 4
+
+
+def test_a_tie_of_two_sizes_is_reported():
+    """k = 5: gamma_1 = gamma_2 when 2 (2 + 3c) = sqrt(6) (1 + 4c), c = (4 - sqrt 6) / (4 sqrt 6 - 6)."""
+    eps = -math.log((4 - math.sqrt(6)) / (4 * math.sqrt(6) - 6))
+    res = optimal_mechanism(5, eps)
+    assert "sizes 1 and 2 tie" in res.message
+    for s in (1, 2):
+        assert variance_uniform(ref.subset_selection_channel(5, s, eps)) == pytest.approx(res.value, rel=REL)
