@@ -25,9 +25,11 @@ from typing import NamedTuple
 import numpy as np
 import scipy.linalg
 
-#: base blocks evaluated per size and group before the search stops (chunks of _CHUNK, vectorised)
+#: base blocks evaluated per size and group before the search stops (chunks of at most _CHUNK,
+#: vectorised); for large k the budget shrinks so that blocks * k stays below _WORK (~1 s of FFTs)
 SEARCH_BUDGET = 200_000
 _CHUNK = 4096
+_WORK = 2**23
 #: |D(chi)|^2 below this counts as 0 (a singular design, value inf).  Transform round-off is
 #: ~1e-14 * s, far below; a block with a genuine |D(chi)|^2 this small has V above 1e9 times the
 #: optimum's scale and would never be the best, so declaring it singular changes no answer
@@ -63,29 +65,50 @@ def spectrum_factor(indicator: np.ndarray, group: str) -> np.ndarray:
     return out
 
 
-def best_design(k: int, s: int, c: float, A: float, group: str, budget: int = SEARCH_BUDGET) -> Design:
-    """The best base block of size s containing 0 among the first ``budget`` (all when fewer;
-    every design is a translate of one containing 0)."""
-    total = math.comb(k - 1, s - 1)
-    combos = itertools.islice(itertools.combinations(range(1, k), s - 1), budget)
-    best_val, seen = math.inf, 0
-    best_base: tuple[int, ...] = (0,)
-    while True:
-        chunk = list(itertools.islice(combos, _CHUNK))
-        if not chunk:
-            break
+def _exhaustive_chunks(k: int, s: int, chunk_size: int):
+    """Indicator rows of every base block of size s containing 0, in lexicographic order."""
+    combos = itertools.combinations(range(1, k), s - 1)
+    while chunk := list(itertools.islice(combos, chunk_size)):
         ind = np.zeros((len(chunk), k))
         ind[:, 0] = 1.0
         for r, comb in enumerate(chunk):
             ind[r, list(comb)] = 1.0
+        yield ind
+
+
+def _random_chunks(k: int, s: int, chunk_size: int, count: int):
+    """``count`` uniformly random base blocks of size s containing 0 (seeded: the answer is
+    reproducible): the s - 1 smallest of k - 1 uniform keys pick the other members."""
+    rng = np.random.default_rng(20230502)
+    while count > 0:
+        n = min(chunk_size, count)
+        keys = rng.random((n, k - 1))
+        members = np.argpartition(keys, s - 2, axis=1)[:, : s - 1] + 1 if s > 1 else np.zeros((n, 0), int)
+        ind = np.zeros((n, k))
+        ind[:, 0] = 1.0
+        np.put_along_axis(ind, members, 1.0, axis=1)
+        count -= n
+        yield ind
+
+
+def best_design(k: int, s: int, c: float, A: float, group: str, budget: int = SEARCH_BUDGET) -> Design:
+    """The best base block of size s containing 0 (every design is a translate of one): all of them
+    when there are at most ``budget``, else ``budget`` random ones (``exhaustive`` False)."""
+    budget = max(1, min(budget, _WORK // k))
+    chunk_size = max(1, min(_CHUNK, _WORK // (8 * k)))
+    exhaustive = s - 1 <= 64 and math.comb(k - 1, s - 1) <= budget
+    chunks = _exhaustive_chunks(k, s, chunk_size) if exhaustive else _random_chunks(k, s, chunk_size, budget)
+    best_val, seen = math.inf, 0
+    best_base: tuple[int, ...] = (0,)
+    for ind in chunks:
         vals = spectrum_factor(ind, group)
         j = int(np.argmin(vals))
         if vals[j] < best_val:
-            best_val, best_base = float(vals[j]), (0, *chunk[j])
-        seen += len(chunk)
+            best_val, best_base = float(vals[j]), tuple(int(x) for x in np.flatnonzero(ind[j]))
+        seen += ind.shape[0]
     den = s + (k - s) * c
     value = (den / A) ** 2 / k * best_val
-    return Design(group, s, best_base, value, seen, seen >= total)
+    return Design(group, s, best_base, value, seen, exhaustive)
 
 
 def design_matrix(k: int, base: tuple[int, ...], c: float, group: str) -> np.ndarray:

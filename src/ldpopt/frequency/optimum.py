@@ -178,13 +178,24 @@ def _solve_lp(k: int, eps: float, max_outputs: int | None) -> _Raw:
     return _Raw(value, lp.dual, lp.size_weights, None, status, msg)
 
 
+def _fits(k: int, s: int, max_outputs: int) -> bool:
+    """C(k, s) <= max_outputs, without writing out a C(k, s) of millions of digits (log-gamma first:
+    its error is far below the 0.5 margin in log10)."""
+    if _log10_comb(k, s) > math.log10(max_outputs) + 0.5:
+        return False
+    return math.comb(k, s) <= max_outputs
+
+
 def _complete_candidates(k: int, c: float, A: float, max_outputs: int) -> list[tuple[float, int]]:
-    """(value, s) of subset selection for every size whose C(k, s) outputs fit."""
-    out = []
-    for s in range(1, k):
-        if math.comb(k, s) <= max_outputs:
-            out.append((_optimum_symmetric.value(k, c, A, _optimum_symmetric.gamma(k, s, c)), s))
-    return out
+    """(value, s) of subset selection for every size whose C(k, s) outputs fit (C(k, s) grows up to
+    s = k/2 and is symmetric, so the sizes that fit are the ends of 1..k-1)."""
+    fit: set[int] = set()
+    for sizes in (range(1, k), range(k - 1, 0, -1)):
+        for s in sizes:
+            if not _fits(k, s, max_outputs):
+                break
+            fit.add(s)
+    return [(_optimum_symmetric.value(k, c, A, _optimum_symmetric.gamma(k, s, c)), s) for s in sorted(fit)]
 
 
 def _solve_designs(k: int, eps: float, max_outputs: int | None) -> _Raw:
@@ -192,7 +203,7 @@ def _solve_designs(k: int, eps: float, max_outputs: int | None) -> _Raw:
     sizes, top = _optimum_symmetric.best_sizes(k, c)
     dual = _symmetric_dual(k, A, top)
     lower = _lower_bound(k, dual)
-    if max_outputs is None or math.comb(k, sizes[0]) <= max_outputs:
+    if max_outputs is None or _fits(k, sizes[0], max_outputs):
         return _solve_symmetric(k, eps, max_outputs)
     if max_outputs < k:
         msg = f"a channel with {max_outputs} < k = {k} outputs has rank < k: no unbiased estimator exists"
@@ -205,7 +216,7 @@ def _solve_designs(k: int, eps: float, max_outputs: int | None) -> _Raw:
     best = min(designs, key=lambda d: d.value)
     best_complete = min(complete, default=(math.inf, 0))
     searched = ", ".join(
-        f"{d.group} size {d.size}: {d.searched} base blocks" + (" (all)" if d.exhaustive else " (budget)")
+        f"{d.group} size {d.size}: {d.searched} base blocks" + (" (all)" if d.exhaustive else " (random)")
         for d in designs
     )
     base: tuple[str, tuple[int, ...]] | None
@@ -214,7 +225,8 @@ def _solve_designs(k: int, eps: float, max_outputs: int | None) -> _Raw:
         what = f"subset selection with size {best_complete[1]}"
     else:
         value, chosen, base = best.value, {best.size: 1.0}, (best.group, best.base)
-        what = f"the {best.group} design with base block {best.base}"
+        shown = str(best.base) if len(best.base) <= 12 else f"of size {best.size} (see base_block)"
+        what = f"the {best.group} design with base block {shown}"
     optimal = value - lower <= OPTIMAL_RTOL * value
     verdict = (
         "it meets the unconstrained lower bound (a difference set)"
