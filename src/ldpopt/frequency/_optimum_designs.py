@@ -14,6 +14,11 @@ for the cyclic group, the Walsh-Hadamard transform for the XOR group), so
 by Parseval (:math:`\sum_{\chi\ne1}\lvert\hat D(\chi)\rvert^2 = s(k-s)`), with equality iff every
 :math:`\lvert\hat D(\chi)\rvert^2` is equal: D is a (k, s, lambda) difference set of G (a symmetric block
 design, Park-Nam-Lee 2023), which then attains the unconstrained optimum with only k outputs.
+
+With room for r k outputs, r orbits (base blocks :math:`D_1..D_r` of the same size, weight 1/r each)
+have :math:`M = \frac1r\sum_i M_{D_i}`, so :math:`\lvert\hat D(\chi)\rvert^2` above becomes the mean
+over the blocks: a union whose spectra fill each other's gaps approaches the optimum without a
+difference set.  The blocks are chosen greedily from the best single ones.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ _SINGULAR = 1e-9
 class Design(NamedTuple):
     group: str
     size: int
-    base: tuple[int, ...]
+    bases: tuple[tuple[int, ...], ...]  # one base block per orbit, the orbits used with equal weights
     value: float
     searched: int
     exhaustive: bool
@@ -50,16 +55,19 @@ def groups(k: int) -> tuple[str, ...]:
     return ("cyclic", "xor") if k >= 4 and k & (k - 1) == 0 else ("cyclic",)
 
 
-def spectrum_factor(indicator: np.ndarray, group: str) -> np.ndarray:
-    """sum over non-trivial characters of 1/|D(chi)|^2 for each row of ``indicator`` (inf when one
-    vanishes)."""
+def power_spectrum(indicator: np.ndarray, group: str) -> np.ndarray:
+    """|D(chi)|^2 over the non-trivial characters, one row per base block (rows of ``indicator``)."""
     if group == "cyclic":
         f = np.fft.fft(indicator, axis=1)[:, 1:]
-        power = f.real**2 + f.imag**2
-    else:
-        h = scipy.linalg.hadamard(indicator.shape[1]).astype(float)
-        power = (indicator @ h)[:, 1:] ** 2
-    out = np.full(indicator.shape[0], math.inf)
+        return f.real**2 + f.imag**2
+    h = scipy.linalg.hadamard(indicator.shape[1]).astype(float)
+    return (indicator @ h)[:, 1:] ** 2
+
+
+def spectrum_factor(power: np.ndarray) -> np.ndarray:
+    """sum over the characters of 1/power for each row (inf when one vanishes)."""
+    power = np.atleast_2d(power)
+    out = np.full(power.shape[0], math.inf)
     ok = np.all(power > _SINGULAR, axis=1)
     out[ok] = np.sum(1.0 / power[ok], axis=1)
     return out
@@ -91,32 +99,70 @@ def _random_chunks(k: int, s: int, chunk_size: int, count: int):
         yield ind
 
 
-def best_design(k: int, s: int, c: float, A: float, group: str, budget: int = SEARCH_BUDGET) -> Design:
-    """The best base block of size s containing 0 (every design is a translate of one): all of them
-    when there are at most ``budget``, else ``budget`` random ones (``exhaustive`` False)."""
+def _greedy_orbits(power: np.ndarray, order: np.ndarray, orbits: int) -> list[int]:
+    """Indices of up to ``orbits`` blocks whose equal-weight union has the smallest sum of
+    1/mean power, chosen greedily from the best single block on (a union's M is the mean of its
+    orbits' M, diagonal in the same characters)."""
+    chosen = [int(order[0])]
+    total = power[chosen[0]].copy()
+    current = float(spectrum_factor(total)[0])
+    while len(chosen) < orbits:
+        rest = np.array([i for i in order if i not in chosen], dtype=int)
+        if rest.size == 0:
+            break
+        r = len(chosen) + 1
+        vals = spectrum_factor((total[None, :] + power[rest]) / r)
+        j = int(np.argmin(vals))
+        if not vals[j] < current:
+            break
+        chosen.append(int(rest[j]))
+        total += power[rest[j]]
+        current = float(vals[j])
+    return chosen
+
+
+def best_design(
+    k: int, s: int, c: float, A: float, group: str, orbits: int = 1, budget: int = SEARCH_BUDGET
+) -> Design:
+    """The best union of at most ``orbits`` orbits of base blocks of size s containing 0 (every design
+    is a translate of one): blocks from all of them when there are at most ``budget``, else from
+    ``budget`` seeded random ones (``exhaustive`` False); the union greedily from the best ones."""
     budget = max(1, min(budget, _WORK // k))
     chunk_size = max(1, min(_CHUNK, _WORK // (8 * k)))
     exhaustive = s - 1 <= 64 and math.comb(k - 1, s - 1) <= budget
     chunks = _exhaustive_chunks(k, s, chunk_size) if exhaustive else _random_chunks(k, s, chunk_size, budget)
-    best_val, seen = math.inf, 0
-    best_base: tuple[int, ...] = (0,)
+    keep = 4 * orbits  # candidate pool for the union
+    pool_val = np.empty(0)
+    pool_power = np.empty((0, k - 1))
+    pool_ind = np.empty((0, k))
+    seen = 0
     for ind in chunks:
-        vals = spectrum_factor(ind, group)
-        j = int(np.argmin(vals))
-        if vals[j] < best_val:
-            best_val, best_base = float(vals[j]), tuple(int(x) for x in np.flatnonzero(ind[j]))
+        power = power_spectrum(ind, group)
+        vals = spectrum_factor(power)
+        best = np.argsort(vals, kind="stable")[:keep]
+        pool_val = np.concatenate([pool_val, vals[best]])
+        pool_power = np.concatenate([pool_power, power[best]])
+        pool_ind = np.concatenate([pool_ind, ind[best]])
+        top = np.argsort(pool_val, kind="stable")[:keep]
+        pool_val, pool_power, pool_ind = pool_val[top], pool_power[top], pool_ind[top]
         seen += ind.shape[0]
+    chosen = _greedy_orbits(pool_power, np.argsort(pool_val, kind="stable"), orbits)
+    factor = float(spectrum_factor(pool_power[chosen].mean(axis=0))[0])
+    bases = tuple(tuple(int(x) for x in np.flatnonzero(pool_ind[i])) for i in chosen)
     den = s + (k - s) * c
-    value = (den / A) ** 2 / k * best_val
-    return Design(group, s, best_base, value, seen, exhaustive)
+    return Design(group, s, bases, (den / A) ** 2 / k * factor, seen, exhaustive)
 
 
-def design_matrix(k: int, base: tuple[int, ...], c: float, group: str) -> np.ndarray:
-    """The k x k channel of the design: column g is v_{base + g} normalised."""
-    s = len(base)
-    members = np.zeros(k, dtype=bool)
-    members[list(base)] = True
+def design_matrix(k: int, bases: tuple[tuple[int, ...], ...], c: float, group: str) -> np.ndarray:
+    """The k x (k * orbits) channel: for each base block, column g is v_{base + g} normalised, each
+    orbit with weight 1/orbits."""
     x = np.arange(k)
     # input x is in base + g iff x - g (cyclic) or x XOR g is in base
     shifted = (x[:, None] - x[None, :]) % k if group == "cyclic" else x[:, None] ^ x[None, :]
-    return np.where(members[shifted], 1.0, c) / (s + (k - s) * c)
+    blocks = []
+    for base in bases:
+        s = len(base)
+        members = np.zeros(k, dtype=bool)
+        members[list(base)] = True
+        blocks.append(np.where(members[shifted], 1.0, c) / ((s + (k - s) * c) * len(bases)))
+    return np.concatenate(blocks, axis=1)

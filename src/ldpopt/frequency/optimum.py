@@ -64,6 +64,8 @@ MATRIX_MAX_ENTRIES = 2**22
 #: both are evaluated with relative error below ~1e-13 (closed forms / FFT of a k-vector), so a
 #: design that is not exactly optimal but this close cannot be told apart in float64 anyway
 OPTIMAL_RTOL = 1e-9
+#: most orbits of a group design combined within max_outputs (k outputs each)
+MAX_ORBITS = 16
 #: largest k for the LP over all 2^k - 2 columns
 LP_MAX_K = 18
 #: largest k accepted (the certificate holds a dual vector of k floats: 8 MiB at this size)
@@ -79,13 +81,13 @@ class FrequencyOptimum:
     most ``max_outputs`` outputs or not) and ``gap = value - lower_bound``.  The channel reports a
     subset S of the k inputs of size ``sizes[i]`` with probability ``size_weights[i]``, the subset
     drawn with probability proportional to e^eps on S and 1 off S: all C(k, s) subsets of each size
-    (subset selection), or for ``base_block`` its k translates only, in ``design_group`` ("cyclic":
-    ``base + i mod k``; "xor": ``base XOR i``, k a power of 2).  ``mechanism`` (built on first
-    access) is None when its matrix would exceed :data:`MATRIX_MAX_ENTRIES` entries; ``num_outputs`` is None
-    when the count reaches 2^63 (``log10_num_outputs`` always holds its log10).  ``status``:
-    "optimal" (value meets the lower bound within :data:`OPTIMAL_RTOL`), "feasible" (best channel
-    found, gap certified), "infeasible" (no channel within ``max_outputs`` has an unbiased
-    estimator).
+    (subset selection), or for ``base_blocks`` the k translates of each block (orbits used with
+    equal weights), in ``design_group`` ("cyclic": ``base + i mod k``; "xor": ``base XOR i``, k a
+    power of 2).  ``mechanism`` (built on first access) is None when its matrix would exceed
+    :data:`MATRIX_MAX_ENTRIES` entries; ``num_outputs`` is None when the count reaches 2^63
+    (``log10_num_outputs`` always holds its log10).  ``status``: "optimal" (value meets the lower
+    bound within :data:`OPTIMAL_RTOL`), "feasible" (best channel found, gap certified),
+    "infeasible" (no channel within ``max_outputs`` has an unbiased estimator).
     """
 
     k: int
@@ -98,7 +100,7 @@ class FrequencyOptimum:
     dual: np.ndarray = field(repr=False)
     sizes: tuple[int, ...]
     size_weights: tuple[float, ...]
-    base_block: tuple[int, ...] | None
+    base_blocks: tuple[tuple[int, ...], ...] | None
     design_group: str | None
     num_outputs: int | None
     log10_num_outputs: float
@@ -121,7 +123,7 @@ class _Raw:
         value: float,
         dual: np.ndarray,
         sizes: dict[int, float],
-        base: tuple[str, tuple[int, ...]] | None,
+        base: tuple[str, tuple[tuple[int, ...], ...]] | None,
         status: str,
         message: str,
     ) -> None:
@@ -209,9 +211,12 @@ def _solve_designs(k: int, eps: float, max_outputs: int | None) -> _Raw:
         msg = f"a channel with {max_outputs} < k = {k} outputs has rank < k: no unbiased estimator exists"
         return _Raw(math.inf, dual, {}, None, "infeasible", msg)
     complete = _complete_candidates(k, c, A, max_outputs)
+    orbits = min(max_outputs // k, MAX_ORBITS)
     order = sorted(range(1, k), key=lambda s: -_optimum_symmetric.gamma(k, s, c))[:2]
     designs = [
-        _optimum_designs.best_design(k, s, c, A, group) for s in order for group in _optimum_designs.groups(k)
+        _optimum_designs.best_design(k, s, c, A, group, orbits)
+        for s in order
+        for group in _optimum_designs.groups(k)
     ]
     best = min(designs, key=lambda d: d.value)
     best_complete = min(complete, default=(math.inf, 0))
@@ -219,14 +224,18 @@ def _solve_designs(k: int, eps: float, max_outputs: int | None) -> _Raw:
         f"{d.group} size {d.size}: {d.searched} base blocks" + (" (all)" if d.exhaustive else " (random)")
         for d in designs
     )
-    base: tuple[str, tuple[int, ...]] | None
+    base: tuple[str, tuple[tuple[int, ...], ...]] | None
     if best_complete[0] < best.value:
         value, chosen, base = best_complete[0], {best_complete[1]: 1.0}, None
         what = f"subset selection with size {best_complete[1]}"
     else:
-        value, chosen, base = best.value, {best.size: 1.0}, (best.group, best.base)
-        shown = str(best.base) if len(best.base) <= 12 else f"of size {best.size} (see base_block)"
-        what = f"the {best.group} design with base block {shown}"
+        value, chosen, base = best.value, {best.size: 1.0}, (best.group, best.bases)
+        shown = str(best.bases[0]) if len(best.bases[0]) <= 12 else f"of size {best.size}"
+        what = (
+            f"the {best.group} design with base block {shown}"
+            if len(best.bases) == 1
+            else f"the union of {len(best.bases)} {best.group} orbits of size-{best.size} blocks"
+        )
     optimal = value - lower <= OPTIMAL_RTOL * value
     verdict = (
         "it meets the unconstrained lower bound (a difference set)"
@@ -261,7 +270,7 @@ def _num_outputs(k: int, raw: _Raw) -> tuple[int | None, float]:
     """(exact count when below 2^63 else None, its log10): C(k, s) has ~k log10(2) digits, and
     writing it out exactly costs seconds at k = 10^6 and minutes at 10^7."""
     if raw.base is not None:
-        return k, math.log10(k)
+        return k * len(raw.base[1]), math.log10(k * len(raw.base[1]))
     if not raw.sizes:
         return 0, -math.inf
     logs = [_log10_comb(k, s) for s in raw.sizes]
@@ -278,10 +287,11 @@ def _build(res: FrequencyOptimum) -> Mechanism | None:
     if not res.sizes or n_out is None or n_out * k > MATRIX_MAX_ENTRIES or not math.isfinite(res.value):
         return None
     c, _, _ = rescale(eps)
-    if res.base_block is not None and res.design_group is not None:
-        group, base = res.design_group, res.base_block
-        mat = _optimum_designs.design_matrix(k, base, c, group)
-        return Mechanism(mat, eps, name=f"{group} design {base}")
+    if res.base_blocks is not None and res.design_group is not None:
+        group, bases = res.design_group, res.base_blocks
+        mat = _optimum_designs.design_matrix(k, bases, c, group)
+        name = f"{group} design {bases[0]}" if len(bases) == 1 else f"{group} design, {len(bases)} orbits"
+        return Mechanism(mat, eps, name=name)
     sizes = dict(zip(res.sizes, res.size_weights, strict=True))
     mat = _symmetric_matrix(k, sizes, c)
     label = "+".join(str(s) for s in res.sizes)
@@ -361,7 +371,7 @@ def optimal_mechanism(
         dual=raw.dual,
         sizes=tuple(sorted(raw.sizes)),
         size_weights=tuple(raw.sizes[s] for s in sorted(raw.sizes)),
-        base_block=None if raw.base is None else raw.base[1],
+        base_blocks=None if raw.base is None else raw.base[1],
         design_group=None if raw.base is None else raw.base[0],
         num_outputs=n_out,
         log10_num_outputs=log10_out,
