@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import reference as ref
 from ldpopt import Mechanism, randomized_response
@@ -142,3 +144,40 @@ def test_inputs_are_validated():
         worst_case_solution(mech, rtol=-1)
     with pytest.raises(ValueError, match="p"):
         variance_at(np.array([[1.0, 0.0], [0.0, 1.0]]), [1.0, 0.0])
+
+
+def test_simulated_error_matches_the_variance():
+    """Monte Carlo, fixed seed: one report per draw, its estimate B[y], the squared error |B[y] - p|^2;
+    the mean of 400,000 draws is within 5 standard errors of the exact total variance (a z-test
+    that fails by chance with probability ~6e-7)."""
+    rng = np.random.default_rng(2024)
+    Q = ref.subset_selection_channel(6, 2, 1.0)
+    p = np.array([0.4, 0.25, 0.15, 0.1, 0.06, 0.04])
+    B = unbiased_estimator(Q, p)
+    ys = rng.choice(Q.shape[1], size=400_000, p=p @ Q)
+    err = np.sum((B[ys] - p) ** 2, axis=1)
+    z = (err.mean() - variance_at(Q, p)) / (err.std() / math.sqrt(err.size))
+    assert abs(z) < 5
+    # at the uniform distribution every report of subset selection errs by the same amount (the
+    # channel is symmetric), so the error is the variance exactly, report by report
+    u = np.full(6, 1 / 6)
+    err_u = np.sum((unbiased_estimator(Q) - u) ** 2, axis=1)
+    np.testing.assert_allclose(err_u, variance_uniform(Q), rtol=1e-12)
+
+
+@given(
+    k=st.integers(2, 5),
+    m=st.integers(5, 9),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_invariances_and_data_processing(k, m, seed):
+    rng = np.random.default_rng(seed)
+    Q = _random_channel(rng, k, m)
+    v = variance_uniform(Q)
+    perm_in, perm_out = rng.permutation(k), rng.permutation(m)
+    # relabelling inputs (uniform p is invariant) or outputs leaves the error unchanged
+    assert variance_uniform(Q[perm_in][:, perm_out]) == pytest.approx(v, rel=1e-9)
+    # merging two outputs is a garbling: the error can only grow (data processing)
+    merged = np.column_stack([Q[:, 0] + Q[:, 1], Q[:, 2:]])
+    assert variance_uniform(merged) >= v * (1 - 1e-12)
+    assert worst_case(Q) >= v * (1 - 1e-12)

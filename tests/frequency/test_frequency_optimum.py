@@ -52,7 +52,8 @@ def test_certificate_is_dual_feasible_against_every_subset(k, eps):
 def test_lp_over_all_columns_agrees(k, eps):
     lp = optimal_mechanism(k, eps, method="lp")
     sym = optimal_mechanism(k, eps)
-    # HiGHS solves to 1e-10 feasibility/optimality (relative to the data, O(1) here)
+    # the simplex returns a basic solution: exact to the rounding of a k x k solve (~1e-13 here),
+    # HiGHS's 1e-7 tolerances only decide which basis is optimal
     assert lp.value == pytest.approx(sym.value, rel=1e-8)
     assert lp.status == "optimal"
     assert variance_uniform(lp.mechanism) == pytest.approx(lp.value, rel=1e-8)
@@ -129,10 +130,24 @@ def test_difference_sets_are_exactly_optimal_with_k_outputs(k, eps, size):
     res = optimal_mechanism(k, eps, max_outputs=k)
     assert res.status == "optimal"
     assert res.num_outputs == k
-    assert len(res.base_block) == size
-    assert ref.difference_set_multiplicity(k, res.base_block) is not None
+    assert len(res.base_blocks[0]) == size and res.design_group == "cyclic"
+    assert ref.difference_set_multiplicity(k, res.base_blocks[0]) is not None
     assert res.value == pytest.approx(full.value, rel=REL)
     assert variance_uniform(res.mechanism) == pytest.approx(full.value, rel=REL)
+
+
+def test_xor_difference_set_is_exactly_optimal_with_k_outputs():
+    """k = 16: a (16, 6, 2) difference set exists in Z_2^4 (a Menon-Hadamard design), none in Z_16."""
+    full = optimal_mechanism(16, 0.5)
+    assert full.sizes == (6,)
+    res = optimal_mechanism(16, 0.5, max_outputs=16)
+    assert res.status == "optimal" and res.design_group == "xor"
+    base = res.base_blocks[0]
+    diffs = [a ^ b for a in base for b in base if a != b]
+    assert sorted(set(diffs)) == list(range(1, 16)) and all(diffs.count(d) == 2 for d in range(1, 16))
+    assert res.value == pytest.approx(full.value, rel=REL)
+    assert variance_uniform(res.mechanism) == pytest.approx(full.value, rel=REL)
+    assert worst_case(res.mechanism) == pytest.approx(full.value, rel=REL)
 
 
 def test_max_outputs_without_a_design_has_a_certified_gap():
@@ -199,3 +214,39 @@ def test_inputs_are_validated():
     with pytest.raises(ValueError, match="k <= 18"):
         optimal_mechanism(19, 1.0, method="lp")
     assert optimal_mechanism(np.int64(4), np.float32(1.0)).k == 4
+
+
+def test_a_tie_of_two_sizes_is_reported():
+    """k = 5: gamma_1 = gamma_2 when 2 (2 + 3c) = sqrt(6) (1 + 4c), c = (4 - sqrt 6) / (4 sqrt 6 - 6)."""
+    eps = -math.log((4 - math.sqrt(6)) / (4 * math.sqrt(6) - 6))
+    res = optimal_mechanism(5, eps)
+    assert "sizes 1 and 2 tie" in res.message
+    for s in (1, 2):
+        assert variance_uniform(ref.subset_selection_channel(5, s, eps)) == pytest.approx(res.value, rel=REL)
+
+
+def test_max_outputs_at_large_k_stays_bounded():
+    """k = 10^4 with 10^5 outputs: C(k, s*) is astronomically larger, GRR (k outputs) fits; the design
+    search samples seeded random blocks within a fixed amount of work and the answer keeps its
+    certified bound."""
+    res = optimal_mechanism(10**4, 1.0, max_outputs=10**5)
+    assert res.status == "feasible"
+    assert math.isfinite(res.value) and res.gap > 0
+    assert res.lower_bound == pytest.approx(optimal_mechanism(10**4, 1.0).value, rel=1e-12)
+    assert res.value <= ref.grr_variance_uniform_mp(10**4, 1.0) * (1 + 1e-9)
+    assert res.num_outputs <= 10**5
+
+
+def test_unions_of_orbits_use_the_output_budget():
+    one = optimal_mechanism(16, 1.0, max_outputs=16)
+    res = optimal_mechanism(16, 1.0, max_outputs=160)
+    assert res.status == "feasible" and res.num_outputs <= 160
+    assert len(res.base_blocks) == res.num_outputs // 16 > 1
+    assert res.lower_bound <= res.value < one.value
+    assert res.mechanism.matrix.shape == (16, res.num_outputs)
+    # the union's value from its own channel, by the generic trace formula and by the KKT reference
+    assert variance_uniform(res.mechanism) == pytest.approx(res.value, rel=REL)
+    Q = res.mechanism.matrix
+    u = np.full(16, 1 / 16)
+    kkt = ref.estimator_total_variance(Q, ref.least_norm_estimator_kkt(Q, u), u)
+    assert kkt == pytest.approx(res.value, rel=1e-8)

@@ -41,7 +41,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from ldpopt._validation import check_distribution
+from ldpopt._validation import as_real_array, check_distribution
 from ldpopt.mechanism import as_channel_matrix
 
 __all__ = [
@@ -176,7 +176,9 @@ def total_variance(Q: Any, estimator: Any, p: Any) -> float:
     estimate ``estimator[y]`` at ``p`` (the estimator need not be unbiased; then this is the variance,
     not the mean squared error)."""
     q, _ = _channel(Q)
-    b = np.asarray(estimator, dtype=float)
+    b = as_real_array(estimator, "estimator")
+    if not np.all(np.isfinite(b)):
+        raise ValueError("estimator must contain only finite numbers")
     if b.shape != (q.shape[1], q.shape[0]):
         raise ValueError(
             f"estimator must have shape {(q.shape[1], q.shape[0])} (outputs x inputs), got {b.shape}"
@@ -222,11 +224,31 @@ def _upper(q: np.ndarray, b: np.ndarray) -> tuple[float, np.ndarray]:
     return float(c @ top - top @ top), top
 
 
+def _value_only(q: np.ndarray, p: np.ndarray) -> float:
+    """V(p) from a Cholesky factor, trace(M^-1) = |L^-1|_F^2 (no estimator, no eigenvalues): the line
+    search's evaluation.  A pivot below RANK_RTOL * k times the largest (squared) counts as singular
+    (-> inf, which the search avoids); the accepted point is re-evaluated by :func:`_variance_p`."""
+    w = p @ q
+    if np.any(w <= 0):
+        return math.inf
+    try:
+        chol = np.linalg.cholesky(_fisher(q, w))
+    except np.linalg.LinAlgError:
+        return math.inf
+    piv = np.diag(chol) ** 2
+    if piv.min() <= RANK_RTOL * q.shape[0] * piv.max():
+        return math.inf
+    inv, info = scipy.linalg.lapack.dtrtri(chol, lower=1)  # solve_triangular costs 100x more at k = 20
+    if info != 0:
+        return math.inf
+    return float(np.sum(inv * inv) - p @ p)
+
+
 def _line_search(q: np.ndarray, p: np.ndarray, d: np.ndarray, t_max: float) -> float:
     """argmax over t in [0, t_max] of the concave V(p + t d) (bounded Brent)."""
 
     def neg(t: float) -> float:
-        return -_variance_p(q, p + t * d)[0]
+        return -_value_only(q, p + t * d)
 
     res = scipy.optimize.minimize_scalar(neg, bounds=(0.0, t_max), method="bounded", options={"xatol": 1e-14})
     t = float(res.x)

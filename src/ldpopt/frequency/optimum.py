@@ -25,15 +25,17 @@ non-empty proper S bounds it by :math:`\mathbf 1^Ty` (LP weak duality), hence
 
 Methods (``method=``): ``"symmetric"`` (default; the closed form above, any k), ``"lp"`` (the LP over
 all :math:`2^k-2` maximal columns by HiGHS, its dual as the certificate, k <= 18; no symmetry assumed),
-``"designs"`` (the default with ``max_outputs``: channels with at most that many outputs).
+``"designs"`` (the default with ``max_outputs``: subset selection and group designs with at most that
+many outputs, :mod:`ldpopt.frequency._optimum_designs`).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -62,6 +64,8 @@ MATRIX_MAX_ENTRIES = 2**22
 #: both are evaluated with relative error below ~1e-13 (closed forms / FFT of a k-vector), so a
 #: design that is not exactly optimal but this close cannot be told apart in float64 anyway
 OPTIMAL_RTOL = 1e-9
+#: most orbits of a group design combined within max_outputs (k outputs each)
+MAX_ORBITS = 16
 #: largest k for the LP over all 2^k - 2 columns
 LP_MAX_K = 18
 #: largest k accepted (the certificate holds a dual vector of k floats: 8 MiB at this size)
@@ -77,12 +81,13 @@ class FrequencyOptimum:
     most ``max_outputs`` outputs or not) and ``gap = value - lower_bound``.  The channel reports a
     subset S of the k inputs of size ``sizes[i]`` with probability ``size_weights[i]``, the subset
     drawn with probability proportional to e^eps on S and 1 off S: all C(k, s) subsets of each size
-    (subset selection), or for ``base_block`` the k cyclic shifts of that block only.  ``mechanism``
-    is None when its matrix would exceed :data:`MATRIX_MAX_ENTRIES` entries; ``num_outputs`` is None
-    when the count reaches 2^63 (``log10_num_outputs`` always holds its log10).  ``status``:
-    "optimal" (value meets the lower bound within :data:`OPTIMAL_RTOL`), "feasible" (best channel
-    found, gap certified), "infeasible" (no channel within ``max_outputs`` has an unbiased
-    estimator).
+    (subset selection), or for ``base_blocks`` the k translates of each block (orbits used with
+    equal weights), in ``design_group`` ("cyclic": ``base + i mod k``; "xor": ``base XOR i``, k a
+    power of 2).  ``mechanism`` (built on first access) is None when its matrix would exceed
+    :data:`MATRIX_MAX_ENTRIES` entries; ``num_outputs`` is None when the count reaches 2^63
+    (``log10_num_outputs`` always holds its log10).  ``status``: "optimal" (value meets the lower
+    bound within :data:`OPTIMAL_RTOL`), "feasible" (best channel found, gap certified),
+    "infeasible" (no channel within ``max_outputs`` has an unbiased estimator).
     """
 
     k: int
@@ -92,15 +97,22 @@ class FrequencyOptimum:
     value: float
     lower_bound: float
     gap: float
-    dual: np.ndarray
+    dual: np.ndarray = field(repr=False)
     sizes: tuple[int, ...]
     size_weights: tuple[float, ...]
-    base_block: tuple[int, ...] | None
+    base_blocks: tuple[tuple[int, ...], ...] | None
+    design_group: str | None
     num_outputs: int | None
     log10_num_outputs: float
-    mechanism: Mechanism | None
     status: str
     message: str
+
+    @functools.cached_property
+    def mechanism(self) -> Mechanism | None:
+        """The channel as a :class:`~ldpopt.Mechanism`, built on first access (subset selection at
+        k = 20 has 184,756 outputs: 0.2 s), or None above :data:`MATRIX_MAX_ENTRIES` entries or
+        when there is no channel (``status="infeasible"``)."""
+        return _build(self)
 
 
 class _Raw:
@@ -111,7 +123,7 @@ class _Raw:
         value: float,
         dual: np.ndarray,
         sizes: dict[int, float],
-        base: tuple[int, ...] | None,
+        base: tuple[str, tuple[tuple[int, ...], ...]] | None,
         status: str,
         message: str,
     ) -> None:
@@ -168,13 +180,24 @@ def _solve_lp(k: int, eps: float, max_outputs: int | None) -> _Raw:
     return _Raw(value, lp.dual, lp.size_weights, None, status, msg)
 
 
+def _fits(k: int, s: int, max_outputs: int) -> bool:
+    """C(k, s) <= max_outputs, without writing out a C(k, s) of millions of digits (log-gamma first:
+    its error is far below the 0.5 margin in log10)."""
+    if _log10_comb(k, s) > math.log10(max_outputs) + 0.5:
+        return False
+    return math.comb(k, s) <= max_outputs
+
+
 def _complete_candidates(k: int, c: float, A: float, max_outputs: int) -> list[tuple[float, int]]:
-    """(value, s) of subset selection for every size whose C(k, s) outputs fit."""
-    out = []
-    for s in range(1, k):
-        if math.comb(k, s) <= max_outputs:
-            out.append((_optimum_symmetric.value(k, c, A, _optimum_symmetric.gamma(k, s, c)), s))
-    return out
+    """(value, s) of subset selection for every size whose C(k, s) outputs fit (C(k, s) grows up to
+    s = k/2 and is symmetric, so the sizes that fit are the ends of 1..k-1)."""
+    fit: set[int] = set()
+    for sizes in (range(1, k), range(k - 1, 0, -1)):
+        for s in sizes:
+            if not _fits(k, s, max_outputs):
+                break
+            fit.add(s)
+    return [(_optimum_symmetric.value(k, c, A, _optimum_symmetric.gamma(k, s, c)), s) for s in sorted(fit)]
 
 
 def _solve_designs(k: int, eps: float, max_outputs: int | None) -> _Raw:
@@ -182,35 +205,45 @@ def _solve_designs(k: int, eps: float, max_outputs: int | None) -> _Raw:
     sizes, top = _optimum_symmetric.best_sizes(k, c)
     dual = _symmetric_dual(k, A, top)
     lower = _lower_bound(k, dual)
-    if max_outputs is None or math.comb(k, sizes[0]) <= max_outputs:
+    if max_outputs is None or _fits(k, sizes[0], max_outputs):
         return _solve_symmetric(k, eps, max_outputs)
     if max_outputs < k:
         msg = f"a channel with {max_outputs} < k = {k} outputs has rank < k: no unbiased estimator exists"
         return _Raw(math.inf, dual, {}, None, "infeasible", msg)
     complete = _complete_candidates(k, c, A, max_outputs)
+    orbits = min(max_outputs // k, MAX_ORBITS)
     order = sorted(range(1, k), key=lambda s: -_optimum_symmetric.gamma(k, s, c))[:2]
-    designs = [_optimum_designs.best_cyclic(k, s, c, A) for s in order]
-    best_design = min(designs, key=lambda d: d.value)
+    designs = [
+        _optimum_designs.best_design(k, s, c, A, group, orbits)
+        for s in order
+        for group in _optimum_designs.groups(k)
+    ]
+    best = min(designs, key=lambda d: d.value)
     best_complete = min(complete, default=(math.inf, 0))
     searched = ", ".join(
-        f"size {d.size}: {d.searched} base blocks" + (" (all)" if d.exhaustive else " (budget)")
+        f"{d.group} size {d.size}: {d.searched} base blocks" + (" (all)" if d.exhaustive else " (random)")
         for d in designs
     )
-    if best_complete[0] < best_design.value:
+    base: tuple[str, tuple[tuple[int, ...], ...]] | None
+    if best_complete[0] < best.value:
         value, chosen, base = best_complete[0], {best_complete[1]: 1.0}, None
         what = f"subset selection with size {best_complete[1]}"
     else:
-        value, chosen, base = best_design.value, {best_design.size: 1.0}, best_design.base
-        what = f"the cyclic design with base block {best_design.base}"
-    optimal = value - lower <= OPTIMAL_RTOL * value
-    msg = (
-        f"best of subset selection within {max_outputs} outputs and cyclic designs ({searched}): {what}; "
-        + (
-            "it meets the unconstrained lower bound (a difference set)"
-            if optimal
-            else f"certified gap {value - lower:.3g}"
+        value, chosen, base = best.value, {best.size: 1.0}, (best.group, best.bases)
+        shown = str(best.bases[0]) if len(best.bases[0]) <= 12 else f"of size {best.size}"
+        what = (
+            f"the {best.group} design with base block {shown}"
+            if len(best.bases) == 1
+            else f"the union of {len(best.bases)} {best.group} orbits of size-{best.size} blocks"
         )
+    optimal = value - lower <= OPTIMAL_RTOL * value
+    verdict = (
+        "it meets the unconstrained lower bound (a difference set)"
+        if optimal
+        else f"certified gap {value - lower:.3g}"
     )
+    msg = f"best of subset selection within {max_outputs} outputs and group designs ({searched}): "
+    msg += f"{what}; {verdict}"
     return _Raw(value, dual, chosen, base, "optimal" if optimal else "feasible", msg)
 
 
@@ -237,7 +270,7 @@ def _num_outputs(k: int, raw: _Raw) -> tuple[int | None, float]:
     """(exact count when below 2^63 else None, its log10): C(k, s) has ~k log10(2) digits, and
     writing it out exactly costs seconds at k = 10^6 and minutes at 10^7."""
     if raw.base is not None:
-        return k, math.log10(k)
+        return k * len(raw.base[1]), math.log10(k * len(raw.base[1]))
     if not raw.sizes:
         return 0, -math.inf
     logs = [_log10_comb(k, s) for s in raw.sizes]
@@ -249,15 +282,19 @@ def _num_outputs(k: int, raw: _Raw) -> tuple[int | None, float]:
     return (exact, math.log10(exact)) if exact < 2**63 else (None, math.log10(exact))
 
 
-def _build(k: int, eps: float, raw: _Raw, n_out: int | None) -> Mechanism | None:
-    if not raw.sizes or n_out is None or n_out * k > MATRIX_MAX_ENTRIES or not math.isfinite(raw.value):
+def _build(res: FrequencyOptimum) -> Mechanism | None:
+    k, eps, n_out = res.k, res.eps, res.num_outputs
+    if not res.sizes or n_out is None or n_out * k > MATRIX_MAX_ENTRIES or not math.isfinite(res.value):
         return None
     c, _, _ = rescale(eps)
-    if raw.base is not None:
-        mat = _optimum_designs.cyclic_matrix(k, raw.base, c)
-        return Mechanism(mat, eps, name=f"cyclic design {raw.base}")
-    mat = _symmetric_matrix(k, raw.sizes, c)
-    label = "+".join(str(s) for s in sorted(raw.sizes))
+    if res.base_blocks is not None and res.design_group is not None:
+        group, bases = res.design_group, res.base_blocks
+        mat = _optimum_designs.design_matrix(k, bases, c, group)
+        name = f"{group} design {bases[0]}" if len(bases) == 1 else f"{group} design, {len(bases)} orbits"
+        return Mechanism(mat, eps, name=name)
+    sizes = dict(zip(res.sizes, res.size_weights, strict=True))
+    mat = _symmetric_matrix(k, sizes, c)
+    label = "+".join(str(s) for s in res.sizes)
     return Mechanism(mat / mat.sum(axis=1, keepdims=True), eps, name=f"subset selection (s={label})")
 
 
@@ -292,8 +329,8 @@ def optimal_mechanism(
         equals the error at uniform, and every channel's worst case is at least its error at uniform.
     max_outputs : int, optional
         Only channels with at most this many outputs.  Exactly optimal when subset selection with
-        the best size fits or a cyclic difference set of that size is found; otherwise the best
-        channel found, ``status="feasible"`` and the certified ``gap``.
+        the best size fits or a difference set of that size is found (cyclic or, k a power of 2,
+        XOR); otherwise the best channel found, ``status="feasible"`` and the certified ``gap``.
     method : {"symmetric", "lp", "designs"}, optional
         See the module text; default "symmetric", or "designs" with ``max_outputs``.
 
@@ -315,6 +352,7 @@ def optimal_mechanism(
     if max_outputs is not None and method != "designs":
         raise ValueError(f"max_outputs is solved by method='designs' only, got method={method!r}")
     raw = _METHODS[method](k, eps, max_outputs)
+    raw.dual.setflags(write=False)
     lower = _lower_bound(k, raw.dual)
     n_out, log10_out = _num_outputs(k, raw)
     message = raw.message
@@ -333,10 +371,10 @@ def optimal_mechanism(
         dual=raw.dual,
         sizes=tuple(sorted(raw.sizes)),
         size_weights=tuple(raw.sizes[s] for s in sorted(raw.sizes)),
-        base_block=raw.base,
+        base_blocks=None if raw.base is None else raw.base[1],
+        design_group=None if raw.base is None else raw.base[0],
         num_outputs=n_out,
         log10_num_outputs=log10_out,
-        mechanism=_build(k, eps, raw, n_out),
         status=raw.status,
         message=message,
     )
