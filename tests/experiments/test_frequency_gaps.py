@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from ldpopt.experiments.frequency import frequency_gaps
+from ldpopt.experiments.frequency import frequency_gaps, gap_table_markdown
 from ldpopt.frequency import compare
 
 
@@ -25,3 +27,12 @@ def test_records_and_summary():
     frame = exp.to_frame()
     assert len(frame) == len(exp.records)
     assert frame["ratio_uniform"].min() == pytest.approx(1.0, abs=1e-12)
+
+
+def test_the_docs_gap_table_is_current():
+    """docs/frequency.md's gap table is what gap_table_markdown prints today (regenerate it with
+    python -c 'from ldpopt.experiments.frequency import gap_table_markdown; print(gap_table_markdown())')."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "frequency.md").read_text()
+    start, end = "<!-- frequency gap table -->\n", "<!-- end frequency gap table -->"
+    block = page[page.index(start) + len(start) : page.index(end)]
+    assert block == gap_table_markdown()

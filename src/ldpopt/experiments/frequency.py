@@ -11,7 +11,17 @@ from typing import Any
 from ldpopt._extras import require
 from ldpopt.frequency.compare import compare
 
-__all__ = ["GAP_EPS", "GAP_KS", "QUICK_GAP_EPS", "QUICK_GAP_KS", "FrequencyGaps", "frequency_gaps"]
+__all__ = [
+    "DOC_EPS",
+    "DOC_KS",
+    "GAP_EPS",
+    "GAP_KS",
+    "QUICK_GAP_EPS",
+    "QUICK_GAP_KS",
+    "FrequencyGaps",
+    "frequency_gaps",
+    "gap_table_markdown",
+]
 
 GAP_KS = (4, 16, 64, 256)
 GAP_EPS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0)
@@ -75,3 +85,43 @@ def frequency_gaps(
             if progress is not None:
                 progress()
     return FrequencyGaps(tuple(int(k) for k in ks), tuple(float(e) for e in eps), tuple(records), quick)
+
+
+#: the gap table of docs/frequency.md: its k and eps
+DOC_KS = (4, 16, 64)
+DOC_EPS = (0.5, 1.0, 2.0, 4.0)
+_DOC_ROWS = (
+    ("grr", "GRR"),
+    ("sue", "SUE = basic RAPPOR"),
+    ("oue", "OUE"),
+    ("olh", "OLH (g = round(e^eps + 1))"),
+    ("subset_floor", "subset, floor d"),
+    ("subset_ceil", "subset, ceil d"),
+    ("hadamard", "Hadamard response"),
+)
+
+
+def gap_table_markdown(ks: Any = DOC_KS, eps: Any = DOC_EPS) -> str:
+    """The Markdown gap tables of docs/frequency.md: per k, one row per mechanism, one column per
+    eps, variance_uniform over the reference (subset selection's d in brackets)."""
+    parts = []
+    for k in ks:
+        tables = [compare(k, e) for e in eps]
+        lines = [f"k = {k}", "", "| mechanism | " + " | ".join(f"eps = {e:g}" for e in eps) + " |"]
+        lines.append("| --- |" + " ---: |" * len(tables))
+        for key, label in _DOC_ROWS:
+            cells = []
+            for t in tables:
+                if key.startswith("subset"):
+                    subsets = [r for r in t.rows if r.kind == "subset"]
+                    row = subsets[0] if key == "subset_floor" else subsets[-1]
+                    d = row.mechanism.split("=")[1].rstrip(")")
+                    cells.append(f"{row.ratio_uniform:.4f} (d={d})")
+                else:
+                    cells.append(f"{next(r for r in t.rows if r.kind == key).ratio_uniform:.4f}")
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append(
+            "| optimum variance_uniform | " + " | ".join(f"{t.optimum_uniform:.6g}" for t in tables) + " |"
+        )
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"
