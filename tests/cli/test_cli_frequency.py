@@ -111,6 +111,11 @@ def test_estimate_frequency(tmp_path):
     one_line_error(
         ldpopt_cmd("estimate", "--frequency", "oue.json", "bad.csv", cwd=tmp_path), "--reports", "'011'"
     )
+    res = ldpopt_cmd("estimate", "--frequency", "oue.json", "b.csv", "--confidence", "1.5", cwd=tmp_path)
+    one_line_error(res, "--confidence")
+    one_line_error(
+        ldpopt_cmd("estimate", "--frequency", "oue.json", "b.csv", "--p0", "0.5,0.5", cwd=tmp_path), "--p0"
+    )
     (tmp_path / "junk.json").write_text('{"format": "other"}')
     one_line_error(
         ldpopt_cmd("estimate", "--frequency", "junk.json", "b.csv", cwd=tmp_path), "--mechanism", "format"

@@ -218,3 +218,16 @@ def test_the_value_object_derives_and_checks():
     m = M.oue(4, 1.0)
     with pytest.raises(AttributeError):
         m.eps = 2.0
+
+
+@pytest.mark.parametrize("k", [3, 6])
+def test_worst_case_is_the_uniform_point(k):
+    """No distribution (vertices, edges' midpoints, random Dirichlet draws) has a larger summed
+    variance of the standard estimator than the uniform one."""
+    rng = np.random.default_rng(5)
+    points = [*np.eye(k), *((np.eye(k)[i] + np.eye(k)[j]) / 2 for i in range(k) for j in range(i))]
+    points += list(rng.dirichlet(np.full(k, 0.5), 200))
+    for eps in EPS:
+        for m in small_mechanisms(k, eps):
+            top = max(float(np.sum(m.variance(f))) for f in points)
+            assert top <= m.worst_case * (1 + 1e-12)

@@ -101,7 +101,10 @@ def estimate_cmd(
 ) -> None:
     """Estimate the share pi of P1-like users (with a confidence interval) and the input mass per block."""
     if frequency:
-        return estimate_frequency(mechanism, reports, column=column, confidence=confidence, json_out=json_out)
+        unused = [opt for opt, val in (("--p0", p0), ("--p1", p1), ("--from", source)) if val is not None]
+        return estimate_frequency(
+            mechanism, reports, column=column, confidence=confidence, json_out=json_out, unused=unused
+        )
     from ldpopt.deploy.estimate import frequencies, mixture_proportion
 
     mf = load_mechanism_file(mechanism)

@@ -189,14 +189,23 @@ def _estimate_table(est: Any) -> Table:
 
 
 def estimate_frequency(
-    mechanism: Path, reports: Path, *, column: str | None, confidence: float, json_out: Path | None
+    mechanism: Path,
+    reports: Path,
+    *,
+    column: str | None,
+    confidence: float,
+    json_out: Path | None,
+    unused: list[str] | None = None,
 ) -> None:
     """``ldpopt estimate --frequency``: read a frequency mechanism file (or a channel file named by
-    a kind) and a reports file, print the estimates with simultaneous intervals."""
+    a kind) and a reports file, print the estimates with simultaneous intervals.  ``unused``: the
+    options given that apply to the mixture estimate only (refused)."""
     from ldpopt.errors import MechanismFileError
     from ldpopt.frequency.estimate import estimate
     from ldpopt.frequency.files import read_frequency_mechanism
 
+    if unused:
+        fail(f"{unused[0]} does not apply with --frequency (it estimates item frequencies, not a mixture)")
     try:
         mech = read_frequency_mechanism(mechanism)
     except MechanismFileError as exc:
