@@ -664,3 +664,170 @@ def shuffled_exact_eps(ps: np.ndarray, qs: np.ndarray, delta: float, hi: float) 
         else:
             lo = mid
     return hi
+
+
+# ---------------------------------------------------------------------------------------------
+# frequency estimation: the best unbiased estimator, from its KKT system (no code shared with
+# ldpopt.frequency), closed forms in high precision, and the optimum over all column weights
+# ---------------------------------------------------------------------------------------------
+
+
+def least_norm_estimator_kkt(Q, p):
+    """Best unbiased estimator at p by solving, for every item x, the KKT system of
+    min sum_y w_y b_y^2 s.t. Q b = e_x:  [2W  Q^T; Q  0] [b; lam] = [0; e_x]  (zero columns dropped)."""
+    Q = np.asarray(Q, float)
+    k, m = Q.shape
+    keep = [y for y in range(m) if Q[:, y].sum() > 0]
+    Qk = Q[:, keep]
+    w = np.asarray(p, float) @ Qk
+    n = len(keep)
+    kkt = np.zeros((n + k, n + k))
+    kkt[:n, :n] = 2 * np.diag(w)
+    kkt[:n, n:] = Qk.T
+    kkt[n:, :n] = Qk
+    B = np.zeros((m, k))
+    for x in range(k):
+        rhs = np.zeros(n + k)
+        rhs[n + x] = 1.0
+        sol = np.linalg.solve(kkt, rhs)
+        for i, y in enumerate(keep):
+            B[y, x] = sol[i]
+    return B
+
+
+def estimator_total_variance(Q, B, p) -> float:
+    """sum over items of Var(B[Y, x]) with Y ~ pQ, from the definition E[B^2] - (E B)^2."""
+    Q = np.asarray(Q, float)
+    w = np.asarray(p, float) @ Q
+    total = 0.0
+    for x in range(Q.shape[0]):
+        mean = sum(w[y] * B[y, x] for y in range(Q.shape[1]))
+        second = sum(w[y] * B[y, x] ** 2 for y in range(Q.shape[1]))
+        total += second - mean**2
+    return total
+
+
+def grr_variance_uniform_mp(k: int, eps: float, digits: int = 50) -> float:
+    """GRR's total variance at uniform from the per-item formula Var = P(1-P)/(a-b)^2, P = b + f(a-b),
+    f = 1/k, a = e^eps/(e^eps+k-1), b = 1/(e^eps+k-1), in mpmath."""
+    import mpmath
+
+    with mpmath.workdps(digits):
+        e = mpmath.exp(mpmath.mpf(eps))
+        a = e / (e + k - 1)
+        b = 1 / (e + k - 1)
+        big = b + (a - b) / k
+        return float(k * big * (1 - big) / (a - b) ** 2)
+
+
+def oue_channel(k: int, eps: float) -> np.ndarray:
+    """Optimised unary encoding as a k x 2^k channel: bit x is 1 w.p. 1/2, the others w.p. 1/(e^eps+1)."""
+    p, q = 0.5, 1.0 / (math.exp(eps) + 1.0)
+    outs = list(itertools.product([0, 1], repeat=k))
+    return np.array(
+        [
+            [
+                math.prod(
+                    (p if bit else 1 - p) if j == x else (q if bit else 1 - q) for j, bit in enumerate(o)
+                )
+                for o in outs
+            ]
+            for x in range(k)
+        ]
+    )
+
+
+def subset_selection_channel(k: int, s: int, eps: float) -> np.ndarray:
+    """Subset selection: report a size-s subset S with probability proportional to e^eps if x in S, else 1."""
+    subsets = list(itertools.combinations(range(k), s))
+    e = math.exp(eps)
+    Q = np.array([[e if x in S else 1.0 for S in subsets] for x in range(k)])
+    return Q / Q.sum(axis=1, keepdims=True)
+
+
+def symmetric_maximal_variance_mp(k: int, eps: float, size_probs, digits: int = 50) -> float:
+    """Total variance at uniform of a permutation-invariant channel whose outputs are subsets S (column
+    proportional to e^eps on S, 1 off S) with P(|S| = s) = size_probs[s] (the same for every input):
+    (k-1)^2 / (k (e^eps-1)^2 sum_s P(s) s(k-s)/(s e^eps + k - s)^2), in mpmath.  Derivation: M = Q W^-1 Q^T
+    = alpha I + beta J with M 1 = k 1, so V = (k-1)/alpha; alpha sums the per-orbit contributions."""
+    import mpmath
+
+    with mpmath.workdps(digits):
+        e = mpmath.exp(mpmath.mpf(eps))
+        acc = mpmath.mpf(0)
+        for s, prob in enumerate(size_probs):
+            acc += mpmath.mpf(prob) * s * (k - s) / (s * e + k - s) ** 2
+        return float((k - 1) ** 2 / (k * (e - 1) ** 2 * acc))
+
+
+def oue_size_probs(k: int, eps: float) -> list[float]:
+    """P(|S| = s) for OUE's report S (the set of 1-bits): the own bit w.p. 1/2 plus Binomial(k-1, q)."""
+    q = 1.0 / (math.exp(eps) + 1.0)
+    out = []
+    for s in range(k + 1):
+        one = 0.5 * math.comb(k - 1, s - 1) * q ** (s - 1) * (1 - q) ** (k - s) if s >= 1 else 0.0
+        zero = 0.5 * math.comb(k - 1, s) * q**s * (1 - q) ** (k - 1 - s) if s <= k - 1 else 0.0
+        out.append(one + zero)
+    return out
+
+
+def frequency_optimum_mp(k: int, eps: float, digits: int = 50) -> float:
+    """min over subset sizes s = 1..k-1 of subset selection's total variance at uniform,
+    (k-1)^2 (s e^eps + k - s)^2 / (k (e^eps - 1)^2 s (k - s)), every size tried, in mpmath."""
+    import mpmath
+
+    with mpmath.workdps(digits):
+        e = mpmath.exp(mpmath.mpf(eps))
+        best = min((s * e + k - s) ** 2 / (s * (k - s)) for s in range(1, k))
+        return float((k - 1) ** 2 * best / (k * (e - 1) ** 2))
+
+
+def frequency_dual_slack(eps: float, dual, subsets=None, digits: int = 50) -> float:
+    """Smallest y.v_S - a_S over the non-empty proper subsets S (all of them unless given), with
+    v_S = e^eps on S, 1 off S and a_S = (k |v_S|^2 - (1.v_S)^2) / (1.v_S), relative to 1.v_S, in mpmath.
+    The dual point is feasible iff this is >= 0 (the constraints are homogeneous in v, so the
+    library's rescaled columns give the same condition)."""
+    import mpmath
+
+    y = [mpmath.mpf(float(v)) for v in dual]
+    k = len(y)
+    with mpmath.workdps(digits):
+        e = mpmath.exp(mpmath.mpf(eps)) * mpmath.mpf(1)
+        worst = mpmath.inf
+        for S in subsets if subsets is not None else proper_subsets(k):
+            members = set(S)
+            v = [e if x in members else mpmath.mpf(1) for x in range(k)]
+            h = mpmath.fsum(v)
+            a = (k * mpmath.fsum(t * t for t in v) - h * h) / h
+            worst = min(worst, (mpmath.fsum(yi * vi for yi, vi in zip(y, v, strict=True)) - a) / h)
+        return float(worst)
+
+
+def frequency_lower_bound_mp(dual, digits: int = 50) -> float:
+    """(k - 1)^2 / sum(dual) in mpmath."""
+    import mpmath
+
+    with mpmath.workdps(digits):
+        return float((len(dual) - 1) ** 2 / mpmath.fsum(mpmath.mpf(float(v)) for v in dual))
+
+
+def difference_set_multiplicity(k: int, base) -> int | None:
+    """lambda when every non-zero residue mod k is a difference of two elements of base exactly
+    lambda times (a (k, |base|, lambda) difference set), else None."""
+    counts = [0] * k
+    for a in base:
+        for b in base:
+            if a != b:
+                counts[(a - b) % k] += 1
+    lam = set(counts[1:])
+    return lam.pop() if len(lam) == 1 else None
+
+
+def ldp_vertex_channels(k: int, eps: float) -> list[np.ndarray]:
+    """Every vertex of the maximal-channel polytope as a k x n channel (brute-force enumeration)."""
+    subs = list(proper_subsets(k))
+    out = []
+    for c in polytope_vertices_bruteforce(k, eps):
+        cols = [c[j] * extreme_row(subs[j], k, eps) for j in range(len(subs)) if c[j] > 0]
+        out.append(np.array(cols).T)
+    return out

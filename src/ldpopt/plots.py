@@ -25,6 +25,8 @@ __all__ = [
     "plot_runtimes",
     "plot",
     "plot_robust",
+    "plot_frequency_gaps",
+    "plot_frequency_table",
 ]
 
 #: what a missing matplotlib is reported for (``MissingExtraError``)
@@ -404,4 +406,100 @@ def plot_chernoff_curves(experiment):
         ax.legend(loc="lower right", fontsize=8, frameon=True)
         ax.set_title(f"({chr(97 + i)}) k = {c.k}  (T = {int(np.count_nonzero(c.valid))} pairs)", fontsize=10)
     _finish(fig, "Chernoff information (Bayes-error exponent) of each design", experiment.quick)
+    return fig
+
+
+#: one colour per deployed frequency oracle (subset selection's two roundings share one, dashed)
+FREQUENCY_COLORS = {
+    "grr": "tab:blue",
+    "sue": "tab:orange",
+    "oue": "tab:green",
+    "basic_rappor": "tab:olive",
+    "olh": "tab:red",
+    "subset": "tab:purple",
+    "hadamard": "tab:brown",
+}
+
+
+def _frequency_panel(ax, records: list[dict], title: str) -> None:
+    """Ratio to the reference (log scale) against eps, one line per mechanism; subset selection's
+    two roundings as one 'floor'/'ceil' pair of lines (their d changes with eps)."""
+    lines: dict[str, list[tuple[float, float]]] = {}
+    for r in records:
+        key = r["kind"]
+        if key == "basic_rappor":  # the same mechanism as SUE (one hash, f = 2/(e^(eps/2)+1))
+            continue
+        if key == "sue":
+            key = "sue = basic_rappor"
+        if key == "subset":
+            same = sorted(x["mechanism"] for x in records if x["kind"] == "subset" and x["eps"] == r["eps"])
+            key = "subset (floor d)" if r["mechanism"] == same[0] else "subset (ceil d)"
+        lines.setdefault(key, []).append((r["eps"], r["ratio_uniform"]))
+    for key, pts in lines.items():
+        pts.sort()
+        kind = key.split(" ")[0]
+        ax.plot(
+            [p[0] for p in pts],
+            [p[1] for p in pts],
+            marker="o",
+            ms=3,
+            lw=1.3,
+            ls="--" if "ceil" in key else "-",
+            color=FREQUENCY_COLORS.get(kind, "black"),
+            label=key,
+        )
+    ax.set_yscale("log")
+    ax.set_xlabel(r"$\varepsilon$")
+    ax.grid(alpha=0.3, which="both")
+    ax.set_title(title, fontsize=10)
+
+
+#: what each reference of the gap table is, in a legend
+_REFERENCE_TEXT = {
+    "optimum": "the exact optimum",
+    "lower bound": "a certified lower bound on the optimum",
+    "best deployed": "the best deployed mechanism",
+}
+
+
+def _reference_note(records: list[dict]) -> str:
+    refs = sorted({r["reference"] for r in records})
+    return "ratio to " + " / ".join(_REFERENCE_TEXT.get(x, x) for x in refs)
+
+
+def plot_frequency_gaps(experiment):
+    """One panel per k: each deployed frequency oracle's variance_uniform over the reference's
+    (the exact optimum, a certified lower bound, or the best deployed mechanism; the legend says
+    which) against eps."""
+    ks = experiment.ks
+    fig = new_figure(4.2 * len(ks), 4.0)
+    axes = fig.subplots(1, len(ks), squeeze=False)[0]
+    for i, (ax, k) in enumerate(zip(axes, ks, strict=True)):
+        recs = [r for r in experiment.records if r["k"] == k]
+        _frequency_panel(ax, recs, f"({chr(97 + i)}) k = {k}")
+        ax.set_ylabel("variance_uniform / reference")
+        ax.legend(fontsize=7, title=_reference_note(recs), title_fontsize=7)
+    _finish(fig, "Frequency estimation: deployed mechanisms against the optimum", experiment.quick)
+    return fig
+
+
+def plot_frequency_table(results):
+    """The gap table of ``ldpopt frequency`` (one CompareResult per eps at one k) as one panel."""
+    records = [
+        {
+            "k": res.k,
+            "eps": res.eps,
+            "mechanism": row.mechanism,
+            "kind": row.kind,
+            "ratio_uniform": row.ratio_uniform,
+            "reference": res.reference,
+        }
+        for res in results
+        for row in res.rows
+    ]
+    fig = new_figure(6.0, 4.2)
+    ax = fig.subplots()
+    _frequency_panel(ax, records, f"k = {results[0].k}")
+    ax.set_ylabel("variance_uniform / reference")
+    ax.legend(fontsize=7, title=_reference_note(records), title_fontsize=7)
     return fig

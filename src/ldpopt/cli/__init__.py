@@ -2,10 +2,10 @@
 
 One module per command group registers its commands on :data:`ldpopt.cli._common.app`:
 :mod:`~ldpopt.cli.design` (design, demo), :mod:`~ldpopt.cli.deploy` (export, privatize, test,
-samplesize), :mod:`~ldpopt.cli.decide`, :mod:`~ldpopt.cli.estimate`, :mod:`~ldpopt.cli.shuffle`,
-:mod:`~ldpopt.cli.reproduce`, :mod:`~ldpopt.cli.sweep`, :mod:`~ldpopt.cli.certify` (compare,
-verify-certificate), :mod:`~ldpopt.cli.certify_eps` (certify-eps), :mod:`~ldpopt.cli.studio` and
-:mod:`~ldpopt.cli.warmup`.
+samplesize), :mod:`~ldpopt.cli.decide`, :mod:`~ldpopt.cli.estimate`, :mod:`~ldpopt.cli.frequency`,
+:mod:`~ldpopt.cli.shuffle`, :mod:`~ldpopt.cli.reproduce`, :mod:`~ldpopt.cli.sweep`,
+:mod:`~ldpopt.cli.certify` (compare, verify-certificate), :mod:`~ldpopt.cli.certify_eps`
+(certify-eps), :mod:`~ldpopt.cli.studio` and :mod:`~ldpopt.cli.warmup`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ldpopt.cli import (
     deploy,
     design,
     estimate,
+    frequency,
     reproduce,
     shuffle,
     studio,
@@ -37,6 +38,7 @@ _COMMAND_GROUPS = (
     deploy,
     decide,
     estimate,
+    frequency,
     shuffle,
     reproduce,
     sweep,

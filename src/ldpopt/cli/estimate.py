@@ -29,6 +29,7 @@ from ldpopt.cli._common import (
     write_json,
 )
 from ldpopt.cli.deploy import _hypotheses, _read_column, _report_indices
+from ldpopt.cli.frequency import estimate_frequency
 
 __all__ = ["estimate_cmd"]
 
@@ -120,11 +121,19 @@ def estimate_cmd(
     label_col: str | None = LabelColOpt,
     normalize: bool = NormalizeOpt,
     json_out: Path | None = JsonOpt,
+    frequency: bool = typer.Option(
+        False, "--frequency", help="A frequency mechanism file: item frequencies with simultaneous intervals."
+    ),
 ) -> None:
     """Estimate the share pi of P1-like users (with a confidence interval) and the input mass per block."""
+    mechanism, reports = _files(legacy, mechanism, reports)
+    if frequency:
+        unused = [opt for opt, val in (("--p0", p0), ("--p1", p1), ("--from", source)) if val is not None]
+        return estimate_frequency(
+            mechanism, reports, column=column, confidence=confidence, json_out=json_out, unused=unused
+        )
     from ldpopt.deploy.estimate import frequencies, mixture_proportion
 
-    mechanism, reports = _files(legacy, mechanism, reports)
     mf = load_mechanism_file(mechanism, "--mechanism")
     mech = mf.mechanism
     given = load_pair(p0, p1, source, p0_col, p1_col, label_col, normalize)

@@ -40,7 +40,8 @@ reproduce_app = typer.Typer(
     name="reproduce",
     help=(
         "Reproduce the SPR paper's experiments (fig1, fig3, fig5, fig6, runtimes), the robust design "
-        "study (robust) and the Chernoff experiment (chernoff) as figures + CSV + summary.json."
+        "study (robust), the Chernoff experiment (chernoff) and the frequency-oracle gaps (frequency) "
+        "as figures + CSV + summary.json."
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -537,3 +538,29 @@ def chernoff_cmd(
     summary = exp.summary()
     paths = _write_outputs(outdir, "chernoff", plot_chernoff_curves(exp), exp.to_frame(), summary)
     _print_summary("chernoff: normalised Chernoff information vs eps", json_safe(summary), paths, json_out)
+
+
+# ---------------------------------------------------------------------------------------------
+# frequency
+# ---------------------------------------------------------------------------------------------
+@reproduce_app.command("frequency")
+def frequency_cmd(
+    out: Path | None = OutOpt,
+    quick: bool = QuickOpt,
+    json_out: Path | None = JsonOpt,
+) -> None:
+    """Deployed frequency oracles (GRR, SUE, OUE, RAPPOR, OLH, subset, HR): ratio to the optimum vs eps."""
+    from ldpopt.experiments.frequency import GAP_EPS, GAP_KS, QUICK_GAP_EPS, QUICK_GAP_KS, frequency_gaps
+    from ldpopt.plots import plot_frequency_gaps
+
+    ks, grid = (QUICK_GAP_KS, QUICK_GAP_EPS) if quick else (GAP_KS, GAP_EPS)
+    _needs_extras()
+    outdir = _outdir(out, "frequency")
+    try:
+        with ProgressBar(len(ks) * len(grid), f"frequency: k = {', '.join(map(str, ks))}") as bar:
+            exp = frequency_gaps(ks, grid, quick=quick, progress=bar.advance)
+    except (ValueError, TypeError) as exc:
+        fail(str(exc))
+    summary = exp.summary()
+    paths = _write_outputs(outdir, "frequency", plot_frequency_gaps(exp), exp.to_frame(), summary)
+    _print_summary("frequency: deployed oracles against the optimum", json_safe(summary), paths, json_out)

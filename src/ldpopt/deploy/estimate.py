@@ -54,6 +54,7 @@ from ldpopt.deploy.sampling import report_counts
 from ldpopt.deploy.shuffle import rr_outputs
 from ldpopt.deploy.testing import check_level
 from ldpopt.errors import LdpoptDeprecationWarning
+from ldpopt.frequency.consistent import project_to_simplex
 from ldpopt.mechanism import as_mechanism
 
 __all__ = [
@@ -154,17 +155,6 @@ def _mle(counts: np.ndarray, m0: np.ndarray, m1: np.ndarray) -> float:
     if _score(1.0, counts, m0, m1) >= 0.0:
         return 1.0
     return float(optimize.brentq(_score, 0.0, 1.0, args=(counts, m0, m1), xtol=_ROOT_XTOL))
-
-
-def project_to_simplex(v: Any) -> np.ndarray:
-    """Euclidean projection of a vector onto the probability simplex (sort-and-threshold)."""
-    x = np.asarray(v, dtype=float)
-    u = np.sort(x)[::-1]
-    css = np.cumsum(u) - 1.0
-    ind = np.arange(1, x.size + 1)
-    rho = int(np.flatnonzero(u - css / ind > 0)[-1])
-    theta = css[rho] / (rho + 1)
-    return np.maximum(x - theta, 0.0)
 
 
 def _check_confidence(confidence: Any) -> float:
