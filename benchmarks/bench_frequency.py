@@ -7,7 +7,10 @@ Workloads, eps = 1 and 4 (``variance_uniform``; ``worst_case`` has the same opti
 2. k = 20..50, 10^4 and 2^20 (the largest k accepted): ours vs a readable reference that tries every
    subset size s = 1..k-1 in mpmath (50 digits; in float64 numpy at 2^20);
 3. the closed forms of GRR and OUE (per-bit estimator and the best unbiased estimator for OUE's
-   channel) as ratios to the optimum at k in {4, 16, 64}, eps in {0.5, 1, 2, 4}.
+   channel) as ratios to the optimum at k in {4, 16, 64}, eps in {0.5, 1, 2, 4};
+4. the gap table of every deployed mechanism (``ldpopt.frequency.compare``: its standard
+   estimator's variance_uniform over the optimum's) at the same (k, eps), and the time of one
+   ``compare(k, eps)`` call.
 
 Every timing line prints ours, the reference, their ratio and the relative difference of the values.
 
@@ -136,6 +139,21 @@ def main() -> None:
                 f"| {k} | {eps:g} | {opt.value:.6g} | {opt.sizes[0]} | {grr(k, eps) / opt.value:.4f} | "
                 f"{oue_per_bit(k, eps) / opt.value:.4f} | {oue_best(k, eps) / opt.value:.4f} |"
             )
+    gap_table()
+
+
+def gap_table() -> None:
+    """Every deployed mechanism against the optimum (docs/frequency.md's table), and compare's cost."""
+    from ldpopt.experiments.frequency import DOC_EPS, DOC_KS, gap_table_markdown
+    from ldpopt.frequency import compare
+
+    print()
+    print("Gap table: each deployed mechanism's standard estimator, variance_uniform / the optimum's")
+    print("(subset selection at both roundings of its best size d):")
+    print()
+    print(gap_table_markdown())
+    cost = [timed(lambda k=k, e=e: compare(k, e), repeat=3)[0] for k in DOC_KS for e in DOC_EPS]
+    print(f"compare(k, eps) for these {len(cost)} (k, eps): {fmt(min(cost))} to {fmt(max(cost))} per call")
 
 
 if __name__ == "__main__":
