@@ -107,6 +107,7 @@ def _write_plot(results: list, path: Path) -> None:
 
 @app.command("frequency")
 def frequency_cmd(
+    *,
     k: int = typer.Option(..., "--k", help="Number of items k >= 2."),
     eps: str | None = typer.Option(None, "--eps", help="Privacy level(s): a number or a list '1,2,4'."),
     plot: Path | None = typer.Option(
