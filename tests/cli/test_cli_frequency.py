@@ -228,3 +228,16 @@ def test_target_width_unreachable_and_bad_input(tmp_path):
         ldpopt_cmd("frequency", "--k", 16, "--n", 100, "--target-width", -1, cwd=tmp_path), "--target-width"
     )
     one_line_error(ldpopt_cmd("frequency", "--k", 16, cwd=tmp_path), "--eps")
+
+
+def test_target_width_optimum_not_built_in_worst_case(tmp_path):
+    """k = 64 in the worst case: the optimum's channel is not built, its row says so; the others
+    are computed and the command succeeds."""
+    res = ldpopt_cmd(
+        "frequency", "--k", 64, "--n", 10**6, "--target-width", 0.005, "--json", "-", cwd=tmp_path
+    )
+    assert res.returncode == 0, res.stderr
+    rows = {r["mechanism"]: r for r in json.loads(res.stdout)["rows"]}
+    assert rows["optimal"]["computed"] is False and "too large to build" in rows["optimal"]["message"]
+    sue = ldpopt.minimum_epsilon_for_frequency_width(64, n=10**6, width=0.005, mechanism="sue")
+    assert rows["sue"]["reached"] and rows["sue"]["eps"] == sue.eps

@@ -28,27 +28,48 @@ _OPTIONS = {
 
 
 def _row(kind: str, k: int, n: int, width: float, confidence: float, at: str | None) -> dict[str, Any]:
+    """One mechanism's answer; ``computed`` False when it is unreachable (UnreachableTargetError)."""
     try:
         r = minimum_epsilon_for_frequency_width(
             k, n=n, width=width, theta=at, confidence=confidence, mechanism=kind
         )
     except UnreachableTargetError as exc:
-        return {
-            "mechanism": kind,
-            "reached": False,
-            "eps": None,
-            "eps_below": None,
-            "half_width": None,
-            "message": str(exc),
-        }
+        return _missing(kind, str(exc), computed=True)
     return {
         "mechanism": kind,
+        "computed": True,
         "reached": True,
         "eps": r.eps,
         "eps_below": r.eps_below,
         "half_width": r.value,
         "message": r.message,
     }
+
+
+def _missing(kind: str, message: str, *, computed: bool) -> dict[str, Any]:
+    return {
+        "mechanism": kind,
+        "computed": computed,
+        "reached": False,
+        "eps": None,
+        "eps_below": None,
+        "half_width": None,
+        "message": message,
+    }
+
+
+def _rows(kinds: tuple[str, ...], k: int, n: int, width: float, confidence: float, at: str | None) -> list:
+    """The table's rows.  In the full table the optimum's worst case needs its channel: when that is
+    too large to build, its row says so (the rows before it have validated the input)."""
+    rows = []
+    for kind in kinds:
+        try:
+            rows.append(_row(kind, k, n, width, confidence, at))
+        except ValueError as exc:
+            if kind != "optimal" or len(kinds) == 1:
+                raise
+            rows.append(_missing(kind, str(exc), computed=False))
+    return rows
 
 
 def frequency_width_cmd(
@@ -68,7 +89,7 @@ def frequency_width_cmd(
     theta = None if at == "worst" else "uniform"
     kinds = FREQUENCY_MECHANISMS if mechanism is None else (mechanism,)
     try:
-        rows = [_row(kind, k, n, width, confidence, theta) for kind in kinds]
+        rows = _rows(kinds, k, n, width, confidence, theta)
     except (ValueError, TypeError) as exc:
         fail_api(exc, _OPTIONS)
     with report_to_stderr_if_json_on_stdout(json_out):
@@ -79,9 +100,10 @@ def frequency_width_cmd(
         for name in ("mechanism", "smallest eps", "half-width"):
             t.add_column(name, justify="left" if name == "mechanism" else "right")
         for r in rows:
+            missed = "unreachable" if r["computed"] else "not computed"
             t.add_row(
                 r["mechanism"],
-                fmt(r["eps"]) if r["reached"] else "unreachable",
+                fmt(r["eps"]) if r["reached"] else missed,
                 fmt(r["half_width"]) if r["reached"] else "-",
             )
         console.print(t)
