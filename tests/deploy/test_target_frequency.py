@@ -158,3 +158,21 @@ def test_defaults_and_bad_input():
         minimum_epsilon_for_frequency_width(4, n=10, width=0.1, size=3)
     with pytest.raises(UnreachableTargetError, match="not reached even at eps = 64"):
         minimum_epsilon_for_frequency_width(16, n=10000, width=0.01, mechanism="hadamard")
+
+
+def test_grr_worst_case_closed_form_both_sides():
+    """k-RR's worst case over the simplex, written out: an item's support probability pi ranges
+    over [q, p] and pi(1 - pi) is largest at 1/2 when q <= 1/2 <= p."""
+
+    def worst(eps: float, n: int, z: float) -> float:
+        e = math.exp(eps)
+        p, q = e / (e + K - 1), 1.0 / (e + K - 1)
+        top = 0.25 if q <= 0.5 <= p else max(p * (1 - p), q * (1 - q))
+        return z * math.sqrt(top / (p - q) ** 2 / n)
+
+    n, w = 10**5, 0.02
+    for interval, z in (("simultaneous", z_bonferroni(K, 0.9)), ("per-item", float(stats.norm.ppf(0.95)))):
+        r = minimum_epsilon_for_frequency_width(K, n=n, width=w, confidence=0.9, interval=interval)
+        assert worst(r.eps, n, z) <= w < worst(r.eps_below, n, z)
+        grid = [worst(e, n, z) for e in np.linspace(r.eps / 3, 3 * r.eps, 25)]
+        assert all(a >= b for a, b in zip(grid, grid[1:], strict=False))

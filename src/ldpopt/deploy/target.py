@@ -7,8 +7,10 @@ r"""Design backwards: the smallest eps that reaches a target with n reports.
 * :func:`minimum_epsilon_for_width` - the smallest eps at which the optimal mechanism's expected
   interval half-width for the mixing proportion pi (:func:`ldpopt.mixture_proportion`) with n
   reports is <= ``width``;
-* :func:`minimum_epsilon_for_frequency_width` - the same for the input frequencies estimated
-  from k-ary randomized response (:func:`ldpopt.frequencies`), in closed form per eps.
+* :func:`minimum_epsilon_for_frequency_width` - the same for the item frequencies estimated from
+  a frequency mechanism (:mod:`ldpopt.frequency.mechanisms`, default k-ary randomized response,
+  or the optimum of :func:`ldpopt.frequency.optimal_mechanism`): the largest half-width of
+  :func:`ldpopt.frequency.estimate`'s simultaneous intervals, from exact variances per eps.
 
 Each is a bisection on eps of a yes/no question asked of a forward computation: ``eps_below``
 fails, ``eps`` meets the target, and ``eps - eps_below <= xtol * eps``.  The bisection assumes
@@ -22,7 +24,9 @@ information of one report :math:`I(\pi)=\sum_y (M_1(y)-M_0(y))^2/M_\pi(y)`,
 :math:`M_\pi=(1-\pi)M_0+\pi M_1`; the k-RR frequency estimate
 :math:`\hat\theta_j=(\hat f_j-q)/(p-q)` has standard error
 :math:`\sqrt{f_j(1-f_j)/n}/(p-q)`, :math:`f_j=q+\theta_j(p-q)`, and the half-width is
-:math:`z_{(1+c)/2}` standard errors (normal approximation), the largest over j.
+:math:`z_{(1+c)/2}` standard errors (normal approximation), the largest over j; every frequency
+mechanism's item x has the exact variance :math:`V_x` of its estimate, and the simultaneous
+(Bonferroni) half-width :math:`z_{1-(1-c)/(2k)}\sqrt{V_x/n}` of :func:`ldpopt.frequency.estimate`.
 """
 
 from __future__ import annotations
