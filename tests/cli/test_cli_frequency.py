@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import ldpopt
+from ldpopt.deploy.target import FREQUENCY_MECHANISMS
 from ldpopt.frequency import estimate
 from ldpopt.frequency import mechanisms as M
 from ldpopt.frequency.compare import compare
@@ -180,3 +181,63 @@ def test_reproduce_frequency_quick(tmp_path):
     assert summary["quick"] is True and summary["ks"] == [4, 16]
     for name in ("frequency.png", "frequency.svg", "frequency.csv", "summary.json"):
         assert (tmp_path / "o" / name).stat().st_size > 0
+
+
+def test_target_width_table_json_matches_api(tmp_path):
+    res = ldpopt_cmd(
+        "frequency",
+        "--k",
+        8,
+        "--n",
+        20000,
+        "--target-width",
+        0.03,
+        "--at",
+        "uniform",
+        "--json",
+        "-",
+        cwd=tmp_path,
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == ""  # the table is quiet without --verbose when JSON goes to stdout
+    doc = json.loads(res.stdout, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+    kinds = [r["mechanism"] for r in doc["rows"]]
+    assert kinds == list(FREQUENCY_MECHANISMS)
+    for row in doc["rows"]:
+        if not row["reached"]:
+            continue
+        api = ldpopt.minimum_epsilon_for_frequency_width(
+            8, n=20000, width=0.03, theta="uniform", mechanism=row["mechanism"]
+        )
+        assert row["eps"] == api.eps and row["half_width"] <= 0.03
+
+
+def test_target_width_unreachable_and_bad_input(tmp_path):
+    res = ldpopt_cmd(
+        "frequency", "--k", 16, "--n", 10000, "--target-width", 0.01, "--mechanism", "oue", cwd=tmp_path
+    )
+    assert res.returncode == 1 and "not reached even at eps = 64" in res.stderr
+    one_line_error(
+        ldpopt_cmd(
+            "frequency", "--k", 16, "--n", 100, "--target-width", 0.1, "--mechanism", "foo", cwd=tmp_path
+        ),
+        "--mechanism",
+    )
+    one_line_error(ldpopt_cmd("frequency", "--k", 16, "--target-width", 0.1, cwd=tmp_path), "--n")
+    one_line_error(
+        ldpopt_cmd("frequency", "--k", 16, "--n", 100, "--target-width", -1, cwd=tmp_path), "--target-width"
+    )
+    one_line_error(ldpopt_cmd("frequency", "--k", 16, cwd=tmp_path), "--eps")
+
+
+def test_target_width_optimum_not_built_in_worst_case(tmp_path):
+    """k = 64 in the worst case: the optimum's channel is not built, its row says so; the others
+    are computed and the command succeeds."""
+    res = ldpopt_cmd(
+        "frequency", "--k", 64, "--n", 10**6, "--target-width", 0.005, "--json", "-", cwd=tmp_path
+    )
+    assert res.returncode == 0, res.stderr
+    rows = {r["mechanism"]: r for r in json.loads(res.stdout)["rows"]}
+    assert rows["optimal"]["computed"] is False and "too large to build" in rows["optimal"]["message"]
+    sue = ldpopt.minimum_epsilon_for_frequency_width(64, n=10**6, width=0.005, mechanism="sue")
+    assert rows["sue"]["reached"] and rows["sue"]["eps"] == sue.eps

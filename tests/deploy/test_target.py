@@ -116,14 +116,14 @@ def test_minimum_epsilon_for_frequency_width_both_sides():
     k, n, w = 6, 10**6, 0.004
     th = np.array([0.4, 0.3, 0.1, 0.1, 0.06, 0.04])
     z = stats.norm.ppf(0.975)
-    r = minimum_epsilon_for_frequency_width(k, n=n, width=w, theta=th, xtol=1e-2)
+    r = minimum_epsilon_for_frequency_width(k, n=n, width=w, theta=th, xtol=1e-2, interval="per-item")
     for eps, ok in ((r.eps, True), (r.eps_below, False)):
         mech = ldpopt.randomized_response(k, eps)
         # ldpopt.frequencies' own plug-in standard errors on the expected counts (rounded: 1e-6)
         counts = np.round(n * (th @ mech.matrix)).astype(int)
         se = ldpopt.frequencies(mech, counts=counts).standard_error
         assert (z * se.max() <= w) == ok
-    worst = minimum_epsilon_for_frequency_width(k, n=n, width=w)
+    worst = minimum_epsilon_for_frequency_width(k, n=n, width=w, interval="per-item")
     assert worst.eps >= r.eps  # the worst case is no easier than an anticipated distribution
     assert worst.value <= w and worst.kind == "frequency-width"
 

@@ -34,6 +34,7 @@ from ldpopt.cli._common import (
     report_to_stderr_if_json_on_stdout,
     write_json,
 )
+from ldpopt.cli._freqwidth import frequency_width_cmd
 from ldpopt.cli._tables import read_table
 from ldpopt.cli.deploy import _pick_column
 
@@ -106,17 +107,37 @@ def _write_plot(results: list, path: Path) -> None:
 
 @app.command("frequency")
 def frequency_cmd(
+    *,
     k: int = typer.Option(..., "--k", help="Number of items k >= 2."),
-    eps: str = typer.Option(..., "--eps", help="Privacy level(s): a number or a list '1,2,4'."),
+    eps: str | None = typer.Option(None, "--eps", help="Privacy level(s): a number or a list '1,2,4'."),
     plot: Path | None = typer.Option(
         None, "--plot", help="Draw the ratios against eps to FILE (.png/.svg/.pdf)."
     ),
+    target_width: float | None = typer.Option(
+        None, "--target-width", help="Instead of --eps: the smallest eps for this interval half-width."
+    ),
+    n: int | None = typer.Option(None, "--n", help="Reports (with --target-width)."),
+    mechanism: str | None = typer.Option(
+        None, "--mechanism", help="With --target-width: one kind (grr, oue, ..., optimal); default all."
+    ),
+    confidence: float = typer.Option(0.95, "--confidence", help="Simultaneous coverage (--target-width)."),
+    at: str = typer.Option(
+        "worst", "--at", help="With --target-width: the worst case or the uniform distribution."
+    ),
     json_out: Path | None = JsonOpt,
 ) -> None:
-    """Gap table: the deployed frequency oracles' error against the optimum at (k, eps)."""
+    """Gap table: the deployed frequency oracles' error against the optimum at (k, eps); with
+    --target-width, the smallest eps of each for that half-width with --n reports."""
     from ldpopt.frequency.compare import compare
 
     one_stdout({"--json": json_out, "--plot": plot})
+    if target_width is not None:
+        if eps is not None or plot is not None:
+            fail("--target-width searches eps itself: drop --eps and --plot")
+        frequency_width_cmd(k, n, target_width, mechanism, confidence, at, json_out)
+        return
+    if eps is None:
+        fail("give --eps EPS (the gap table) or --target-width W --n N")
     eps_values = _parse_eps(eps)
     try:
         results = [compare(k, e) for e in eps_values]

@@ -7,8 +7,10 @@ r"""Design backwards: the smallest eps that reaches a target with n reports.
 * :func:`minimum_epsilon_for_width` - the smallest eps at which the optimal mechanism's expected
   interval half-width for the mixing proportion pi (:func:`ldpopt.mixture_proportion`) with n
   reports is <= ``width``;
-* :func:`minimum_epsilon_for_frequency_width` - the same for the input frequencies estimated
-  from k-ary randomized response (:func:`ldpopt.frequencies`), in closed form per eps.
+* :func:`minimum_epsilon_for_frequency_width` - the same for the item frequencies estimated from
+  a frequency mechanism (:mod:`ldpopt.frequency.mechanisms`, default k-ary randomized response,
+  or the optimum of :func:`ldpopt.frequency.optimal_mechanism`): the largest half-width of
+  :func:`ldpopt.frequency.estimate`'s simultaneous intervals, from exact variances per eps.
 
 Each is a bisection on eps of a yes/no question asked of a forward computation: ``eps_below``
 fails, ``eps`` meets the target, and ``eps - eps_below <= xtol * eps``.  The bisection assumes
@@ -22,7 +24,9 @@ information of one report :math:`I(\pi)=\sum_y (M_1(y)-M_0(y))^2/M_\pi(y)`,
 :math:`M_\pi=(1-\pi)M_0+\pi M_1`; the k-RR frequency estimate
 :math:`\hat\theta_j=(\hat f_j-q)/(p-q)` has standard error
 :math:`\sqrt{f_j(1-f_j)/n}/(p-q)`, :math:`f_j=q+\theta_j(p-q)`, and the half-width is
-:math:`z_{(1+c)/2}` standard errors (normal approximation), the largest over j.
+:math:`z_{(1+c)/2}` standard errors (normal approximation), the largest over j; every frequency
+mechanism's item x has the exact variance :math:`V_x` of its estimate, and the simultaneous
+(Bonferroni) half-width :math:`z_{1-(1-c)/(2k)}\sqrt{V_x/n}` of :func:`ldpopt.frequency.estimate`.
 """
 
 from __future__ import annotations
@@ -34,10 +38,15 @@ from typing import Any
 
 import numpy as np
 from scipy import stats
+from scipy.special import ndtri
 
 from ldpopt._validation import check_labelled_pair, check_positive_int, is_real
 from ldpopt.deploy.llr import DEFAULT_EXACT_MAX_N
 from ldpopt.deploy.testing import LikelihoodRatioTest, check_level
+from ldpopt.frequency import mechanisms as freqmech
+from ldpopt.frequency.objectives import unbiased_estimator
+from ldpopt.frequency.optimum import FrequencyOptimum
+from ldpopt.frequency.optimum import optimal_mechanism as optimal_frequency_mechanism
 from ldpopt.mechanism import Mechanism, randomized_response
 from ldpopt.spr.solve import optimal_mechanism
 
@@ -50,11 +59,19 @@ __all__ = [
     "krr_half_width",
     "mixture_half_width",
     "EPS_MAX",
+    "FREQUENCY_MECHANISMS",
+    "frequency_quantile",
 ]
 
 #: the largest eps searched: beyond it e^-eps < 1e-27 and every mechanism is deterministic to
 #: double precision in all but its smallest entries
 EPS_MAX = 64.0
+#: the mechanisms :func:`minimum_epsilon_for_frequency_width` searches over
+FREQUENCY_MECHANISMS = (*freqmech.KINDS, "optimal")
+FREQUENCY_ALIASES = {"rappor": "basic_rappor"}
+#: OLH's default g = round(e^eps + 1) exists up to this eps (ldpopt.frequency.mechanisms): the
+#: search counts a larger eps as not meeting the target
+OLH_DEFAULT_G_MAX_EPS = 40.0
 #: default relative tolerance of the bisection: eps - eps_below <= xtol * eps
 DEFAULT_XTOL = 1e-3
 
@@ -70,8 +87,9 @@ class MinimumEpsilonResult:
     eps_below : float
         The largest eps found that does not (0 when none was tried): the answer lies in
         ``(eps_below, eps]`` and ``eps - eps_below <= xtol * eps``.
-    mechanism : Mechanism
-        The mechanism at ``eps`` (the optimal one for ``divergence``; k-RR for frequencies).
+    mechanism : Mechanism or None
+        The mechanism at ``eps`` (the optimal one for ``divergence``; for frequencies the channel
+        of the frequency mechanism, None when it is too large to build).
     n : int
         Reports.
     value : float
@@ -89,11 +107,13 @@ class MinimumEpsilonResult:
         Forward computations made.
     xtol : float
     message : str
+    frequency_mechanism : FrequencyMechanism or FrequencyOptimum or None
+        For frequency widths: the mechanism at ``eps`` (None for the other targets).
     """
 
     eps: float
     eps_below: float
-    mechanism: Mechanism
+    mechanism: Mechanism | None
     n: int
     value: float
     target: float
@@ -104,6 +124,7 @@ class MinimumEpsilonResult:
     evaluations: int = 0
     xtol: float = DEFAULT_XTOL
     message: str = ""
+    frequency_mechanism: Any = None
 
 
 class UnreachableTargetError(ValueError):
@@ -302,18 +323,106 @@ def minimum_epsilon_for_width(
 
 
 def krr_half_width(k: int, eps: float, n: int, confidence: float, theta: np.ndarray | None) -> float:
-    """Largest normal-approximation half-width of k-RR's unbiased frequency estimates with n reports
-    (module text); ``theta`` the anticipated input distribution (None: the worst case)."""
-    e = math.exp(-eps)  # p - q = (1 - e) / (1 + (k - 1) e), q = e / (1 + (k - 1) e): no overflow
-    den = 1.0 + (k - 1) * e
-    p, q = 1.0 / den, e / den
-    if theta is None:
-        var = 0.25 if q <= 0.5 <= p else max(p * (1 - p), q * (1 - q))
-    else:
-        f = q + theta * (p - q)
-        var = float(np.max(f * (1 - f)))
+    """Largest per-item normal-approximation half-width of k-RR's unbiased frequency estimates
+    with n reports (module text); ``theta`` the anticipated input distribution (None: the worst
+    case)."""
     z = float(stats.norm.ppf(0.5 + confidence / 2))
-    return z * math.sqrt(var / n) / (p - q)
+    return z * math.sqrt(_deployed_variance(freqmech.grr(k, eps), theta) / n)
+
+
+def _deployed_variance(fm: freqmech.FrequencyMechanism, theta: np.ndarray | None) -> float:
+    """Largest per-item variance (n = 1) of a deployed oracle's standard estimator at ``theta``;
+    None: its supremum over the simplex, :math:`\\max_{\\pi\\in[q^*,p^*]}\\pi(1-\\pi)/(p^*-q^*)^2`
+    (item x's variance depends on f_x alone, and f_x ranges over [0, 1])."""
+    if theta is not None:
+        return float(np.max(fm.variance(theta)))
+    p, q = fm.p, fm.q
+    top = 0.25 if q <= 0.5 <= p else max(p * (1 - p), q * (1 - q))
+    return top / (p - q) ** 2
+
+
+def _optimal_variance(opt: FrequencyOptimum, theta: np.ndarray | str | None) -> float:
+    r"""Largest per-item variance (n = 1) of the best unbiased estimator at the uniform
+    distribution for the optimal channel: ``value / k`` at the uniform distribution (the channel
+    is invariant under a transitive permutation group, so every item has the same variance);
+    otherwise from the channel, :math:`V_x(f)=\sum_{x'} f_{x'} c_{xx'} - f_x^2` with
+    :math:`c_{xx'}=\sum_y B_{yx}^2 Q(y|x')`, whose supremum over the simplex is
+    :math:`\max_{t\in[0,1]} t c_{xx} + (1-t)\max_{x'\ne x} c_{xx'} - t^2` (put mass t on x and
+    the rest on the best other item), at :math:`t=\mathrm{clip}((c_{xx}-m_x)/2, 0, 1)`."""
+    if isinstance(theta, str):
+        return opt.value / opt.k
+    mech = opt.mechanism
+    if mech is None:
+        raise ValueError(
+            f"the optimal channel at k = {opt.k} is too large to build: use theta='uniform' with "
+            "mechanism='optimal'"
+        )
+    q = mech.matrix
+    b = unbiased_estimator(q)
+    c = (b**2).T @ q.T  # c[x, x'] = sum_y B[y, x]^2 Q(y | x')
+    if theta is not None:
+        return float(np.max(c @ theta - theta**2))
+    diag = np.diag(c).copy()
+    np.fill_diagonal(c, -np.inf)
+    m = c.max(axis=1)
+    t = np.clip((diag - m) / 2.0, 0.0, 1.0)
+    return float(np.max(t * diag + (1.0 - t) * m - t**2))
+
+
+def frequency_quantile(k: int, confidence: float, interval: str) -> float:
+    """The normal quantile of the frequency intervals: :math:`z_{1-\\alpha/(2k)}` (Bonferroni,
+    ``interval="simultaneous"``, as :func:`ldpopt.frequency.estimate`) or :math:`z_{1-\\alpha/2}`
+    (``"per-item"``), :math:`\\alpha = 1 -` confidence."""
+    alpha = 1.0 - confidence
+    return -float(ndtri(alpha / (2.0 * k) if interval == "simultaneous" else alpha / 2.0))
+
+
+def _frequency_forward(
+    kind: str, k: int, n: int, theta: np.ndarray | str | None, z: float, size: int | None
+) -> Callable[[float], tuple[float, Any]]:
+    """eps -> (largest expected half-width, the frequency mechanism or optimum)."""
+
+    def forward(eps: float) -> tuple[float, Any]:
+        if kind == "optimal":
+            opt = optimal_frequency_mechanism(k, eps)
+            return z * math.sqrt(_optimal_variance(opt, theta) / n), opt
+        if kind == "olh" and size is None and eps > OLH_DEFAULT_G_MAX_EPS:
+            return math.inf, None  # OLH's default g = round(e^eps + 1) is not built beyond
+        fm = freqmech.make(kind, k, eps, size)
+        th = np.full(k, 1.0 / k) if isinstance(theta, str) else theta
+        return z * math.sqrt(_deployed_variance(fm, th) / n), fm
+
+    return forward
+
+
+def _channel_of(kind: str, fm: Any) -> Mechanism | None:
+    """The channel of the answer: k-RR's, a deployed oracle's when it is built, the optimum's."""
+    if kind == "grr":
+        return randomized_response(fm.k, fm.eps)
+    if kind == "optimal":
+        return fm.mechanism
+    return fm.channel() if fm.has_channel else None
+
+
+def _check_frequency_kind(mechanism: Any) -> str:
+    kind = FREQUENCY_ALIASES.get(mechanism, mechanism) if isinstance(mechanism, str) else mechanism
+    if kind not in FREQUENCY_MECHANISMS:
+        raise ValueError(
+            f"mechanism must be one of {', '.join(map(repr, FREQUENCY_MECHANISMS))} (or 'rappor'), "
+            f"got mechanism={mechanism!r}"
+        )
+    return str(kind)
+
+
+def _check_theta(theta: Any, k: int) -> np.ndarray | str | None:
+    if theta is None or (isinstance(theta, str) and theta == "uniform"):
+        return theta
+    if isinstance(theta, str):
+        raise ValueError(f"theta must be a distribution, 'uniform' or None, got theta={theta!r}")
+    th, _, _ = check_labelled_pair(theta, theta, names=("theta", "theta"))
+    if th.shape[0] != k:
+        raise ValueError(f"theta must have k = {k} entries, got {th.shape[0]}")
+    return th
 
 
 def minimum_epsilon_for_frequency_width(
@@ -323,33 +432,84 @@ def minimum_epsilon_for_frequency_width(
     width: float,
     theta: Any = None,
     confidence: float = 0.95,
+    mechanism: str = "grr",
+    interval: str = "simultaneous",
+    size: int | None = None,
     xtol: float = DEFAULT_XTOL,
 ) -> MinimumEpsilonResult:
-    r"""The smallest eps at which k-ary randomized response's unbiased frequency estimates
-    (:func:`ldpopt.frequencies`) have half-width <= ``width`` (normal approximation, largest over
-    the k symbols) with n reports; ``theta`` is the anticipated input distribution (default: the
-    worst case, ``f_j = 1/2`` when reachable).  ``value`` is the half-width at ``eps``."""
+    r"""The smallest eps at which a frequency mechanism's interval half-width is <= ``width``
+    with n reports.
+
+    The half-width targeted is the one :func:`ldpopt.frequency.estimate` reports, at the
+    anticipated input distribution: :math:`z\sqrt{V_x/n}`, largest over the k items, with
+    :math:`V_x` the exact variance (one report) of item x's estimate and, by default, the
+    Bonferroni quantile :math:`z = z_{1-\alpha/(2k)}`, :math:`\alpha = 1-` ``confidence``, of the
+    simultaneous intervals (``interval="per-item"``: :math:`z_{1-\alpha/2}`, each interval alone).
+    It is the expected half-width to first order (estimate's plug-in standard error has
+    :math:`\pi_x` estimated).
+
+    Parameters
+    ----------
+    k : int
+        Number of items (>= 2).
+    n : int
+        Reports.
+    width : float
+        Target half-width.
+    theta : distribution, "uniform" or None
+        Anticipated input distribution; None (default): the worst case over the simplex.
+    confidence : float
+        In (0.5, 1).
+    mechanism : str
+        ``"grr"`` (k-ary randomized response, the default), ``"sue"``, ``"oue"``,
+        ``"basic_rappor"`` (alias ``"rappor"``), ``"olh"``, ``"subset"``, ``"hadamard"``
+        (:mod:`ldpopt.frequency.mechanisms`, standard estimator, exact variance) or ``"optimal"``
+        (:func:`ldpopt.frequency.optimal_mechanism`'s channel with its best unbiased estimator at
+        the uniform distribution; optimal for the summed variance, not necessarily for the largest
+        item's; with theta None or a distribution its channel is built, so k is limited).
+    size : int, optional
+        OLH's g or subset selection's d (default: each one's eps-dependent default).
+    xtol : float
+        Relative tolerance: ``eps - eps_below <= xtol * eps``.
+
+    Returns
+    -------
+    MinimumEpsilonResult
+        ``value`` the half-width at ``eps``; ``mechanism`` the channel at ``eps`` when it is built
+        (None otherwise: OLH's or subset selection's at large k); ``frequency_mechanism`` the
+        :class:`~ldpopt.frequency.FrequencyMechanism` or
+        :class:`~ldpopt.frequency.FrequencyOptimum`.
+    """
     k = check_positive_int(k, "k")
     if k < 2:
         raise ValueError(f"k must be >= 2, got k={k}")
     n, width, confidence = _check_width_args(n, width, confidence)
     xtol = _check_xtol(xtol)
-    th = None
-    if theta is not None:
-        th, _, _ = check_labelled_pair(theta, theta, names=("theta", "theta"))
-        if th.shape[0] != k:
-            raise ValueError(f"theta must have k = {k} entries, got {th.shape[0]}")
+    kind = _check_frequency_kind(mechanism)
+    if interval not in ("simultaneous", "per-item"):
+        raise ValueError(f"interval must be 'simultaneous' or 'per-item', got interval={interval!r}")
+    if size is not None and kind not in ("olh", "subset"):
+        raise ValueError(f"size applies to olh and subset only, got size={size!r} for mechanism={kind!r}")
+    th = _check_theta(theta, k)
+    z = frequency_quantile(k, confidence, interval)
+    fwd = _frequency_forward(kind, k, n, th, z, size)
+    found: dict[float, Any] = {}
 
     def forward(eps: float) -> tuple[bool, float, Mechanism, float, str]:
-        w = krr_half_width(k, eps, n, confidence, th)
-        return w <= width, w, randomized_response(k, eps), math.nan, "normal"
+        w, fm = fwd(eps)
+        found[eps] = fm
+        return w <= width, w, None, math.nan, "normal"  # type: ignore[return-value]
 
-    what = f"a frequency half-width <= {width:g} with {n} reports of k-RR on {k} symbols"
-    eps, below, (_, value, mech, _, _), calls = _search(forward, xtol, what)
+    where = "the worst case" if th is None else ("uniform" if isinstance(th, str) else "theta")
+    what = (
+        f"a frequency half-width <= {width:g} with {n} reports of {kind} on {k} items ({where}, "
+        f"{interval} {100 * confidence:g}% intervals)"
+    )
+    eps, below, (_, value, _, _, _), calls = _search(forward, xtol, what)
     return MinimumEpsilonResult(
         eps,
         below,
-        mech,
+        _channel_of(kind, found[eps]),
         n,
         value,
         width,
@@ -357,5 +517,6 @@ def minimum_epsilon_for_frequency_width(
         method="normal",
         evaluations=calls,
         xtol=xtol,
-        message=f"eps in ({below:.6g}, {eps:.6g}]: {what} ({100 * confidence:g}% interval)",
+        message=f"eps in ({below:.6g}, {eps:.6g}]: {what}",
+        frequency_mechanism=found[eps],
     )

@@ -143,6 +143,7 @@ def target(req: Mapping) -> dict:
     name = req.get("divergence")
     div = name if name in ("chernoff", "kl") else "chernoff"
     r = minimum_epsilon(a, b, n=n, alpha=alpha, beta=beta, divergence=div, max_outputs=core._max_outputs(req))
+    assert r.mechanism is not None  # the test search always returns its mechanism
     return {
         "eps": r.eps,
         "eps_below": r.eps_below,
