@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import ldpopt
+from cli_subprocess import ldpopt_cmd
 from ldpopt.deploy.shuffle import central_epsilon, tight_delta
 
 P0 = "0.5,0.2,0.2,0.1"
 P1 = "0.1,0.2,0.3,0.4"
-SRC = str(Path(ldpopt.__file__).resolve().parents[1])
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": SRC}
-    return subprocess.run(
-        [sys.executable, "-m", "ldpopt", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
-    )
+    return ldpopt_cmd(*args, cwd=cwd)
 
 
 def test_design_central_meets_the_target_and_prints_the_gap(tmp_path):

@@ -6,37 +6,18 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import ldpopt
-
-SRC = str(Path(ldpopt.__file__).resolve().parents[1])
+from cli_subprocess import ldpopt_cmd
+from cli_subprocess import strict_json as strict
 
 
 def run(*args, cwd=None):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run(
-        [sys.executable, "-m", "ldpopt", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env=env,
-    )
-
-
-def strict(text):
-    def refuse(name):
-        raise ValueError(f"non-standard JSON constant {name}")
-
-    return json.loads(text, parse_constant=refuse)
+    return ldpopt_cmd(*args, cwd=cwd, timeout=120)
 
 
 M = [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6]]

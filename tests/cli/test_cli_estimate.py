@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-import ldpopt
+from cli_subprocess import ldpopt_cmd
 from ldpopt.cli import app
 from ldpopt.deploy.estimate import frequencies, mixture_proportion
 from ldpopt.deploy.files import load_mechanism
@@ -28,19 +25,6 @@ P1 = [0.10, 0.10, 0.15, 0.25, 0.15, 0.25]
 
 def spec(p):
     return ",".join(f"{lab}={v}" for lab, v in zip(LABELS, p, strict=True))
-
-
-def ldpopt_cmd(*args, cwd) -> subprocess.CompletedProcess:
-    src = str(Path(ldpopt.__file__).resolve().parents[1])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run(
-        [sys.executable, "-m", "ldpopt", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-        env=env,
-    )
 
 
 runner = CliRunner()

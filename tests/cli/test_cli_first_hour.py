@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import ldpopt
+from cli_subprocess import ldpopt_cmd
 from ldpopt.deploy.files import load_mechanism
 from ldpopt.deploy.shuffle import central_epsilon
 from ldpopt.deploy.testing import LikelihoodRatioTest
@@ -27,19 +24,6 @@ P1 = [0.10, 0.10, 0.15, 0.25, 0.15, 0.25]
 
 def spec(p) -> str:
     return ",".join(f"{lab}={v}" for lab, v in zip(LABELS, p, strict=True))
-
-
-def ldpopt_cmd(*args, cwd) -> subprocess.CompletedProcess:
-    src = str(Path(ldpopt.__file__).resolve().parents[1])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run(
-        [sys.executable, "-m", "ldpopt", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-        env=env,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -4,30 +4,19 @@ forward calls of the library on both sides (the test's type-II error, the interv
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 import ldpopt
+from cli_subprocess import ldpopt_cmd
 from ldpopt.deploy.target import mixture_half_width
 
-SRC = str(Path(ldpopt.__file__).resolve().parents[1])
 P0, P1 = "0.55,0.25,0.12,0.08", "0.1,0.2,0.3,0.4"
 A, B = [0.55, 0.25, 0.12, 0.08], [0.1, 0.2, 0.3, 0.4]
 
 
 def run(*args):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run(
-        [sys.executable, "-m", "ldpopt", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    return ldpopt_cmd(*args, timeout=120)
 
 
 def type_ii(eps, n, alpha, divergence):
