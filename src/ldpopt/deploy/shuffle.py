@@ -75,7 +75,7 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 from ldpopt._validation import check_eps, check_positive_int, is_integer, is_real
 from ldpopt.deploy.blanket import (
@@ -333,15 +333,43 @@ def _delta_bound(eps: float, eps0: float, n: int, delta: float, outputs: int | N
     return min(generic, clone_delta(eps, eps0, n, p_clone=p_clone, weight=weight, tail=tail))
 
 
-def _bisect_upper(
-    dl: Callable[[float], float], delta: float, hi: float, rel: float = 0.0, lo: float = 0.0
-) -> tuple[float, float]:
-    """Smallest eps in [0, hi] with dl(eps) <= delta (dl non-increasing, dl(hi) <= delta assumed):
-    the upper end of the final bracket, with dl there."""
-    d0 = dl(lo)
-    if d0 <= delta:
-        return lo, d0
-    d_hi = dl(hi)
+#: dl values are floored here before their log is taken by the root finder (0 is a valid delta)
+_LOG_FLOOR = 1e-300
+#: brentq's smallest relative tolerance (4 units of roundoff)
+_BRENT_RTOL = 4.0 * 2.0**-52
+
+
+def _search(
+    dl: Callable[[float], float], delta: float, ends: tuple[float, float, float, float], rel: float
+) -> tuple[float, float, float, float]:
+    """Shrink a bracket (lo, dl(lo) > delta, hi, dl(hi) <= delta) until hi - lo <= max(EPS_TOL,
+    rel * hi).
+
+    Brent's method on log dl - log delta (delta(eps) is close to log-linear near the answer:
+    a handful of evaluations instead of a bisection's twenty) proposes the points; only the side
+    of delta on which each evaluated point falls is used, so the ends keep their meaning whatever
+    the root finder does, and a bisection finishes the bracket if it is still too wide."""
+    lo, d_lo, hi, d_hi = ends
+    seen: list[tuple[float, float]] = []
+
+    def f(x: float) -> float:
+        # positive exactly when dl(x) > delta (a value at delta maps to a tiny negative number)
+        if x <= lo or x >= hi:
+            d = d_lo if x <= lo else d_hi
+        else:
+            d = dl(x)
+            seen.append((x, d))
+        value = math.log(max(d, _LOG_FLOOR) / delta)
+        return value if d > delta else min(value, -_LOG_FLOOR)
+
+    tol = max(EPS_TOL, rel * hi)
+    if hi - lo > tol and d_lo > delta >= d_hi:  # (callers may pass an upper end above delta)
+        optimize.brentq(f, lo, hi, xtol=0.5 * EPS_TOL, rtol=_BRENT_RTOL + 0.5 * rel, maxiter=_MAX_BISECT)
+    for x, d in seen:
+        if d <= delta and x < hi:
+            hi, d_hi = x, d
+        elif d > delta and x > lo:
+            lo, d_lo = x, d
     for _ in range(_MAX_BISECT):
         if hi - lo <= max(EPS_TOL, rel * hi):
             break
@@ -350,7 +378,19 @@ def _bisect_upper(
         if d_mid <= delta:
             hi, d_hi = mid, d_mid
         else:
-            lo = mid
+            lo, d_lo = mid, d_mid
+    return lo, d_lo, hi, d_hi
+
+
+def _bisect_upper(
+    dl: Callable[[float], float], delta: float, hi: float, rel: float = 0.0, lo: float = 0.0
+) -> tuple[float, float]:
+    """Smallest eps in [0, hi] with dl(eps) <= delta (dl non-increasing, dl(hi) <= delta assumed):
+    the upper end of the final bracket, with dl there."""
+    d0 = dl(lo)
+    if d0 <= delta:
+        return lo, d0
+    _, _, hi, d_hi = _search(dl, delta, (lo, d0, hi, dl(hi)), rel)
     return hi, d_hi
 
 
@@ -359,19 +399,13 @@ def _bisect_lower(
 ) -> float:
     """Largest eps in [0, hi] known to have dl(eps) > delta (dl a lower bound on delta): the lower
     end of the final bracket (0 when dl(0) <= delta)."""
-    if dl(lo) <= delta:
+    d_lo = dl(lo)
+    if d_lo <= delta:
         return lo
-    if dl(hi) > delta:
+    d_hi = dl(hi)
+    if d_hi > delta:
         return hi
-    for _ in range(_MAX_BISECT):
-        if hi - lo <= max(EPS_TOL, rel * hi):
-            break
-        mid = 0.5 * (lo + hi)
-        if dl(mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return _search(dl, delta, (lo, d_lo, hi, d_hi), rel)[0]
 
 
 def _numerical(eps0: float, n: int, delta: float, outputs: int | None) -> tuple[float, float]:
