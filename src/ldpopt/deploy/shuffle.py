@@ -544,13 +544,22 @@ def _rounds_candidates(matrix: np.ndarray, eps0: float) -> list[ClonePair]:
     return out
 
 
-def _tight_rounds(matrix: np.ndarray, eps0: float, n: int, delta: float, rounds: int) -> tuple[float, float]:
+def _grid(eps0: float, one_round: float) -> float:
+    """The loss grid of the composition: PLD_GRID, or finer when one round's eps is small (each
+    round's losses are rounded up to it, so the composed eps is at most rounds * h above exact;
+    the PLDs are trimmed to their support, so a fine grid costs only where there is mass)."""
+    return min(PLD_GRID, eps0 / 64.0, max(one_round, EPS_TOL) / 64.0)
+
+
+def _tight_rounds(
+    matrix: np.ndarray, eps0: float, n: int, delta: float, rounds: int, one_round: float
+) -> tuple[float, float]:
     """Upper bound on the central eps of ``rounds`` composed rounds: the best of the dominating
     pairs' pessimistic PLDs (:mod:`ldpopt.deploy.pld`)."""
     tail = TAIL_FRACTION * delta
     best = (rounds * eps0, 0.0)  # basic composition of the trivial bound
     for c in _rounds_candidates(matrix, eps0):
-        h = min(PLD_GRID, c.eps0 / 64.0)
+        h = _grid(c.eps0, one_round)
         one = clone_pld(c.eps0, n, c.p_clone, c.weight, h, tail)
         law = compose(one, rounds, PLD_FLOOR)
         found = _bisect_upper(partial(_composed_delta, law=law), delta, rounds * c.eps0, TIGHT_REL_TOL)
@@ -577,24 +586,28 @@ def _count_pair(pair: LowerPair, n: int, tail: float) -> tuple[np.ndarray, np.nd
     return a1 * f_prev + (1.0 - a1) * f_here, b1 * f_prev + (1.0 - b1) * f_here
 
 
-def _rounds_lower(matrix: np.ndarray, eps0: float, n: int, delta: float, rounds: int, upper: float) -> float:
+def _rounds_lower(
+    matrix: np.ndarray, eps0: float, n: int, delta: float, rounds: int, bounds: tuple[float, float]
+) -> float:
     """Lower bound on the composed central eps: T rounds of the best explicit count pair's PLD
-    (losses rounded down, tails and the FFT error bound taken off)."""
+    (losses rounded down, tails and the FFT error bound taken off); ``bounds`` = (the composed
+    upper bound, one round's upper bound)."""
+    upper, single = bounds  # the composed upper bound, one round's
     tail = TAIL_FRACTION * delta
     pairs = [_count_pair(pr, n, tail) for pr in lower_pairs(matrix)]
     if not pairs:
         return 0.0
     probe = upper / math.sqrt(rounds)  # rank by the one-round divergence at a typical scale
 
-    def one_round(pq: tuple[np.ndarray, np.ndarray]) -> float:
+    def divergence(pq: tuple[np.ndarray, np.ndarray]) -> float:
         p, q = pq
         g = math.exp(probe)
         return max(float(np.maximum(p - g * q, 0).sum()), float(np.maximum(q - g * p, 0).sum()))
 
-    p, q = max(pairs, key=one_round)
+    p, q = max(pairs, key=divergence)
     if float(np.maximum(q - p, 0).sum()) > float(np.maximum(p - q, 0).sum()):
         p, q = q, p
-    h = min(PLD_GRID, eps0 / 64.0)
+    h = _grid(eps0, single)
     law = compose(explicit_pld(p, q, h, eps0), rounds, PLD_FLOOR, lower=True)
     return _bisect_lower(partial(_composed_lower_delta, law=law), delta, upper, LOWER_REL_TOL)
 
@@ -700,8 +713,9 @@ def central_epsilon(
         lower = _tight_lower(mech.matrix, n, delta, value)
         value, dbound, lower = _exact_small(mech.matrix, n, delta, (value, dbound), lower)
         if rounds > 1:
-            value, dbound = _tight_rounds(mech.matrix, eps0, n, delta, rounds)
-            lower = max(lower, _rounds_lower(mech.matrix, eps0, n, delta, rounds, value))
+            one_round = value
+            value, dbound = _tight_rounds(mech.matrix, eps0, n, delta, rounds, one_round)
+            lower = max(lower, _rounds_lower(mech.matrix, eps0, n, delta, rounds, (value, one_round)))
         valid = _validity(method, n, delta)
         return ShuffleBound(value, eps0, n, delta, method, s, dbound, valid, lower=lower, rounds=rounds)
     value, dbound = _central(eps0, n, delta, method, s)
