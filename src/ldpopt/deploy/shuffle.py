@@ -141,6 +141,9 @@ LOWER_REL_TOL = 1e-4
 #: loss grid of the composition (each round's loss rounded up to it: the composed eps is at most
 #: rounds * PLD_GRID above the exact PLD value)
 PLD_GRID = 1e-4
+#: the composition's grid is never finer than eps0 / PLD_MAX_CELLS (the one-round PLD's array has
+#: about twice this many cells: 64 MB)
+PLD_MAX_CELLS = 2**22
 #: composed losses below -PLD_FLOOR are raised to it (pessimistic; keeps the grid short)
 PLD_FLOOR = 64.0
 #: ``"tight"`` sums at most this many blocks of clone counts (``clone_delta(max_terms=...)``)
@@ -562,7 +565,7 @@ def _grid(eps0: float, one_round: float) -> float:
     """The loss grid of the composition: PLD_GRID, or finer when one round's eps is small (each
     round's losses are rounded up to it, so the composed eps is at most rounds * h above exact;
     the PLDs are trimmed to their support, so a fine grid costs only where there is mass)."""
-    return min(PLD_GRID, eps0 / 64.0, max(one_round, EPS_TOL) / 64.0)
+    return min(PLD_GRID, eps0 / 64.0, max(one_round / 64.0, eps0 / PLD_MAX_CELLS))
 
 
 def _tight_rounds(
