@@ -194,8 +194,9 @@ def lower_delta(eps: float, n: int, pair: LowerPair, tail: float = 0.0) -> float
     law = stats.binom(m_others, s)
     lo, hi = _window(law, m_others, tail)
     mm = np.arange(lo, hi + 2, dtype=np.float64)  # M = number of reports in S1 u S2, <= n
-    g_m1 = law.pmf(mm - 1.0)  # others contribute M - 1 (the differing user is in S1 u S2)
-    g_m = law.pmf(mm)  # others contribute M (the differing user is in S0)
+    pmf = law.pmf(np.arange(lo - 1, hi + 2, dtype=np.float64))
+    g_m1 = pmf[:-1]  # others contribute M - 1 (the differing user is in S1 u S2)
+    g_m = pmf[1:]  # others contribute M (the differing user is in S0)
     coef_a = g_m1 * (a1 - g * b1) + g_m * pi * (a0 - g * b0)
     coef_b = g_m1 * (a2 - g * b2) + g_m * (1.0 - pi) * (a0 - g * b0)
     # rho_h = h (1 - pi) / ((M - h) pi) = beta / beta'; positive where A rho + B > 0
@@ -211,13 +212,17 @@ def lower_delta(eps: float, n: int, pair: LowerPair, tail: float = 0.0) -> float
     h_cut, h_top = np.clip(h_cut, 0.0, mm), np.clip(h_top, -1.0, mm)
 
     def mass(k: np.ndarray, shift: float) -> np.ndarray:
-        # P(shift + Bin(k, pi) in [h_cut, h_top]) for k = M - 1 or M
+        # P(shift + Bin(k, pi) in [h_cut, h_top]) for k = M - 1
         k = np.maximum(k, 0.0)
         return stats.binom.cdf(h_top - shift, k, pi) - stats.binom.cdf(h_cut - shift - 1.0, k, pi)
 
     m1 = mass(mm - 1.0, 1.0)
     m2 = mass(mm - 1.0, 0.0)
-    m0 = mass(mm, 0.0)
+    # Bin(M, pi) = Bin(M - 1, pi) + Bern(pi): the M-trial mass is a convex combination of the two
+    # (M - 1)-trial masses, so it carries their error allowance (plus one rounding)
+    m0 = (1.0 - pi) * m2 + pi * m1
+    if lo == 0:  # M = 0: both laws are the point 0 (k = M - 1 is clipped to 0 above)
+        m0[0] = m2[0]
     p_set = g_m1 * (a1 * m1 + a2 * m2) + g_m * a0 * m0
     q_set = g_m1 * (b1 * m1 + b2 * m2) + g_m * b0 * m0
     terms = p_set - g * q_set - TAIL_REL_ERR * (p_set + g * q_set)

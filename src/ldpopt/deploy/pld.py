@@ -68,11 +68,83 @@ def _block_edges(law, m: int, tail: float) -> tuple[np.ndarray, float]:
     return edges, left_out
 
 
+#: a block of C clones whose window of A has more than this many values per loss cell it spans
+#: is binned by thresholds on A (binomial CDFs at the cell edges) instead of value by value
+CELL_BINNING_RATIO = 8
+#: cell edges are placed this fraction of a cell below their grid value (the computed loss
+#: threshold has a relative error of a few units of roundoff: far inside it), so every A is
+#: charged a loss at least its own
+EDGE_MARGIN = 1e-6
+
+
+def _a_window(c: float) -> tuple[int, int]:
+    sd = 0.5 * math.sqrt(c) if c > 0 else 0.0
+    return max(int(c / 2 - A_SDS * sd) - 1, 0), min(int(c / 2 + A_SDS * sd) + 2, int(c) + 1)
+
+
+def _values_hist(
+    c: float, a_lo: int, a_hi: int, alpha: float, h: float, top: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(cell index, P mass) of every A in the window: P(A = a) = alpha b(a-1) + (1-alpha) b(a)."""
+    alpha_bar = 1.0 - alpha
+    a = np.arange(a_lo - 1, a_hi + 1, dtype=np.float64)
+    b = stats.binom.pmf(a, c, 0.5)
+    b_prev, b_here = b[:-1], b[1:]
+    p = alpha * b_prev + alpha_bar * b_here
+    q = alpha_bar * b_prev + alpha * b_here
+    with np.errstate(divide="ignore"):
+        loss = np.log(p) - np.log(q)
+    grid = loss / h
+    idx = np.clip(np.ceil(grid + np.abs(grid) * 1e-12 + 1e-9), -top, top).astype(np.int64) + top
+    return idx, p
+
+
+def _cells_hist(
+    c: float, a_lo: int, a_hi: int, alpha: float, h: float, top: int
+) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """The same binned by cells: the loss of A = a is log((alpha r + ab) / (ab r + alpha)) with
+    r = a / (c - a + 1), increasing in a, so the A charged cell k (loss <= k h) are an interval
+    whose upper end solves for r; its P mass is a difference of Bin(c, 1/2) CDFs.  None when
+    the window is too short for this to pay."""
+    alpha_bar = 1.0 - alpha
+
+    def loss_of(a: float) -> float:
+        if a > c:  # A = c + 1: only the differing user's report, the loss is eps0
+            return math.log(alpha / alpha_bar)
+        r = a / (c - a + 1.0)
+        return math.log(alpha * r + alpha_bar) - math.log(alpha_bar * r + alpha)
+
+    k_lo = math.ceil(loss_of(a_lo) / h) - 1
+    k_hi = math.ceil(loss_of(a_hi) / h) + 1
+    if (a_hi - a_lo + 1) < CELL_BINNING_RATIO * (k_hi - k_lo + 1) or not -top < k_lo < k_hi < top:
+        return None
+    ks = np.arange(k_lo, k_hi + 1, dtype=np.float64)
+    e_l = np.exp((ks - EDGE_MARGIN) * h)
+    # loss(r) <= L  <=>  r <= (alpha e^L - ab) / (alpha - ab e^L)  <=>  a <= (c + 1) t with
+    # t = r / (1 + r) = (alpha e^L - ab) / ((alpha - ab)(1 + e^L)) (>= 1 when L >= eps0: all a)
+    t = (alpha * e_l - alpha_bar) / ((alpha - alpha_bar) * (1.0 + e_l))
+    ends = np.clip(np.floor((c + 1.0) * t), a_lo - 1, a_hi)
+    ends[-1] = a_hi  # the last cell was chosen above loss(a_hi): it takes the rest
+    cuts = np.concatenate(([a_lo - 1.0], ends))
+    # P(A <= e) = alpha F(e - 1) + (1 - alpha) F(e), F the Bin(c, 1/2) CDF; above the median
+    # from the survival function (the smaller side there, so its relative error is on it)
+    low = cuts < 0.5 * c
+    lc, hc = cuts[low], cuts[~low]
+    below = alpha * stats.binom.cdf(lc - 1.0, c, 0.5) + alpha_bar * stats.binom.cdf(lc, c, 0.5)
+    above = alpha * stats.binom.sf(hc - 1.0, c, 0.5) + alpha_bar * stats.binom.sf(hc, c, 0.5)
+    le = np.concatenate((below, 1.0 - above))
+    mass = np.maximum(np.diff(le), 0.0)
+    # each value within CDF_REL_ERR (1e-11) of its smaller side plus a roundoff, used in two
+    # differences; doubled
+    err = 4.0 * (1e-11 * float(below.sum() + above.sum()) + 2.0 * len(le) * _U)
+    return ks.astype(np.int64) + top, mass, err
+
+
 def clone_pld(eps0: float, n: int, p_clone: float, weight: float, h: float, tail: float) -> LossDistribution:
     """The pessimistic PLD of one round of the clone pair (local level eps0, clone probability
     p_clone, informative weight ``weight``) on the grid h."""
     c0 = math.exp(-eps0)
-    alpha, alpha_bar = 1.0 / (1.0 + c0), c0 / (1.0 + c0)
+    alpha = 1.0 / (1.0 + c0)
     m = n - 1
     law = stats.binom(m, p_clone)
     edges, inf_mass = _block_edges(law, m, tail)
@@ -81,22 +153,30 @@ def clone_pld(eps0: float, n: int, p_clone: float, weight: float, h: float, tail
     top = math.ceil(eps0 / h) + 1
     hist = np.zeros(2 * top + 1)  # index i <-> loss (i - top) h
     hist[top] += 1.0 - weight  # the uninformative branch: loss 0
+    cells_err = 0.0
     for c, w_c in zip(edges[:-1], block_mass, strict=True):
-        sd = 0.5 * math.sqrt(c) if c > 0 else 0.0
-        a_lo, a_hi = max(int(c / 2 - A_SDS * sd) - 1, 0), min(int(c / 2 + A_SDS * sd) + 2, int(c) + 1)
-        a = np.arange(a_lo, a_hi + 1, dtype=np.float64)
-        b_prev, b_here = stats.binom.pmf(a - 1.0, c, 0.5), stats.binom.pmf(a, c, 0.5)
-        p = alpha * b_prev + alpha_bar * b_here
-        q = alpha_bar * b_prev + alpha * b_here
-        with np.errstate(divide="ignore"):
-            loss = np.log(p) - np.log(q)
-        grid = loss / h
-        idx = np.clip(np.ceil(grid + np.abs(grid) * 1e-12 + 1e-9), -top, top).astype(np.int64) + top
+        a_lo, a_hi = _a_window(float(c))
+        binned = _cells_hist(float(c), a_lo, a_hi, alpha, h, top)
+        if binned is None:
+            idx, p = _values_hist(float(c), a_lo, a_hi, alpha, h, top)
+        else:
+            idx, p, cell_err = binned
+            cells_err += weight * w_c * cell_err
         np.add.at(hist, idx, weight * w_c * p)
         inf_mass += weight * w_c * max(1.0 - float(p.sum()), 0.0)  # A outside its window
     # each block mass is a CDF difference (CDF values within 1e-11 relative, see CDF_REL_ERR)
-    err = 2e-11 * float(block_mass.sum()) + 4.0 * len(edges) * _U
+    err = 2e-11 * float(block_mass.sum()) + 4.0 * len(edges) * _U + cells_err
     return LossDistribution(hist, -top, h, min(inf_mass, 1.0), err)
+
+
+def _trim(pld: LossDistribution) -> LossDistribution:
+    """The same law without the exact zeros at either end of its grid (the FFT error bound grows
+    with the length: a one-round PLD at large n occupies a few cells of a grid sized for eps0)."""
+    nz = np.flatnonzero(pld.mass)
+    if nz.size == 0 or (nz[0] == 0 and nz[-1] == len(pld.mass) - 1):
+        return pld
+    first, last = int(nz[0]), int(nz[-1])
+    return LossDistribution(pld.mass[first : last + 1], pld.offset + first, pld.h, pld.inf, pld.err)
 
 
 def _convolve(
@@ -126,7 +206,7 @@ def compose(
     for a lower-bound PLD, dropped)."""
     floor = -math.ceil(floor_loss / pld.h)
     result: LossDistribution | None = None
-    base = pld
+    base = _trim(pld)
     t = rounds
     while t:
         if t & 1:
