@@ -48,8 +48,10 @@ def test_cells_binning_is_at_most_one_cell_above_value_by_value(eps0, n, monkeyp
     monkeypatch.setattr(pld, "CELL_BINNING_RATIO", 10**12)  # every block value by value
     values = pld.clone_pld(eps0, n, p, 1.0, h, 1e-13)
     assert cells.offset == values.offset
-    # the +inf atom (A outside its window): one minus a sum of pmfs or a difference of CDFs
-    assert abs(cells.inf - values.inf) <= 1e-14
+    # the +inf atom (A outside its window): one minus a sum of pmfs or a difference of CDFs, each
+    # within its law's rounding allowance (err), so they differ by at most the two allowances
+    # (seen: 1.2e-14 with scipy 1.11, below 1e-14 with 1.17; the allowances are ~1e-10)
+    assert abs(cells.inf - values.inf) <= cells.err + values.err
     assert cells.err > values.err  # the CDF differences' allowance is added
     up_cells = np.cumsum(cells.mass[::-1])[::-1] + cells.inf  # mass at loss >= each cell
     up_values = np.cumsum(values.mass[::-1])[::-1] + values.inf
