@@ -10,6 +10,7 @@ import pytest
 import ldpopt
 from ldpopt.deploy.shuffle import (
     N_MAX_NUMERICAL,
+    TAIL_FRACTION,
     central_epsilon,
     channel_level,
     clone_delta,
@@ -95,3 +96,27 @@ def test_rr_outputs_compares_with_ldp_rtol(monkeypatch):
     assert shuffle.rr_outputs(ldpopt.Mechanism(rr, 1.0 + 1e-5)) is None
     monkeypatch.setattr(shuffle, "LDP_RTOL", 1e-4)
     assert shuffle.rr_outputs(ldpopt.Mechanism(rr, 1.0 + 1e-5)) == 3
+
+
+def test_numerical_sums_blocks_of_clone_counts(monkeypatch):
+    import ldpopt.deploy.shuffle as shuffle
+
+    kernel = shuffle._clone_delta
+
+    def blocked_only(*args, **kwargs):
+        assert kwargs.get("max_terms") is not None, "an unblocked sum: ~10^5 terms per call at n = 1e9"
+        return kernel(*args, **kwargs)
+
+    monkeypatch.setattr(shuffle, "_clone_delta", blocked_only)
+    for method, outputs in (("numerical", None), ("rr", 3)):
+        b = central_epsilon(1.0, 10**9, 1e-6, method, outputs=outputs)
+        assert 0.0 < b.value < 1.0
+
+
+def test_blocked_numerical_is_still_an_upper_bound():
+    # at n = 10^6 the window (~5000 counts) is cut into blocks: the exact (unblocked) sum at the
+    # returned eps must be within delta as well
+    n, delta = 10**6, 1e-6
+    b = central_epsilon(1.0, n, delta)
+    exact = clone_delta(b.value, 1.0, n, p_clone=math.exp(-1.0), tail=TAIL_FRACTION * delta)
+    assert exact <= b.delta_bound <= delta

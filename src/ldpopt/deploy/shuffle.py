@@ -30,9 +30,12 @@ Methods (``method=``), each an upper bound on the central eps at the given delta
     difference of two binomial CDFs at one cut-off.  It is summed over c in a window of
     :math:`\mathrm{Bin}(n-1, \cdot)` whose two tails (mass at most :data:`TAIL_FRACTION` times
     delta each) are added in full, plus rounding allowances (:data:`CDF_REL_ERR`,
-    :data:`PMF_REL_ERR`).  The smallest eps with :math:`\delta(\varepsilon) \le \delta` is found
-    by a bracketing search (Brent's points, exact sides: :func:`_search`), returning the upper end
-    of the final bracket (rounded up).  **Valid for** every
+    :data:`PMF_REL_ERR`); a window wider than :data:`TIGHT_MAX_TERMS` values is cut into that many
+    blocks, each charged its whole mass times the divergence at its smallest c (an upper bound:
+    the divergence is non-increasing in c).  The smallest eps with
+    :math:`\delta(\varepsilon) \le \delta` is found by a bracketing search (Brent's points, exact
+    sides: :func:`_search`), returning the upper end of the final bracket (rounded up).  **Valid
+    for** every
     eps0-LDP randomizer (replacement neighbours), ``0 < eps0 <= 700``, ``1 <= n <= 10^10``,
     ``0 < delta < 1``.
 
@@ -147,7 +150,10 @@ PLD_GRID = 1e-4
 PLD_MAX_CELLS = 2**22
 #: composed losses below -PLD_FLOOR are raised to it (pessimistic; keeps the grid short)
 PLD_FLOOR = 64.0
-#: ``"tight"`` sums at most this many blocks of clone counts (``clone_delta(max_terms=...)``)
+#: every method but the closed form sums at most this many blocks of clone counts
+#: (``clone_delta(max_terms=...)``: each block charged its whole mass times the divergence at its
+#: smallest count, an upper bound; at n = 10^9, eps0 = 1 it raises eps by a relative 1e-7 and
+#: cuts the work from ~10^5 terms per evaluation to 2048)
 TIGHT_MAX_TERMS = 2048
 
 
@@ -363,11 +369,14 @@ def _clone_delta(
 def _delta_bound(eps: float, eps0: float, n: int, delta: float, outputs: int | None) -> float:
     """The method's upper bound on delta at eps (for s-ary RR the smaller of its two bounds)."""
     tail = TAIL_FRACTION * delta
-    generic = _clone_delta(eps, eps0, n, p_clone=math.exp(-eps0), tail=tail)
+    terms = TIGHT_MAX_TERMS
+    generic = _clone_delta(eps, eps0, n, p_clone=math.exp(-eps0), tail=tail, max_terms=terms)
     if outputs is None:
         return generic
     p_clone, weight = _clone_parameters(eps0, outputs)
-    return min(generic, _clone_delta(eps, eps0, n, p_clone=p_clone, weight=weight, tail=tail))
+    return min(
+        generic, _clone_delta(eps, eps0, n, p_clone=p_clone, weight=weight, tail=tail, max_terms=terms)
+    )
 
 
 #: dl values are floored here before their log is taken by the root finder (0 is a valid delta)
