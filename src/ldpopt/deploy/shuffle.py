@@ -96,7 +96,7 @@ from ldpopt.deploy.blanket import (
     small_exact_delta,
     small_worst_case,
 )
-from ldpopt.deploy.pld import clone_pld, compose, explicit_pld, pld_delta, pld_delta_lower
+from ldpopt.deploy.pld import CDF_REL_ERR, clone_pld, compose, explicit_pld, pld_delta, pld_delta_lower
 from ldpopt.deploy.testing import check_level
 from ldpopt.mechanism import LDP_RTOL, Mechanism, as_mechanism, check_channel_matrix
 
@@ -118,10 +118,6 @@ SHUFFLE_METHODS = ("numerical", "closed_form", "rr", "tight")
 #: each tail of Bin(n-1, p) left out of the sum carries at most this fraction of the target delta
 #: (its whole mass is added to the bound, so leaving it out costs at most 2 * 2^-20 of delta)
 TAIL_FRACTION = 2.0**-20
-#: relative error allowed for one binomial CDF value (scipy's ``binom.cdf``, Boost's regularised
-#: incomplete beta): spot checks against 200-bit mpmath gave at most 5.4e-14 (c = 10^4, six
-#: standard deviations into the lower tail); 1e-11 leaves a margin of 180
-CDF_REL_ERR = 1e-11
 #: relative error allowed for the Bin(n-1, p) weights (scipy's ``binom.pmf``): spot checks against
 #: mpmath gave at most 2e-12 for n up to 10^10; 1e-9 leaves a margin of 500
 PMF_REL_ERR = 1e-9
