@@ -173,3 +173,19 @@ def test_browser_target_mode(page):
     ref = ldpopt.minimum_epsilon(p0, p1, n=300, alpha=0.05, beta=0.1, divergence="kl")
     assert seen["state"] == "ready" and float(seen["eps"]) == ref.eps
     assert json.dumps(seen)  # the data attributes are plain strings
+
+
+def test_target_refuses_another_divergence(server):
+    p0, p1 = _demo_pair()
+    req = {"p0": [float(x) for x in p0.values()], "p1": [float(x) for x in p1.values()], "n": "200"}
+    status, res = server.post_json("/api/target", {**req, "divergence": "tv"})
+    assert status == 400 and "divergence" in res["error"] and "'tv'" in res["error"]
+
+
+def test_target_function_refuses_another_divergence():
+    from ldpopt.studio.check import target
+
+    p0, p1 = _demo_pair()
+    req = {"p0": [float(x) for x in p0.values()], "p1": [float(x) for x in p1.values()], "n": 200}
+    with pytest.raises(ValueError, match="divergence='hellinger'"):
+        target({**req, "divergence": "hellinger"})

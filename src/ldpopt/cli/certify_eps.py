@@ -48,6 +48,13 @@ def payload(cert: Any, claim: float | None, holds: bool | None, source: str, cla
     }
 
 
+#: an excess of the certified eps over the file's stated eps this small (relative to max(eps, 1)) is
+#: the rounding of the stored floats: each entry is within u = 2^-53 relative of the exact channel's,
+#: so a log-ratio moves by about 2u = 2.2e-16 (and a rounded-up eps_upper by a few u more); 1e-12
+#: leaves a margin above 1000
+_ROUNDING_EXCESS = 1e-12
+
+
 def _file_verdict(cert: Any, stated: float) -> str:
     """What the stored floats say of a mechanism file's eps (ldpopt's own sampler realises an
     exactly eps-LDP channel from them, so an excess in the last bits is not a leak of its reports)."""
@@ -56,7 +63,7 @@ def _file_verdict(cert: Any, stated: float) -> str:
     excess = cert.epsilon_upper - stated
     return (
         f"the mechanism file states eps = {stated:g}: the stored floats exceed it by up to {excess:.3g}"
-        + (" (rounding of the floats)" if excess <= 1e-12 * max(stated, 1.0) else "")
+        + (" (rounding of the floats)" if excess <= _ROUNDING_EXCESS * max(stated, 1.0) else "")
     )
 
 

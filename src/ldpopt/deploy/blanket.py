@@ -60,6 +60,13 @@ RATIO_SLACK = 1e-12
 #: relative error allowed for one term (a binomial pmf times a CDF difference: PMF_REL_ERR + CDF_REL_ERR
 #: of the clone bound, 1e-9 + 1e-11, doubled)
 TAIL_REL_ERR = 2e-9
+#: relative error allowed on the lower bound's sum of non-negative terms (at most LOWER_MAX_TERMS
+#: = 2^12 of them): summation errs by at most (12 + 2) u = 1.6e-15 relative (blocked/pairwise) and
+#: each term's products add a few u; 1e-12 leaves a margin above 300
+_LOWER_SUM_REL_ERR = 1e-12
+#: absolute allowance for terms that underflow: each of at most 2^12 terms loses less than the
+#: smallest normal float (2.2e-308) when it is subnormal, 9.1e-305 in all; 1e-300 leaves a margin of 1e4
+_LOWER_UNDERFLOW = 1e-300
 #: the lower bound sums at most this many values of the count M (the central ones): beyond
 #: n ~ 10^8 the window of M is cut and the lower bound is a little weaker, never invalid
 LOWER_MAX_TERMS = 4096
@@ -226,7 +233,7 @@ def lower_delta(eps: float, n: int, pair: LowerPair, tail: float = 0.0) -> float
     p_set = g_m1 * (a1 * m1 + a2 * m2) + g_m * a0 * m0
     q_set = g_m1 * (b1 * m1 + b2 * m2) + g_m * b0 * m0
     terms = p_set - g * q_set - TAIL_REL_ERR * (p_set + g * q_set)
-    return max(float(np.sum(np.maximum(terms, 0.0))) * (1.0 - 1e-12) - 1e-300, 0.0)
+    return max(float(np.sum(np.maximum(terms, 0.0))) * (1.0 - _LOWER_SUM_REL_ERR) - _LOWER_UNDERFLOW, 0.0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 import re
 from dataclasses import KW_ONLY, dataclass
 from fractions import Fraction
@@ -347,6 +348,8 @@ def parse_channel_text(text: str, what: str = "matrix") -> ChannelFile:
     tabs or blanks; an optional first row of output names and an optional first column of input
     names (recognised by not being numbers); blank lines and ``#`` comments are skipped.  A JSON
     array of rows (text starting with ``[``) is read as JSON.  Errors name ``what``."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got text={short_repr(text)}")
     if text.lstrip().startswith(("[", "{")):
         return _json_channel(loads_strict(text, what), what)
     lines = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
@@ -408,6 +411,11 @@ def read_channel(source: Any, *, filename: str | None = None) -> ChannelFile:
     forms of :func:`parse_channel_text`).  ``source`` is a path, or content in memory (``bytes``)
     with ``filename`` naming it (its suffix gives the format).  Problems raise ``ValueError``."""
     mem = in_memory_file(source, filename)
+    if mem is None and not isinstance(source, (str, os.PathLike)):
+        raise TypeError(
+            f"source must be a path (str or os.PathLike) or the content as bytes, "
+            f"got source={short_repr(source)}"
+        )
     name = mem[0] if mem is not None else str(source)
     try:
         data = mem[1] if mem is not None else open(source, "rb").read()  # noqa: SIM115

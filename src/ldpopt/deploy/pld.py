@@ -37,7 +37,25 @@ __all__ = [
     "explicit_pld",
     "pld_delta_lower",
     "FFT_ERR_FACTOR",
+    "CDF_REL_ERR",
 ]
+
+#: relative error allowed for one binomial CDF value (scipy's ``binom.cdf``, Boost's regularised
+#: incomplete beta): spot checks against 200-bit mpmath gave at most 5.4e-14 (c = 10^4, six
+#: standard deviations into the lower tail); 1e-11 leaves a margin of 180
+CDF_REL_ERR = 1e-11
+#: upward nudge of loss / h before it is rounded up to the grid (downward for the lower bound),
+#: relative part: loss / h is two logs, a subtraction and a division, each rounded within u = 2^-53
+#: of its magnitude, so without cancellation within 8u = 9e-16 relative; 1e-12 leaves a margin of 1000
+_GRID_REL_NUDGE = 1e-12
+#: the same nudge's absolute part (grid cells), for the cancellation in log P - log Q: its error is
+#: at most 2u (|log P| + |log Q|) <= 2.4e-14 nats for masses above e^-53 (A is kept within A_SDS
+#: standard deviations), i.e. <= 1e-9 cells for a grid h >= 2.4e-5 (PLD_GRID = 1e-4: margin 4)
+_GRID_ABS_NUDGE = 1e-9
+#: relative error allowed on a sum of non-negative terms (E[(1 - e^(eps - L))_+] over at most
+#: 2^23 cells, a mass total): blocked/pairwise summation errs by at most (log2(2^23) + 2) u
+#: = 2.8e-15 relative, expm1 and the product add 2u; 1e-12 leaves a margin above 300
+_SUM_REL_ERR = 1e-12
 
 #: factor on u log2(L) sqrt(L) ||a||_2 ||b||_2 bounding one entry's FFT-convolution error (Higham's
 #: bound has about 5 log2(L) u for a forward plus an inverse transform; 20 leaves a margin of 4)
@@ -95,7 +113,10 @@ def _values_hist(
     with np.errstate(divide="ignore"):
         loss = np.log(p) - np.log(q)
     grid = loss / h
-    idx = np.clip(np.ceil(grid + np.abs(grid) * 1e-12 + 1e-9), -top, top).astype(np.int64) + top
+    idx = (
+        np.clip(np.ceil(grid + np.abs(grid) * _GRID_REL_NUDGE + _GRID_ABS_NUDGE), -top, top).astype(np.int64)
+        + top
+    )
     return idx, p
 
 
@@ -134,9 +155,9 @@ def _cells_hist(
     above = alpha * stats.binom.sf(hc - 1.0, c, 0.5) + alpha_bar * stats.binom.sf(hc, c, 0.5)
     le = np.concatenate((below, 1.0 - above))
     mass = np.maximum(np.diff(le), 0.0)
-    # each value within CDF_REL_ERR (1e-11) of its smaller side plus a roundoff, used in two
+    # each value within CDF_REL_ERR of its smaller side plus a roundoff, used in two
     # differences; doubled
-    err = 4.0 * (1e-11 * float(below.sum() + above.sum()) + 2.0 * len(le) * _U)
+    err = 4.0 * (CDF_REL_ERR * float(below.sum() + above.sum()) + 2.0 * len(le) * _U)
     return ks.astype(np.int64) + top, mass, err
 
 
@@ -164,8 +185,8 @@ def clone_pld(eps0: float, n: int, p_clone: float, weight: float, h: float, tail
             cells_err += weight * w_c * cell_err
         np.add.at(hist, idx, weight * w_c * p)
         inf_mass += weight * w_c * max(1.0 - float(p.sum()), 0.0)  # A outside its window
-    # each block mass is a CDF difference (CDF values within 1e-11 relative, see CDF_REL_ERR)
-    err = 2e-11 * float(block_mass.sum()) + 4.0 * len(edges) * _U + cells_err
+    # each block mass is a CDF difference (CDF values within CDF_REL_ERR relative): twice it
+    err = 2.0 * CDF_REL_ERR * float(block_mass.sum()) + 4.0 * len(edges) * _U + cells_err
     return LossDistribution(hist, -top, h, min(inf_mass, 1.0), err)
 
 
@@ -223,13 +244,13 @@ def pld_delta(pld: LossDistribution, eps: float) -> float:
     losses = (pld.offset + np.arange(len(pld.mass))) * pld.h
     keep = losses > eps
     body = float(np.dot(pld.mass[keep], -np.expm1(eps - losses[keep])))
-    return min(body * (1.0 + 1e-12) + pld.inf + pld.err, 1.0)
+    return min(body * (1.0 + _SUM_REL_ERR) + pld.inf + pld.err, 1.0)
 
 
 def explicit_pld(p: np.ndarray, q: np.ndarray, h: float, top_loss: float) -> LossDistribution:
     """The PLD of an explicit pair of laws (P, Q on the same atoms) for a **lower** bound: losses
     rounded down to the grid h (and down to ``top_loss`` at most; atoms with Q = 0 count there),
-    atoms with P = 0 dropped; ``err`` covers the logs' rounding (a relative 1e-12 of the mass)."""
+    atoms with P = 0 dropped; ``err`` covers the mass total's rounding (a relative ``_SUM_REL_ERR``)."""
     top = math.ceil(top_loss / h) + 1
     keep = p > 0.0
     with np.errstate(divide="ignore"):
@@ -237,10 +258,13 @@ def explicit_pld(p: np.ndarray, q: np.ndarray, h: float, top_loss: float) -> Los
             q[keep] > 0.0, np.log(p[keep]) - np.log(np.where(q[keep] > 0.0, q[keep], 1.0)), np.inf
         )
     grid = np.minimum(loss / h, float(top))
-    idx = np.clip(np.floor(grid - np.abs(grid) * 1e-12 - 1e-9), -top, top).astype(np.int64) + top
+    idx = (
+        np.clip(np.floor(grid - np.abs(grid) * _GRID_REL_NUDGE - _GRID_ABS_NUDGE), -top, top).astype(np.int64)
+        + top
+    )
     hist = np.zeros(2 * top + 1)
     np.add.at(hist, idx, p[keep])
-    return LossDistribution(hist, -top, h, 0.0, 1e-12 * float(p.sum()))
+    return LossDistribution(hist, -top, h, 0.0, _SUM_REL_ERR * float(p.sum()))
 
 
 def pld_delta_lower(pld: LossDistribution, eps: float) -> float:
@@ -248,4 +272,4 @@ def pld_delta_lower(pld: LossDistribution, eps: float) -> float:
     losses = (pld.offset + np.arange(len(pld.mass))) * pld.h
     keep = losses > eps
     body = float(np.dot(pld.mass[keep], -np.expm1(eps - losses[keep])))
-    return max(body * (1.0 - 1e-12) - pld.err, 0.0)
+    return max(body * (1.0 - _SUM_REL_ERR) - pld.err, 0.0)

@@ -40,7 +40,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import ndtri
 
-from ldpopt._validation import check_labelled_pair, check_positive_int, is_real
+from ldpopt._validation import check_eps, check_labelled_pair, check_positive_int, is_real
 from ldpopt.deploy.llr import DEFAULT_EXACT_MAX_N
 from ldpopt.deploy.testing import LikelihoodRatioTest, check_level
 from ldpopt.frequency import mechanisms as freqmech
@@ -268,9 +268,44 @@ def _check_width_args(n: Any, width: Any, confidence: Any) -> tuple[int, float, 
     n = check_positive_int(n, "n")
     if not is_real(width) or not 0.0 < float(width) < math.inf:
         raise ValueError(f"width must be a positive number, got width={width!r}")
+    return n, float(width), _check_confidence(confidence)
+
+
+def _check_confidence(confidence: Any) -> float:
     if not is_real(confidence) or not 0.5 < float(confidence) < 1.0:
         raise ValueError(f"confidence must be a number in (0.5, 1), got confidence={confidence!r}")
-    return n, float(width), float(confidence)
+    return float(confidence)
+
+
+def _check_k(k: Any) -> int:
+    k = check_positive_int(k, "k")
+    if k < 2:
+        raise ValueError(f"k must be >= 2, got k={k}")
+    return k
+
+
+#: the interval kinds of :func:`frequency_quantile`
+_FREQUENCY_INTERVALS = ("simultaneous", "per-item")
+
+
+def _check_interval(interval: Any) -> str:
+    if not isinstance(interval, str) or interval not in _FREQUENCY_INTERVALS:
+        raise ValueError(f"interval must be 'simultaneous' or 'per-item', got interval={interval!r}")
+    return interval
+
+
+def _check_size(size: Any, kind: str, k: int) -> int | None:
+    """OLH's g (>= 2) or subset selection's d (1 <= d <= k - 1); None elsewhere."""
+    if size is None:
+        return None
+    if kind not in ("olh", "subset"):
+        raise ValueError(f"size applies to olh and subset only, got size={size!r} for mechanism={kind!r}")
+    size = check_positive_int(size, "size")
+    lo, hi = (2, None) if kind == "olh" else (1, k - 1)
+    if size < lo or (hi is not None and size > hi):
+        what = "OLH's hash range g, >= 2" if kind == "olh" else f"subset selection's d, in [1, {hi}]"
+        raise ValueError(f"size is {what}, got size={size}")
+    return size
 
 
 def minimum_epsilon_for_width(
@@ -326,8 +361,15 @@ def krr_half_width(k: int, eps: float, n: int, confidence: float, theta: np.ndar
     """Largest per-item normal-approximation half-width of k-RR's unbiased frequency estimates
     with n reports (module text); ``theta`` the anticipated input distribution (None: the worst
     case)."""
+    k = _check_k(k)
+    eps = check_eps(eps, "eps", allow_inf=False)
+    n = check_positive_int(n, "n")
+    confidence = _check_confidence(confidence)
+    th = _check_theta(theta, k)
+    if isinstance(th, str):
+        th = np.full(k, 1.0 / k)
     z = float(stats.norm.ppf(0.5 + confidence / 2))
-    return z * math.sqrt(_deployed_variance(freqmech.grr(k, eps), theta) / n)
+    return z * math.sqrt(_deployed_variance(freqmech.grr(k, eps), th) / n)
 
 
 def _deployed_variance(fm: freqmech.FrequencyMechanism, theta: np.ndarray | None) -> float:
@@ -373,6 +415,9 @@ def frequency_quantile(k: int, confidence: float, interval: str) -> float:
     """The normal quantile of the frequency intervals: :math:`z_{1-\\alpha/(2k)}` (Bonferroni,
     ``interval="simultaneous"``, as :func:`ldpopt.frequency.estimate`) or :math:`z_{1-\\alpha/2}`
     (``"per-item"``), :math:`\\alpha = 1 -` confidence."""
+    k = _check_k(k)
+    confidence = _check_confidence(confidence)
+    interval = _check_interval(interval)
     alpha = 1.0 - confidence
     return -float(ndtri(alpha / (2.0 * k) if interval == "simultaneous" else alpha / 2.0))
 
@@ -480,16 +525,12 @@ def minimum_epsilon_for_frequency_width(
         :class:`~ldpopt.frequency.FrequencyMechanism` or
         :class:`~ldpopt.frequency.FrequencyOptimum`.
     """
-    k = check_positive_int(k, "k")
-    if k < 2:
-        raise ValueError(f"k must be >= 2, got k={k}")
+    k = _check_k(k)
     n, width, confidence = _check_width_args(n, width, confidence)
     xtol = _check_xtol(xtol)
     kind = _check_frequency_kind(mechanism)
-    if interval not in ("simultaneous", "per-item"):
-        raise ValueError(f"interval must be 'simultaneous' or 'per-item', got interval={interval!r}")
-    if size is not None and kind not in ("olh", "subset"):
-        raise ValueError(f"size applies to olh and subset only, got size={size!r} for mechanism={kind!r}")
+    interval = _check_interval(interval)
+    size = _check_size(size, kind, k)
     th = _check_theta(theta, k)
     z = frequency_quantile(k, confidence, interval)
     fwd = _frequency_forward(kind, k, n, th, z, size)

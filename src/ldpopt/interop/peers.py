@@ -51,11 +51,13 @@ from typing import Any
 import numpy as np
 
 from ldpopt._extras import require
+from ldpopt._validation import check_eps, check_positive_int, check_real
 from ldpopt.deploy.audit import AuditResult, audit
 from ldpopt.deploy.certify import exp_at_least
 from ldpopt.mechanism import Mechanism
 
 __all__ = [
+    "PEER_EPS_MAX",
     "PeerAudit",
     "PeerChannel",
     "audit_peer",
@@ -72,6 +74,9 @@ __all__ = [
 _TWO53 = 2**53
 #: the largest domain whose unary-encoding channel (2**k outputs) is built as a matrix
 MAX_UE_K = 12
+#: the largest eps of :func:`multi_freq_channel`: log of the largest float, where the peer's
+#: ``np.exp(eps)`` overflows to inf (its keep probability becomes inf / inf = nan)
+PEER_EPS_MAX = math.log(float(np.finfo(np.float64).max))
 #: the largest local-hashing channel (g * g**k outputs) built as a matrix
 MAX_LH_OUTPUTS = 4096
 
@@ -197,6 +202,12 @@ def opendp_rr_channel(categories: Any, prob: float, claimed_eps: float) -> PeerC
     """OpenDP's ``make_randomized_response(categories, prob)`` (``claimed_eps``: its ``map(1)``):
     the value kept with probability ``prob`` exactly, another category uniformly."""
     k = len(categories)
+    if k < 2:
+        raise ValueError(f"categories must hold at least 2 categories, got {k}")
+    prob = check_real(prob, "prob")
+    if not 0.0 <= prob <= 1.0:
+        raise ValueError(f"prob must be in [0, 1], got prob={prob!r}")
+    check_eps(claimed_eps, "claimed_eps")
     keep = Fraction(prob)
     return _rr("OpenDP: randomized response", claimed_eps, k, keep, (1 - keep) / (k - 1), "exact Bernoulli")
 
@@ -229,8 +240,21 @@ def pure_ldp_channel(client: Any, k: int | None = None) -> PeerChannel:
 
 def multi_freq_channel(protocol: str, k: int, eps: float, *, optimal: bool = True) -> PeerChannel:
     """The channel of multi-freq-ldpy's ``GRR_Client``, ``UE_Client`` (``optimal``: OUE, else SUE)
-    or ``LH_Client`` (``optimal``: OLH, else BLH), from the formulas of those functions."""
-    eps = float(eps)
+    or ``LH_Client`` (``optimal``: OLH, else BLH), from the formulas of those functions.
+
+    ``k >= 2``; ``0 < eps <=`` :data:`PEER_EPS_MAX` (the peer computes e^eps in floating point,
+    which overflows beyond: its own client fails there, so there is no channel to model)."""
+    if protocol not in ("GRR", "UE", "LH"):
+        raise ValueError(f"protocol must be 'GRR', 'UE' or 'LH', got protocol={protocol!r}")
+    k = check_positive_int(k, "k")
+    if k < 2:
+        raise ValueError(f"k must be >= 2, got k={k}")
+    eps = check_eps(eps, "eps", allow_inf=False)
+    if eps > PEER_EPS_MAX:
+        raise ValueError(
+            f"eps must be <= {PEER_EPS_MAX:.6g}: multi-freq-ldpy computes e^eps in floating point, which "
+            f"overflows beyond, got eps={eps!r}"
+        )
     if protocol == "GRR":  # np.random.binomial(1, p), else np.random.choice(other values)
         p = Fraction(float(np.exp(eps) / (np.exp(eps) + k - 1)))
         return _rr(

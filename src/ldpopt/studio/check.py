@@ -26,8 +26,10 @@ from ldpopt.deploy.target import minimum_epsilon
 from ldpopt.divergences import get_divergence
 from ldpopt.studio import core
 
-__all__ = ["check", "target"]
+__all__ = ["check", "target", "TARGET_DIVERGENCES"]
 
+#: the designs the target search runs (its test needs the Chernoff or KL design); the default is chernoff
+TARGET_DIVERGENCES = ("chernoff", "kl")
 #: the digits of the exact ratio shown in full (a ratio of tiny floats has hundreds)
 _RATIO_DIGITS = 60
 
@@ -74,14 +76,14 @@ def _beside(req: Mapping, ch: ChannelFile, eps: float) -> dict:
     """The checked channel's utility next to the optimal mechanism's at the same eps."""
     if req.get("p0") is None:
         return {"note": "load a pair to compare with the optimal mechanism"}
-    a, b, labels = core._pair(req)
+    a, b, labels = core.request_pair(req)
     k = len(a)
     m = _aligned(ch, labels, k)
     if m is None:
         return {"note": f"the matrix has {ch.matrix.shape[0]} rows, the pair {k} symbols: no comparison"}
     if not (0 < eps < math.inf):
         return {"note": f"eps = {eps:g}: the optimal mechanism is compared at a finite eps > 0 only"}
-    div = core._divergence(req)
+    div = core.request_divergence(req)
     u = np.array(list(a.values()) if isinstance(a, dict) else a, dtype=float)
     v = np.array(list(b.values()) if isinstance(b, dict) else b, dtype=float)
     m = m / m.sum(axis=1, keepdims=True)
@@ -95,13 +97,13 @@ def _beside(req: Mapping, ch: ChannelFile, eps: float) -> dict:
             {
                 "mechanism": "checked",
                 "outputs": int(m.shape[1]),
-                "value": core._finite(checked),
+                "value": core.finite_or_none(checked),
                 "blocks": None,
             },
             {
                 "mechanism": "optimal at the same eps",
                 "outputs": res.num_outputs,
-                "value": core._finite(res.value),
+                "value": core.finite_or_none(res.value),
                 "blocks": blocks,
             },
         ],
@@ -127,7 +129,7 @@ def check(req: Mapping) -> dict:
         "max_ratio": _ratio_text(cert.max_ratio),
         "num_inputs": cert.num_inputs,
         "num_outputs": cert.num_outputs,
-        "file_eps": None if ch.claimed_eps is None else core._finite(ch.claimed_eps),
+        "file_eps": None if ch.claimed_eps is None else core.finite_or_none(ch.claimed_eps),
         "kind": ch.kind,
         "message": cert.message,
         "beside": _beside(req, ch, cert.epsilon_upper),
@@ -136,13 +138,19 @@ def check(req: Mapping) -> dict:
 
 def target(req: Mapping) -> dict:
     """The smallest eps at which the optimal mechanism's test reaches (alpha, beta) with n reports."""
-    a, b, _ = core._pair(req)
-    n = core._field(req, "n")
+    a, b, _ = core.request_pair(req)
+    n = core.request_field(req, "n")
     n = int(n) if isinstance(n, float) and n.is_integer() else n  # "200" from a form field
-    alpha, beta = core._level(req, "alpha"), core._level(req, "beta")
-    name = req.get("divergence")
-    div = name if name in ("chernoff", "kl") else "chernoff"
-    r = minimum_epsilon(a, b, n=n, alpha=alpha, beta=beta, divergence=div, max_outputs=core._max_outputs(req))
+    alpha, beta = core.request_level(req, "alpha"), core.request_level(req, "beta")
+    div = req.get("divergence") or "chernoff"
+    if div not in TARGET_DIVERGENCES:
+        raise ValueError(
+            f"divergence must be one of {', '.join(map(repr, TARGET_DIVERGENCES))} for the target search "
+            f"(the design the test uses), got divergence={div!r}"
+        )
+    r = minimum_epsilon(
+        a, b, n=n, alpha=alpha, beta=beta, divergence=div, max_outputs=core.request_max_outputs(req)
+    )
     assert r.mechanism is not None  # the test search always returns its mechanism
     return {
         "eps": r.eps,

@@ -53,6 +53,12 @@ __all__ = [
     "columns",
     "reports",
     "MAX_REPORTS",
+    "request_field",
+    "request_divergence",
+    "request_max_outputs",
+    "request_pair",
+    "request_level",
+    "finite_or_none",
 ]
 
 #: the studio designs for alphabets up to this size (the library and the CLI have no such limit);
@@ -88,7 +94,7 @@ def as_number(value: Any) -> Any:
     return value
 
 
-def _field(req: Mapping, key: str, default: Any = None) -> Any:
+def request_field(req: Mapping, key: str, default: Any = None) -> Any:
     value = req.get(key, default)
     return default if value is None or value == "" else as_number(value)
 
@@ -101,25 +107,25 @@ def divergence_names() -> list[str]:
     return names + extra
 
 
-def _divergence(req: Mapping) -> str | FDivergence:
+def request_divergence(req: Mapping) -> str | FDivergence:
     name = req.get("divergence") or "kl"
     if not isinstance(name, str):
         raise TypeError(f"divergence must be a name, got divergence={name!r}")
     if name in FAMILIES:
         factory, pname, default = FAMILIES[name]
-        return factory(_field(req, "param", default))
+        return factory(request_field(req, "param", default))
     return get_divergence(name) if name in BUILTIN_NAMES else name
 
 
 def _eps(req: Mapping, key: str = "eps") -> float:
-    return check_eps(_field(req, key), name=key)
+    return check_eps(request_field(req, key), name=key)
 
 
-def _max_outputs(req: Mapping) -> int | None:
-    return check_positive_int(_field(req, "max_outputs"), "max_outputs", allow_none=True)
+def request_max_outputs(req: Mapping) -> int | None:
+    return check_positive_int(request_field(req, "max_outputs"), "max_outputs", allow_none=True)
 
 
-def _pair(req: Mapping) -> tuple[Any, Any, list | None]:
+def request_pair(req: Mapping) -> tuple[Any, Any, list | None]:
     """The pair of the request (``p0``, ``p1``: counts or probabilities; ``labels`` optional), as
     the library validates it; labelled pairs come back as dicts label -> probability."""
     pair: list[Any] = [req.get("p0"), req.get("p1")]
@@ -141,7 +147,7 @@ def _pair(req: Mapping) -> tuple[Any, Any, list | None]:
     return dict(zip(labels, a, strict=True)), dict(zip(labels, b, strict=True)), labels
 
 
-def _finite(x: float) -> float | None:
+def finite_or_none(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
@@ -204,8 +210,8 @@ def _mechanisms(a: Any, b: Any, eps: float, div: Any, l: int | None) -> tuple[An
 def design(req: Mapping) -> dict:
     """The optimal mechanism for the request's pair, eps, divergence and output budget, with the
     binary mechanism and k-ary RR for comparison."""
-    a, b, labels = _pair(req)
-    eps, div, l = _eps(req), _divergence(req), _max_outputs(req)
+    a, b, labels = request_pair(req)
+    eps, div, l = _eps(req), request_divergence(req), request_max_outputs(req)
     res = ldpopt.optimal_mechanism(a, b, eps, div, l)
     # the SPR solvers always return their mechanism and its partition
     assert res.mechanism is not None and res.partition is not None
@@ -221,7 +227,7 @@ def design(req: Mapping) -> dict:
         {
             "mechanism": name,
             "outputs": outputs,
-            "value": _finite(value),
+            "value": finite_or_none(value),
             "normalised": _normalised(value, res.input_divergence),
         }
         for name, outputs, value in values
@@ -231,9 +237,9 @@ def design(req: Mapping) -> dict:
         "eps": eps if math.isfinite(eps) else "inf",
         "divergence": res.divergence,
         "max_outputs": l,
-        "value": _finite(res.value),
+        "value": finite_or_none(res.value),
         "normalised": _normalised(res.value, res.input_divergence),
-        "input_divergence": _finite(res.input_divergence),
+        "input_divergence": finite_or_none(res.input_divergence),
         "num_outputs": res.num_outputs,
         "method": res.method,
         "partition": [[names[i] for i in block] for block in res.partition],
@@ -245,7 +251,7 @@ def design(req: Mapping) -> dict:
 
 def _grid(req: Mapping) -> np.ndarray:
     lo, hi = _eps(req, "eps_min"), _eps(req, "eps_max")
-    points = check_positive_int(_field(req, "points", 101), "points")
+    points = check_positive_int(request_field(req, "points", 101), "points")
     if not (math.isfinite(hi) and lo < hi):
         raise ValueError(f"eps_max must be finite and > eps_min, got eps_min={lo!r}, eps_max={hi!r}")
     if not 2 <= points <= MAX_CURVE_POINTS:
@@ -254,7 +260,7 @@ def _grid(req: Mapping) -> np.ndarray:
 
 
 def _vectors(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
-    """The pair of :func:`_pair` (arrays, or dicts label -> probability) as two float arrays."""
+    """The pair of :func:`request_pair` (arrays, or dicts label -> probability) as two float arrays."""
     u, v = (np.fromiter(p.values(), float) if isinstance(p, dict) else np.asarray(p, float) for p in (a, b))
     return u, v
 
@@ -271,8 +277,8 @@ def _rr_outputs(u: np.ndarray, v: np.ndarray, k: int, eps: float) -> tuple[np.nd
 def curve(req: Mapping) -> dict:
     """Utility against eps over the request's range: the optimal value (one batched
     :func:`ldpopt.sweep`), the binary mechanism and k-RR; the optimal number of outputs."""
-    a, b, _ = _pair(req)
-    div, l, grid = _divergence(req), _max_outputs(req), _grid(req)
+    a, b, _ = request_pair(req)
+    div, l, grid = request_divergence(req), request_max_outputs(req), _grid(req)
     sw = ldpopt.sweep([a], [b], grid, div, l, progress=False)
     k = len(a)
     denom = float(sw.input_divergence[0])
@@ -286,22 +292,22 @@ def curve(req: Mapping) -> dict:
     return {
         "eps": grid.tolist(),
         "divergence": sw.divergence,
-        "input_divergence": _finite(denom),
-        "value": {n: [_finite(v) for v in vs] for n, vs in out.items()},
+        "input_divergence": finite_or_none(denom),
+        "value": {n: [finite_or_none(v) for v in vs] for n, vs in out.items()},
         "normalised": {n: [_normalised(v, denom) for v in vs] for n, vs in out.items()},
         "num_outputs": [int(n) for n in sw.num_outputs[0]],
     }
 
 
-def _level(req: Mapping, key: str) -> float:
-    return check_real(_field(req, key, 0.05), key)
+def request_level(req: Mapping, key: str) -> float:
+    return check_real(request_field(req, key, 0.05), key)
 
 
 def deployment(req: Mapping) -> dict:
     """Reports needed for type-I error <= alpha and type-II error <= beta, per mechanism."""
-    a, b, _ = _pair(req)
-    eps, div, l = _eps(req), _divergence(req), _max_outputs(req)
-    alpha, beta = _level(req, "alpha"), _level(req, "beta")
+    a, b, _ = request_pair(req)
+    eps, div, l = _eps(req), request_divergence(req), request_max_outputs(req)
+    alpha, beta = request_level(req, "alpha"), request_level(req, "beta")
     _, mechs = _mechanisms(a, b, eps, div, l)
     rows = []
     for name, mech in mechs:
@@ -329,8 +335,8 @@ def deployment(req: Mapping) -> dict:
 def mechanism_file(req: Mapping) -> str:
     """The mechanism file (the format of ``ldpopt export``) of the request's optimal design, or of
     one of its baselines (``which``: ``optimal``, ``binary`` or ``k-RR``)."""
-    a, b, _ = _pair(req)
-    eps, div, l = _eps(req), _divergence(req), _max_outputs(req)
+    a, b, _ = request_pair(req)
+    eps, div, l = _eps(req), request_divergence(req), request_max_outputs(req)
     res, mechs = _mechanisms(a, b, eps, div, l)
     which = req.get("which") or "optimal"
     chosen = dict(mechs).get(which)
@@ -369,7 +375,7 @@ def _channel(prob: DecisionProblem, res: Any) -> dict:
         outputs.append({"subset": [inputs[i] for i in sorted(subset)], "decision": decision})
     return {
         "risk": res.risk,
-        "value": _finite(res.value),
+        "value": finite_or_none(res.value),
         "method": res.method,
         "status": res.status,
         "message": res.message,
@@ -460,10 +466,10 @@ def _reports_mechanism(req: Mapping) -> tuple[Mechanism, Any, Any, str]:
         mf = load_mechanism(text.encode("utf-8"), filename=str(req.get("mechanism_name") or "mechanism.json"))
         if mf.p0 is not None:
             return mf.mechanism, mf.p0, mf.p1, "uploaded mechanism file"
-        a, b, _ = _pair(req)
+        a, b, _ = request_pair(req)
         return mf.mechanism, a, b, "uploaded mechanism file, the page's P0 and P1"
-    a, b, _ = _pair(req)
-    _, mechs = _mechanisms(a, b, _eps(req), _divergence(req), _max_outputs(req))
+    a, b, _ = request_pair(req)
+    _, mechs = _mechanisms(a, b, _eps(req), request_divergence(req), request_max_outputs(req))
     which = req.get("which") or "optimal"
     chosen = dict(mechs).get(which)
     if chosen is None:
@@ -486,11 +492,11 @@ def _test_summary(test: LikelihoodRatioTest, counts: np.ndarray) -> dict:
     return {
         "decision": res.decision,
         "verdict": verdict,
-        "llr": _finite(res.llr),
-        "expected_llr_p0": _finite(n * mean0),
-        "expected_llr_p1": _finite(n * mean1),
+        "llr": finite_or_none(res.llr),
+        "expected_llr_p0": finite_or_none(n * mean0),
+        "expected_llr_p1": finite_or_none(n * mean1),
         "direction": _direction(res.llr, n * mean0, n * mean1),
-        "threshold": _finite(res.threshold),
+        "threshold": finite_or_none(res.threshold),
         "p_value": res.p_value,
         "method": res.method,
     }
@@ -525,9 +531,9 @@ def reports(req: Mapping) -> dict:
     mixture (with its interval) and the central eps of the reports once shuffled."""
     mech, a, b, source = _reports_mechanism(req)
     counts = _report_counts(req.get("reports"), mech)
-    alpha = _level(req, "alpha")
-    delta = check_real(_field(req, "delta", 1e-6), "delta")
-    confidence = check_real(_field(req, "confidence", 0.95), "confidence")
+    alpha = request_level(req, "alpha")
+    delta = check_real(request_field(req, "delta", 1e-6), "delta")
+    confidence = check_real(request_field(req, "confidence", 0.95), "confidence")
     test = LikelihoodRatioTest(mech, a, b, alpha)
     est = mixture_proportion(mech, p0=a, p1=b, reports=None, counts=counts, confidence=confidence)
     n = int(counts.sum())

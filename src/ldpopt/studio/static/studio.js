@@ -203,8 +203,11 @@ async function runTarget() {
   summary.dataset.state = "busy";
   summary.textContent = "searching...";
   try {
+    // the target search designs for the Chernoff test unless the page's utility is KL (the
+    // summary names the design used)
+    const design = $("divergence").value === "kl" ? "kl" : "chernoff";
     const res = await call("/api/target", Object.assign(designFields(),
-      { n: $("target-n").value, alpha: $("alpha").value, beta: $("beta").value }));
+      { n: $("target-n").value, alpha: $("alpha").value, beta: $("beta").value, divergence: design }));
     show("deploy-error", "");
     summary.dataset.eps = res.eps;
     summary.textContent = `smallest eps = ${FMT(res.eps)} (in (${FMT(res.eps_below)}, ${FMT(res.eps)}]): ` +
