@@ -4,6 +4,7 @@ frequency``, each run as the real command in a subprocess."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -241,3 +242,14 @@ def test_target_width_optimum_not_built_in_worst_case(tmp_path):
     assert rows["optimal"]["computed"] is False and "too large to build" in rows["optimal"]["message"]
     sue = ldpopt.minimum_epsilon_for_frequency_width(64, n=10**6, width=0.005, mechanism="sue")
     assert rows["sue"]["reached"] and rows["sue"]["eps"] == sue.eps
+
+
+def test_gap_table_at_large_eps(tmp_path):
+    # at eps 17 GRR's off-diagonal entry was computed as 1.0 - p and the channel refused
+    res = ldpopt_cmd("frequency", "--k", 3, "--eps", "17", "--json", "-", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    grr = next(r for r in doc["tables"][0]["rows"] if r["kind"] == "grr")
+    ex = math.exp(17.0)
+    # closed form: (k-1)(e + k-1)^2 / (k (e-1)^2)
+    assert grr["variance_uniform"] == pytest.approx(2 * (ex + 2) ** 2 / (3 * (ex - 1) ** 2), rel=1e-12)

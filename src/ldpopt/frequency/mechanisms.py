@@ -72,7 +72,11 @@ encodings have :math:`2^k` outputs (column of bit vector b = the integer
 mask), subset selection :math:`\binom{k}{d}` (columns in lexicographic order of the subsets).
 Their privacy level is then verified from the channel matrix (max log ratio over each column);
 otherwise from the two levels every column takes (:meth:`FrequencyMechanism.column_levels`),
-computed from the report probabilities, not from the eps formula.
+computed from the report probabilities, not from the eps formula.  The off-support
+probabilities :math:`1 - p^*` and :math:`1 - q^*` are closed forms in :math:`c = e^{-\varepsilon}`
+(never ``1.0 - p``, which rounds the :math:`e^{-\varepsilon}` term away once :math:`p^*` rounds
+to 1), so the channels are built and verified at every eps up to the underflow of
+:math:`e^{-\varepsilon}` (eps ~ 745).
 
 ``privatize`` draws with numpy's ``Generator``: it is for simulations and tests, not an exact
 sampler (use :mod:`ldpopt.deploy` with a channel for that).
@@ -274,20 +278,21 @@ class FrequencyMechanism:
     def column_levels(self) -> tuple[float, float]:
         """``(a, b)``: every column of the channel is ``w_y * a`` on the inputs its report supports
         and ``w_y * b`` elsewhere; computed from the report probabilities."""
+        p_bar, q_bar = _support_complements(self)
         if self.kind in ("sue", "oue", "basic_rappor"):
             # Q(bits | x) = prod_{i != x} (...) * (p if b_x else 1 - p): divide by the common
             # product over all i of (q if b_i else 1 - q)
-            return self.p / self.q, (1.0 - self.p) / (1.0 - self.q)
+            return self.p / self.q, p_bar / q_bar
         if self.kind == "olh":
-            return self.p, (1.0 - self.p) / (int(self.size or 0) - 1)
+            return self.p, p_bar / (int(self.size or 0) - 1)
         if self.kind == "subset":
             # Pr[S | x] for x in S, x not in S: p* / C(k-1, d-1) and (1-p*) / C(k-1, d)
             d = int(self.size or 0)
-            return self.p / math.comb(self.k - 1, d - 1), (1.0 - self.p) / math.comb(self.k - 1, d)
+            return self.p / math.comb(self.k - 1, d - 1), p_bar / math.comb(self.k - 1, d)
         if self.kind == "hadamard":
             half = int(self.size or 0) // 2
-            return self.p / half, (1.0 - self.p) / half
-        return self.p, (1.0 - self.p) / (self.k - 1)
+            return self.p / half, p_bar / half
+        return self.p, p_bar / (self.k - 1)
 
     @property
     def has_channel(self) -> bool:
@@ -398,6 +403,29 @@ def _support_levels(kind: str, k: int, eps: float, size: int | None) -> tuple[fl
     return 1.0 / (1.0 + c), 0.5  # hadamard
 
 
+def _support_complements(m: FrequencyMechanism) -> tuple[float, float]:
+    """(1 - p*, 1 - q*) in closed form in c = e^-eps: ``1.0 - p`` would lose the e^-eps term
+    once p* rounds to 1 (eps >~ 17 for GRR), and with it the channel's low entries."""
+    kind, k, eps = m.kind, m.k, m.eps
+    c = math.exp(-eps)
+    if kind == "grr":
+        den = 1.0 + (k - 1) * c
+        return (k - 1) * c / den, (1.0 + (k - 2) * c) / den
+    if kind in ("sue", "basic_rappor"):
+        return m.q, m.p  # 1 - 1/(1+h) = h/(1+h)
+    if kind == "oue":
+        return 0.5, 1.0 / (1.0 + c)
+    if kind == "olh":
+        g = int(m.size or 0)
+        return (g - 1) * c / (1.0 + (g - 1) * c), (g - 1) / g
+    if kind == "subset":
+        d = int(m.size or 0)
+        den = d + (k - d) * c
+        # (k-1) den - d((d-1) + (k-d) c) = (k-d)(d + (k-1-d) c)
+        return (k - d) * c / den, (k - d) * (d + (k - 1 - d) * c) / ((k - 1) * den)
+    return c / (1.0 + c), 0.5  # hadamard
+
+
 def grr(k: Any, eps: Any) -> FrequencyMechanism:
     """Generalized randomized response: report the item w.p. e/(e+k-1), else another uniformly."""
     return FrequencyMechanism("grr", k, eps)
@@ -482,7 +510,7 @@ def _pair_support(m: FrequencyMechanism, f: np.ndarray) -> np.ndarray:
         # input x: x in S w.p. p, then x' is one of the d-1 others among k-1: (d-1)/(k-1);
         # input elsewhere (v not in {x, x'}): S given whether v in S is uniform on the rest
         in_v = p * (d - 1) * (d - 2) / ((k - 1) * (k - 2)) if k > 2 else 0.0
-        out_v = (1.0 - p) * d * (d - 1) / ((k - 1) * (k - 2)) if k > 2 else 0.0
+        out_v = _support_complements(m)[0] * d * (d - 1) / ((k - 1) * (k - 2)) if k > 2 else 0.0
         return fx * p * (d - 1) / (k - 1) + (1.0 - fx) * (in_v + out_v)
     # Hadamard response: sum over the K columns y of Pr[y] 1[y in C_x] 1[y in C_x'] (exact)
     sets = _hadamard_sets(m).astype(float)  # (k, K)
@@ -530,24 +558,27 @@ def _channel_matrix(m: FrequencyMechanism) -> np.ndarray:
     """Q[x, y] built from the report probabilities directly (not from column_levels)."""
     sup = _column_supports(m)  # (outputs, k)
     k = m.k
+    p_bar, q_bar = _support_complements(m)
     if m.kind == "grr":
-        return np.where(np.eye(k, dtype=bool), m.p, (1.0 - m.p) / (k - 1))
+        return np.where(np.eye(k, dtype=bool), m.p, p_bar / (k - 1))
     if m.kind in ("sue", "oue", "basic_rappor"):
-        # Q(b | x) = prod_i P(b_i | x): bit x is 1 w.p. p, the others w.p. q
-        logq = np.where(sup, math.log(m.q), math.log1p(-m.q)).sum(axis=1)  # all bits "not the item"
-        own = np.where(sup, math.log(m.p) - math.log(m.q), math.log1p(-m.p) - math.log1p(-m.q))
+        # Q(b | x) = prod_i P(b_i | x): bit x is 1 w.p. p, the others w.p. q; the logs of the
+        # closed-form complements stay finite when p rounds to 1
+        log_p, log_q, log_pb, log_qb = (math.log(v) for v in (m.p, m.q, p_bar, q_bar))
+        logq = np.where(sup, log_q, log_qb).sum(axis=1)  # all bits "not the item"
+        own = np.where(sup, log_p - log_q, log_pb - log_qb)
         return np.exp(logq[None, :] + own.T)
     if m.kind == "olh":
         g = int(m.size or 0)
         size = sup.sum(axis=1)
         # g (g-1)^(k-|S|) / g^k of the (hash, value) pairs have preimage S
         w = np.exp((1 - size) * math.log(g) + (k - size) * math.log1p(-1.0 / g))
-        return np.where(sup.T, m.p, (1.0 - m.p) / (g - 1)) * w[None, :]
+        return np.where(sup.T, m.p, p_bar / (g - 1)) * w[None, :]
     if m.kind == "subset":
         d = int(m.size or 0)
-        return np.where(sup.T, m.p / math.comb(k - 1, d - 1), (1.0 - m.p) / math.comb(k - 1, d))
+        return np.where(sup.T, m.p / math.comb(k - 1, d - 1), p_bar / math.comb(k - 1, d))
     half = int(m.size or 0) // 2
-    return np.where(sup.T, m.p / half, (1.0 - m.p) / half)
+    return np.where(sup.T, m.p / half, p_bar / half)
 
 
 # ---------------------------------------------------------------------------------------------
