@@ -253,3 +253,18 @@ def test_gap_table_at_large_eps(tmp_path):
     ex = math.exp(17.0)
     # closed form: (k-1)(e + k-1)^2 / (k (e-1)^2)
     assert grr["variance_uniform"] == pytest.approx(2 * (ex + 2) ** 2 / (3 * (ex - 1) ** 2), rel=1e-12)
+
+
+def test_gap_table_with_astronomical_output_counts(tmp_path):
+    # 2^1100 outputs: formatting the exact int as a float overflowed ("unexpected failure")
+    res = ldpopt_cmd("frequency", "--k", 1100, "--eps", "1", "--json", "-", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    rows = {r["kind"]: r for r in json.loads(res.stdout)["tables"][0]["rows"]}
+    assert rows["sue"]["outputs"] is None
+    assert rows["sue"]["log10_outputs"] == pytest.approx(1100 * math.log10(2), rel=1e-15)
+    assert rows["grr"]["outputs"] == 1100
+
+
+def test_gap_table_refuses_k_above_k_max(tmp_path):
+    # ran forever before
+    one_line_error(ldpopt_cmd("frequency", "--k", 100000000, "--eps", "1", cwd=tmp_path), "k=100000000")

@@ -37,6 +37,7 @@ from ldpopt.cli._common import (
 from ldpopt.cli._freqwidth import frequency_width_cmd
 from ldpopt.cli._tables import read_table
 from ldpopt.cli.deploy import _pick_column
+from ldpopt.frequency.optimum import count_text
 
 __all__ = ["estimate_frequency", "frequency_cmd"]
 
@@ -77,7 +78,9 @@ def _table(res: Any) -> Table:
     for name in cols:
         t.add_column(name, justify="left" if name == "mechanism" else "right")
     for r in res.rows:
-        outputs = str(r.outputs) if r.outputs < 10**9 else f"{r.outputs:.3g}"
+        outputs = (
+            str(r.outputs) if r.outputs is not None and r.outputs < 10**9 else count_text(r.log10_outputs)
+        )
         t.add_row(
             r.mechanism,
             outputs,

@@ -210,6 +210,18 @@ class FrequencyMechanism:
         return int(self.size or 0)
 
     @property
+    def log10_num_outputs(self) -> float:
+        """log10 of :attr:`num_outputs`, without building the (possibly huge) integer."""
+        if self.kind in ("sue", "oue", "basic_rappor"):
+            return self.k * math.log10(2.0)
+        if self.kind == "olh":
+            return math.log10(int(self.size or 0)) + OLH_SEED_BITS * math.log10(2.0)
+        if self.kind == "subset":
+            d = int(self.size or 0)
+            return (math.lgamma(self.k + 1) - math.lgamma(d + 1) - math.lgamma(self.k - d + 1)) / math.log(10)
+        return math.log10(self.num_outputs)
+
+    @property
     def bits_per_report(self) -> int:
         """Bits of one report in a fixed-length code: ceil(log2 outputs); k for the unary
         encodings; ceil(log2 g) plus the 32-bit seed for OLH."""

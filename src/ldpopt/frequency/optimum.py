@@ -48,6 +48,7 @@ from ldpopt.mechanism import Mechanism
 __all__ = [
     "FrequencyOptimum",
     "K_MAX",
+    "count_text",
     "MATRIX_MAX_ENTRIES",
     "METHODS",
     "OBJECTIVES",
@@ -135,12 +136,18 @@ def _log10_comb(k: int, s: int) -> float:
     return (math.lgamma(k + 1) - math.lgamma(s + 1) - math.lgamma(k - s + 1)) / math.log(10)
 
 
+def count_text(log10: float, exact: int | None = None) -> str:
+    """A count of ``log10`` digits (log10 of it): ``exact`` written out when given and below
+    10^15, else scientific notation from ``log10`` alone (no float conversion of a huge int)."""
+    if exact is not None and log10 < 15:
+        return str(exact)
+    return f"~{10 ** (log10 % 1):.3f}e{int(log10)}"
+
+
 def _count_text(k: int, s: int) -> str:
     """C(k, s) written out up to 15 digits, else in scientific notation from log-gamma."""
     log10 = _log10_comb(k, s)
-    if log10 < 15:
-        return str(math.comb(k, s))
-    return f"~{10 ** (log10 % 1):.3f}e{int(log10)}"
+    return count_text(log10, math.comb(k, s) if log10 < 15 else None)
 
 
 def _symmetric_dual(k: int, A: float, top: float) -> np.ndarray:
