@@ -268,3 +268,15 @@ def test_gap_table_with_astronomical_output_counts(tmp_path):
 def test_gap_table_refuses_k_above_k_max(tmp_path):
     # ran forever before
     one_line_error(ldpopt_cmd("frequency", "--k", 100000000, "--eps", "1", cwd=tmp_path), "k=100000000")
+
+
+def test_n_without_target_width_is_refused(tmp_path):
+    # was silently ignored
+    res = ldpopt_cmd("frequency", "--k", 4, "--eps", "1", "--n", 1000, cwd=tmp_path)
+    one_line_error(res, "--n", "--target-width")
+
+
+def test_bad_plot_suffix_is_refused_before_the_tables(tmp_path):
+    res = ldpopt_cmd("frequency", "--k", 4, "--eps", "1", "--plot", "x.txt", cwd=tmp_path)
+    one_line_error(res, "--plot", ".png")
+    assert res.stdout == ""  # no table printed before the error
