@@ -58,3 +58,13 @@ def test_channel_file_round_trip_at_large_eps(tmp_path, kind):
     m = M.make(kind, 4, 20.0)
     path = write_frequency_mechanism(m, tmp_path / f"{kind}.json")
     assert read_frequency_mechanism(path) == m
+
+
+def test_olh_g_is_capped_where_privatize_works():
+    # g = 10**30 was accepted, then privatize failed
+    with pytest.raises(ValueError, match=r"g must be >= 2 and <= \d+, got g=1000000000000000000000000000000"):
+        M.olh(5, 1.0, g=10**30)
+    m = M.olh(5, 1.0, g=M.OLH_G_MAX)  # the largest g still privatizes and reads back
+    reports = m.privatize(np.array([0, 1, 2, 3, 4]), rng=1)
+    assert reports.shape == (5, 2) and np.all((reports[:, 1] >= 0) & (reports[:, 1] < M.OLH_G_MAX))
+    assert m.supports(reports).shape == (5, 5)

@@ -99,6 +99,8 @@ from ldpopt.mechanism import Mechanism
 __all__ = [
     "CHANNEL_MAX_ENTRIES",
     "KINDS",
+    "OLH_DEFAULT_G_MAX_EPS",
+    "OLH_G_MAX",
     "OLH_SEED_BITS",
     "FrequencyMechanism",
     "basic_rappor",
@@ -118,6 +120,12 @@ __all__ = [
 CHANNEL_MAX_ENTRIES = 2**22
 #: OLH reports carry a hash seed of this many bits
 OLH_SEED_BITS = 32
+#: largest OLH hash range g: reports hold hash values in int64 and the hash reduces a uint64
+#: modulo g, so g must fit comfortably in int64 (2^62 leaves room for g - 1 + offsets in _rr)
+OLH_G_MAX = 2**62
+#: OLH's default g = round(e^eps + 1) is given up to this eps: at 40, g ~ 2.4e17 < OLH_G_MAX
+#: (e^43 ~ 4.7e18 > 2^62 ~ 4.6e18); above, the caller must give g
+OLH_DEFAULT_G_MAX_EPS = 40.0
 #: the mechanisms of this module, by name
 KINDS = ("grr", "sue", "oue", "basic_rappor", "olh", "subset", "hadamard")
 
@@ -376,10 +384,10 @@ def _check_kind_size(kind: str, k: int, eps: float, size: Any) -> int | None:
     """The size parameter of ``kind`` checked, or its default."""
     if kind == "olh":
         if size is None:
-            if eps > 40.0:
+            if eps > OLH_DEFAULT_G_MAX_EPS:
                 raise ValueError(f"eps={eps!r} makes the default g = round(e^eps + 1) astronomical: give g")
             return max(2, round(math.exp(eps) + 1.0))
-        return _check_size(size, "g", 2, None)
+        return _check_size(size, "g", 2, OLH_G_MAX)
     if kind == "subset":
         return subset_sizes(k, eps)[0] if size is None else _check_size(size, "d", 1, k - 1)
     if kind == "hadamard":
@@ -492,7 +500,7 @@ def deployed(k: Any, eps: Any) -> tuple[FrequencyMechanism, ...]:
     selection at both roundings of its size, Hadamard response."""
     kk, e = _check_k(k), _check_eps(eps)
     mechs = [grr(kk, e), sue(kk, e), oue(kk, e), basic_rappor(kk, e)]
-    if e <= 40.0:
+    if e <= OLH_DEFAULT_G_MAX_EPS:
         mechs.append(olh(kk, e))
     mechs += [subset_selection(kk, e, d) for d in subset_sizes(kk, e)]
     mechs.append(hadamard_response(kk, e))
