@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ldpopt._numerics import rescale
-from ldpopt._validation import check_eps, check_positive_int, short_repr
+from ldpopt._validation import check_eps, check_positive_int, is_integer, short_repr
 from ldpopt.frequency import _optimum_designs, _optimum_lp, _optimum_symmetric
 from ldpopt.mechanism import Mechanism
 
@@ -345,13 +345,15 @@ def optimal_mechanism(
     -------
     FrequencyOptimum
     """
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
+    if not is_integer(k):
         raise TypeError(f"k must be an integer, got k={short_repr(k)}")
     k = check_positive_int(k, "k")
     if not 2 <= k <= K_MAX:
         raise ValueError(f"k must be in 2..{K_MAX} (one value needs no estimation), got k={k}")
     eps = check_eps(eps, allow_inf=False)
     objective = _check_choice(objective, "objective", OBJECTIVES)
+    if max_outputs is not None and not is_integer(max_outputs):
+        raise TypeError(f"max_outputs must be an integer, got max_outputs={short_repr(max_outputs)}")
     max_outputs = check_positive_int(max_outputs, "max_outputs", allow_none=True)
     if method is None:
         method = "symmetric" if max_outputs is None else "designs"
