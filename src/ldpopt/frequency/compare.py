@@ -24,7 +24,7 @@ import math
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
-from ldpopt.frequency.mechanisms import FrequencyMechanism, _check_eps, _check_k, deployed
+from ldpopt.frequency.mechanisms import FrequencyMechanism, check_k, check_mechanism_eps, deployed
 from ldpopt.frequency.optimum import K_MAX, optimal_mechanism
 
 __all__ = ["BEST_MAX_COLUMNS", "CompareResult", "CompareRow", "compare"]
@@ -131,7 +131,7 @@ def _outputs(m: FrequencyMechanism) -> int | None:
 def compare(k: Any, eps: Any) -> CompareResult:
     """The gap table of the deployed mechanisms at (k, eps) (module docstring); k at most
     :data:`ldpopt.frequency.optimum.K_MAX`, the optimum's bound."""
-    kk, e = _check_k(k), _check_eps(eps)
+    kk, e = check_k(k), check_mechanism_eps(eps)
     if kk > K_MAX:
         raise ValueError(f"k must be in 2..{K_MAX} (the optimum's bound), got k={kk}")
     mechs = deployed(kk, e)

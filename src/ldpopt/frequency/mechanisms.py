@@ -104,6 +104,8 @@ __all__ = [
     "OLH_SEED_BITS",
     "FrequencyMechanism",
     "basic_rappor",
+    "check_k",
+    "check_mechanism_eps",
     "deployed",
     "grr",
     "hadamard_response",
@@ -132,7 +134,8 @@ KINDS = ("grr", "sue", "oue", "basic_rappor", "olh", "subset", "hadamard")
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-def _check_k(k: Any) -> int:
+def check_k(k: Any) -> int:
+    """The number of items: an integer >= 2 (numpy integers accepted), naming ``k``."""
     if not is_integer(k):
         raise TypeError(f"k must be an integer, got k={short_repr(k)}")
     if int(k) < 2:
@@ -140,7 +143,8 @@ def _check_k(k: Any) -> int:
     return int(k)
 
 
-def _check_eps(eps: Any) -> float:
+def check_mechanism_eps(eps: Any) -> float:
+    """A finite eps > 0 whose e^-eps does not underflow (the channels' low level), naming ``eps``."""
     e = check_eps(eps, "eps", allow_inf=False)
     min_positive_c(e, "eps")
     return e
@@ -179,7 +183,7 @@ class FrequencyMechanism:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got kind={short_repr(self.kind)}")
-        k, eps = _check_k(self.k), _check_eps(self.eps)
+        k, eps = check_k(self.k), check_mechanism_eps(self.eps)
         size = _check_kind_size(self.kind, k, eps, self.size)
         p, q = _support_levels(self.kind, k, eps, size)
         for name, value in (("k", k), ("eps", eps), ("size", size), ("p", p), ("q", q)):
@@ -474,7 +478,7 @@ def olh(k: Any, eps: Any, g: Any = None) -> FrequencyMechanism:
 
 def subset_sizes(k: Any, eps: Any) -> tuple[int, ...]:
     """The two roundings (floor, ceil) of k/(e^eps + 1), clipped to [1, k-1], without repeats."""
-    kk, e = _check_k(k), _check_eps(eps)
+    kk, e = check_k(k), check_mechanism_eps(eps)
     d = kk * math.exp(-e) / (1.0 + math.exp(-e))
     sizes = sorted({min(max(math.floor(d), 1), kk - 1), min(max(math.ceil(d), 1), kk - 1)})
     return tuple(sizes)
@@ -498,7 +502,7 @@ def make(kind: Any, k: Any, eps: Any, size: Any = None) -> FrequencyMechanism:
 def deployed(k: Any, eps: Any) -> tuple[FrequencyMechanism, ...]:
     """Every deployed mechanism at (k, eps): GRR, SUE, OUE, basic RAPPOR, OLH (default g), subset
     selection at both roundings of its size, Hadamard response."""
-    kk, e = _check_k(k), _check_eps(eps)
+    kk, e = check_k(k), check_mechanism_eps(eps)
     mechs = [grr(kk, e), sue(kk, e), oue(kk, e), basic_rappor(kk, e)]
     if e <= OLH_DEFAULT_G_MAX_EPS:
         mechs.append(olh(kk, e))
