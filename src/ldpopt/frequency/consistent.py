@@ -44,6 +44,9 @@ __all__ = ["MLE_GAP_TOL", "SupportMLE", "project_to_simplex", "support_mle"]
 MLE_GAP_TOL = 1e-8
 #: EM iterations (each SQUAREM cycle counts three) after SLSQP before the MLE gives up ("maxiter")
 MLE_MAXITER = 5000
+#: EM restarts from SLSQP's point with every item at least this / k: EM never revives an exact 0,
+#: and a mass of 1e-12 moves l by at most ~1e-12 n, far below MLE_GAP_TOL * n (1e-8 n)
+_EM_FLOOR = 1e-12
 #: SLSQP's iteration limit and its tolerance on the objective (the mean log-likelihood)
 _SLSQP_MAXITER = 500
 _SLSQP_FTOL = 1e-15
@@ -133,7 +136,7 @@ def support_mle(sets: Any, counts: Any, c: float, start: Any = None) -> SupportM
     if gap <= tol:
         return SupportMLE(f, _loglik(f, s, cnt, c), max(gap, 0.0), 0, "converged")
     # EM keeps every coordinate positive: restart it from a point inside the simplex
-    f = np.maximum(f, 1e-12 / k)
+    f = np.maximum(f, _EM_FLOOR / k)
     f /= f.sum()
     return _em_loop(f, s, cnt, c, n, tol)
 

@@ -92,7 +92,7 @@ from typing import Any
 import numpy as np
 
 from ldpopt._numerics import min_positive_c
-from ldpopt._validation import check_eps, is_integer, short_repr
+from ldpopt._validation import SUM_TOL, check_eps, is_integer, short_repr
 from ldpopt.frequency import objectives
 from ldpopt.mechanism import Mechanism
 
@@ -372,7 +372,7 @@ class FrequencyMechanism:
         fx = np.asarray(f, dtype=float)
         if fx.shape != (self.k,) or not np.all(np.isfinite(fx)) or np.any(fx < 0):
             raise ValueError(f"f must be a distribution on the k={self.k} items, got f={short_repr(f)}")
-        if abs(math.fsum(fx.tolist()) - 1.0) > 1e-9:
+        if abs(math.fsum(fx.tolist()) - 1.0) > SUM_TOL:  # the library-wide rule for distributions
             raise ValueError(f"f must sum to 1, got a sum of {math.fsum(fx.tolist())!r}")
         return fx
 
