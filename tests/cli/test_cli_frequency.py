@@ -4,6 +4,7 @@ frequency``, each run as the real command in a subprocess."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -241,3 +242,41 @@ def test_target_width_optimum_not_built_in_worst_case(tmp_path):
     assert rows["optimal"]["computed"] is False and "too large to build" in rows["optimal"]["message"]
     sue = ldpopt.minimum_epsilon_for_frequency_width(64, n=10**6, width=0.005, mechanism="sue")
     assert rows["sue"]["reached"] and rows["sue"]["eps"] == sue.eps
+
+
+def test_gap_table_at_large_eps(tmp_path):
+    # at eps 17 GRR's off-diagonal entry was computed as 1.0 - p and the channel refused
+    res = ldpopt_cmd("frequency", "--k", 3, "--eps", "17", "--json", "-", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    grr = next(r for r in doc["tables"][0]["rows"] if r["kind"] == "grr")
+    ex = math.exp(17.0)
+    # closed form: (k-1)(e + k-1)^2 / (k (e-1)^2)
+    assert grr["variance_uniform"] == pytest.approx(2 * (ex + 2) ** 2 / (3 * (ex - 1) ** 2), rel=1e-12)
+
+
+def test_gap_table_with_astronomical_output_counts(tmp_path):
+    # 2^1100 outputs: formatting the exact int as a float overflowed ("unexpected failure")
+    res = ldpopt_cmd("frequency", "--k", 1100, "--eps", "1", "--json", "-", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    rows = {r["kind"]: r for r in json.loads(res.stdout)["tables"][0]["rows"]}
+    assert rows["sue"]["outputs"] is None
+    assert rows["sue"]["log10_outputs"] == pytest.approx(1100 * math.log10(2), rel=1e-15)
+    assert rows["grr"]["outputs"] == 1100
+
+
+def test_gap_table_refuses_k_above_k_max(tmp_path):
+    # ran forever before
+    one_line_error(ldpopt_cmd("frequency", "--k", 100000000, "--eps", "1", cwd=tmp_path), "k=100000000")
+
+
+def test_n_without_target_width_is_refused(tmp_path):
+    # was silently ignored
+    res = ldpopt_cmd("frequency", "--k", 4, "--eps", "1", "--n", 1000, cwd=tmp_path)
+    one_line_error(res, "--n", "--target-width")
+
+
+def test_bad_plot_suffix_is_refused_before_the_tables(tmp_path):
+    res = ldpopt_cmd("frequency", "--k", 4, "--eps", "1", "--plot", "x.txt", cwd=tmp_path)
+    one_line_error(res, "--plot", ".png")
+    assert res.stdout == ""  # no table printed before the error

@@ -179,3 +179,12 @@ def test_mle_certificate_at_small_eps(mech):
     grad = (weights / (weights @ est.mle)[:, None]).sum(axis=0)
     assert grad.max() - n <= MLE_GAP_TOL * n * (1 + 1e-6)
     assert np.all(est.mle >= 0) and abs(est.mle.sum() - 1) < 1e-12
+
+
+def test_covers_checks_the_shape_of_f():
+    # a wrong-length f raised numpy's broadcast error
+    m = M.grr(4, 1.0)
+    est = estimate(m, m.privatize(np.arange(200) % 4, rng=3))
+    with pytest.raises(ValueError, match="f must have one entry per item"):
+        est.covers([1, 2])
+    assert est.covers(est.value) and not est.covers(est.upper + 1.0)

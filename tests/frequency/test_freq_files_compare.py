@@ -4,6 +4,7 @@ the gap table."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from ldpopt.errors import MechanismFileError
 from ldpopt.frequency import mechanisms as M
 from ldpopt.frequency.compare import compare
 from ldpopt.frequency.files import read_frequency_mechanism, write_frequency_mechanism
-from ldpopt.frequency.optimum import optimal_mechanism
+from ldpopt.frequency.optimum import K_MAX, optimal_mechanism
 from ldpopt.mechanism import Mechanism
 
 
@@ -100,3 +101,21 @@ def test_deployed_channels_respect_the_optimum(k, eps):
         assert mech.best_variance_uniform() >= opt.lower_bound * (1 - 1e-9), mech.label
     best_subset = min(m.variance_uniform for m in M.deployed(k, eps) if m.kind == "subset")
     assert best_subset == pytest.approx(opt.value, rel=1e-9)
+
+
+def test_compare_outputs_beyond_2_63_are_none_with_their_log10():
+    res = compare(70, 1.0)
+    rows = {r.kind: r for r in res.rows}
+    assert rows["sue"].outputs is None  # 2^70 > 2^63
+    assert rows["sue"].log10_outputs == pytest.approx(70 * math.log10(2), rel=1e-15)
+    assert rows["grr"].outputs == 70 and rows["grr"].log10_outputs == pytest.approx(math.log10(70))
+    sub = rows["subset"]
+    size = int(sub.mechanism.split("=")[1].rstrip(")"))
+    # lgamma against the exact binomial (relative error of lgamma ~ 1e-15 on values ~ 40)
+    assert sub.log10_outputs == pytest.approx(math.log10(math.comb(70, size)), rel=1e-12)
+    json.dumps(res.to_dict())
+
+
+def test_compare_refuses_k_above_k_max():
+    with pytest.raises(ValueError, match=f"k={K_MAX + 1}"):
+        compare(K_MAX + 1, 1.0)

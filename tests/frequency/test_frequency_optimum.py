@@ -250,3 +250,16 @@ def test_unions_of_orbits_use_the_output_budget():
     u = np.full(16, 1 / 16)
     kkt = ref.estimator_total_variance(Q, ref.least_norm_estimator_kkt(Q, u), u)
     assert kkt == pytest.approx(res.value, rel=1e-8)
+
+
+@pytest.mark.parametrize("bad", [2.0, 6.0, True])
+def test_max_outputs_must_be_an_integer_like_k(bad):
+    # max_outputs=2.0 was accepted while k=5.0 was refused
+    with pytest.raises(TypeError, match="max_outputs must be an integer"):
+        optimal_mechanism(5, 1.0, max_outputs=bad)
+
+
+def test_max_outputs_accepts_numpy_integers():
+    a = optimal_mechanism(5, 1.0, max_outputs=np.int64(10))
+    b = optimal_mechanism(5, 1.0, max_outputs=10)
+    assert a.value == b.value

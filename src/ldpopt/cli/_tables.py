@@ -19,7 +19,7 @@ import numpy as np
 
 from ldpopt.cli._common import fail, need
 
-__all__ = ["Frame", "read_table", "table_format", "write_table"]
+__all__ = ["Frame", "pick_column", "read_table", "table_format", "write_table"]
 
 #: what a missing pyarrow (Parquet files) is reported for
 PARQUET_FEATURE = "reading and writing Parquet files"
@@ -121,3 +121,21 @@ def write_table(path: Path, frame: Frame, option: str) -> None:
         atomic_write(path, lambda fh: fh.write(text), binary=False, newline="")
     except OSError as exc:
         fail(f"cannot write {option} {path}: {exc.strerror or exc}")
+
+
+def pick_column(df: Frame, path: Path, column: str | None, option: str, default: str | None = None) -> str:
+    """The column to read: ``column`` if given (must exist), else ``default`` if present, else the
+    only one; fails (one line) on a file with a header but no rows."""
+    cols = df.columns
+    if column is not None:
+        if column not in cols:
+            fail(f"column {column!r} not found in {path}; columns: {', '.join(cols)}")
+    elif default is not None and default in cols:
+        column = default
+    elif len(cols) == 1:
+        column = cols[0]
+    else:
+        fail(f"{path} has several columns ({', '.join(cols)}): choose one with --column")
+    if df.num_rows == 0:
+        fail(f"{option} {path} has a header but no data rows")
+    return column

@@ -40,7 +40,7 @@ from ldpopt.cli._common import (
     solve,
     write_json,
 )
-from ldpopt.cli._tables import Frame, read_table, table_format, write_table
+from ldpopt.cli._tables import Frame, pick_column, read_table, table_format, write_table
 
 
 # ---------------------------------------------------------------------------------------------
@@ -59,26 +59,10 @@ def _align(dist: Any, mech: Any, name: str) -> Any:
     return {by_str[key]: val for key, val in dist.items()}
 
 
-def _pick_column(df: Frame, path: Path, column: str | None, option: str, default: str | None = None) -> str:
-    cols = df.columns
-    if column is not None:
-        if column not in cols:
-            fail(f"column {column!r} not found in {path}; columns: {', '.join(cols)}")
-    elif default is not None and default in cols:
-        column = default
-    elif len(cols) == 1:
-        column = cols[0]
-    else:
-        fail(f"{path} has several columns ({', '.join(cols)}): choose one with --column")
-    if df.num_rows == 0:
-        fail(f"{option} {path} has a header but no data rows")
-    return column
-
-
 def _read_column(path: Path, column: str | None, option: str, default: str | None = None):
     """Read one column as strings; returns (values, column name)."""
     df = read_table(path, option)
-    col = _pick_column(df, path, column, option, default)
+    col = pick_column(df, path, column, option, default)
     return df.strings(col), col
 
 
@@ -327,7 +311,7 @@ def privatize_cmd(
     mech = mf.mechanism
     one_stdout({"--output": output, "--labels": labels})
     df = read_table(input, "--input", header=not no_header)
-    col = _pick_column(df, input, column, "--input")
+    col = pick_column(df, input, column, "--input")
     if not no_header and column is None and table_format(input) == "csv" and _header_is_a_symbol(col, mech):
         fail(
             f"the first row of --input {input} ({col!r}) is an input symbol of the mechanism, but a CSV's "

@@ -35,8 +35,9 @@ from ldpopt.cli._common import (
     write_json,
 )
 from ldpopt.cli._freqwidth import frequency_width_cmd
-from ldpopt.cli._tables import read_table
-from ldpopt.cli.deploy import _pick_column
+from ldpopt.cli._tables import pick_column, read_table
+from ldpopt.errors import MechanismFileError
+from ldpopt.frequency.optimum import count_text
 
 __all__ = ["estimate_frequency", "frequency_cmd"]
 
@@ -77,7 +78,9 @@ def _table(res: Any) -> Table:
     for name in cols:
         t.add_column(name, justify="left" if name == "mechanism" else "right")
     for r in res.rows:
-        outputs = str(r.outputs) if r.outputs < 10**9 else f"{r.outputs:.3g}"
+        outputs = (
+            str(r.outputs) if r.outputs is not None and r.outputs < 10**9 else count_text(r.log10_outputs)
+        )
         t.add_row(
             r.mechanism,
             outputs,
@@ -91,14 +94,19 @@ def _table(res: Any) -> Table:
     return t
 
 
-def _write_plot(results: list, path: Path) -> None:
+def _plot_format(path: Path) -> str:
+    """--plot's format from its suffix (no suffix: png), checked before any work."""
     need("matplotlib", "ldpopt frequency --plot", "plots")
-    from ldpopt.plots import plot_frequency_table
-
-    fig = plot_frequency_table(results)
     fmt_name = path.suffix.lstrip(".").lower() or "png"
     if fmt_name not in ("png", "svg", "pdf"):
         fail(f"--plot {path}: the file name must end in .png, .svg or .pdf")
+    return fmt_name
+
+
+def _write_plot(results: list, path: Path, fmt_name: str) -> None:
+    from ldpopt.plots import plot_frequency_table
+
+    fig = plot_frequency_table(results)
     try:
         atomic_write(path, lambda fh: fig.savefig(fh, format=fmt_name, dpi=150))
     except OSError as exc:
@@ -138,6 +146,9 @@ def frequency_cmd(
         return
     if eps is None:
         fail("give --eps EPS (the gap table) or --target-width W --n N")
+    if n is not None:
+        fail("--n applies with --target-width only (the gap table is for one report)")
+    plot_format = None if plot is None else _plot_format(plot)
     eps_values = _parse_eps(eps)
     try:
         results = [compare(k, e) for e in eps_values]
@@ -146,8 +157,8 @@ def frequency_cmd(
     with report_to_stderr_if_json_on_stdout(json_out):
         for res in results:
             console.print(_table(res))
-    if plot is not None:
-        _write_plot(results, plot)
+    if plot is not None and plot_format is not None:
+        _write_plot(results, plot, plot_format)
     if json_out is not None:
         write_json(json_out, {"k": k, "tables": [r.to_dict() for r in results]})
 
@@ -166,7 +177,7 @@ def _reports(mech: Any, path: Path, column: str | None) -> np.ndarray:
         return np.stack(
             [_ints(c, path, name) for c, name in zip(cells, ("seed", "value"), strict=True)], axis=1
         )
-    col = _pick_column(df, path, column, "--reports", default="report")
+    col = pick_column(df, path, column, "--reports", default="report")
     values = df.strings(col)
     if mech.kind in ("grr", "hadamard"):
         return _ints(values, path, col)
@@ -222,7 +233,6 @@ def estimate_frequency(
     """``ldpopt estimate --frequency``: read a frequency mechanism file (or a channel file named by
     a kind) and a reports file, print the estimates with simultaneous intervals.  ``unused``: the
     options given that apply to the mixture estimate only (refused)."""
-    from ldpopt.errors import MechanismFileError
     from ldpopt.frequency.estimate import estimate
     from ldpopt.frequency.files import read_frequency_mechanism
 

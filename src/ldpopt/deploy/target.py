@@ -69,9 +69,6 @@ EPS_MAX = 64.0
 #: the mechanisms :func:`minimum_epsilon_for_frequency_width` searches over
 FREQUENCY_MECHANISMS = (*freqmech.KINDS, "optimal")
 FREQUENCY_ALIASES = {"rappor": "basic_rappor"}
-#: OLH's default g = round(e^eps + 1) exists up to this eps (ldpopt.frequency.mechanisms): the
-#: search counts a larger eps as not meeting the target
-OLH_DEFAULT_G_MAX_EPS = 40.0
 #: default relative tolerance of the bisection: eps - eps_below <= xtol * eps
 DEFAULT_XTOL = 1e-3
 
@@ -431,7 +428,7 @@ def _frequency_forward(
         if kind == "optimal":
             opt = optimal_frequency_mechanism(k, eps)
             return z * math.sqrt(_optimal_variance(opt, theta) / n), opt
-        if kind == "olh" and size is None and eps > OLH_DEFAULT_G_MAX_EPS:
+        if kind == "olh" and size is None and eps > freqmech.OLH_DEFAULT_G_MAX_EPS:
             return math.inf, None  # OLH's default g = round(e^eps + 1) is not built beyond
         fm = freqmech.make(kind, k, eps, size)
         th = np.full(k, 1.0 / k) if isinstance(theta, str) else theta

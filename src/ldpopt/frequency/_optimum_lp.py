@@ -20,6 +20,11 @@ from scipy import optimize
 
 from ldpopt.decision.polytope import scaled_rows, subset_rows
 
+#: a subset size keeps its weight when above this: HiGHS' default primal feasibility tolerance is
+#: 1e-7 on t, and a size's weight sums t h / k over its columns, so weights below 1e-9 are
+#: solver noise on sizes the optimum does not use
+_WEIGHT_FLOOR = 1e-9
+
 
 class LPOptimum(NamedTuple):
     trace_bound: float  # T*, the LP value
@@ -59,7 +64,7 @@ def solve(k: int, c: float) -> LPOptimum:
     h = v.sum(axis=1)
     sizes = rows.sum(axis=1)
     u = np.bincount(sizes, weights=t * h / k, minlength=k + 1)
-    weights = {int(s): float(u[s]) for s in np.flatnonzero(u > 1e-9)}
+    weights = {int(s): float(u[s]) for s in np.flatnonzero(u > _WEIGHT_FLOOR)}
     total = sum(weights.values())
     weights = {s: w / total for s, w in weights.items()}
     return LPOptimum(float(-res.fun), y, weights, 0, str(res.message))

@@ -3,7 +3,8 @@ r"""The gap table: every deployed frequency oracle at (k, eps) against the optim
 Each row is one mechanism of :func:`ldpopt.frequency.mechanisms.deployed` with its standard
 estimator's exact ``variance_uniform`` and ``worst_case`` (n = 1), their ratios to the optimal
 values over all eps-LDP channels with the best unbiased estimator, the number of distinct
-reports and the bits per report.  ``best_variance_uniform`` is the error of the best unbiased
+reports (``outputs``, None above 2^63, with its ``log10_outputs``) and the bits per report.
+``best_variance_uniform`` is the error of the best unbiased
 estimator for the mechanism's own channel (where the channel has at most
 :data:`BEST_MAX_COLUMNS` columns), what a better server-side estimator would gain.
 
@@ -23,8 +24,8 @@ import math
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
-from ldpopt.frequency.mechanisms import FrequencyMechanism, _check_eps, _check_k, deployed
-from ldpopt.frequency.optimum import optimal_mechanism
+from ldpopt.frequency.mechanisms import FrequencyMechanism, check_k, check_mechanism_eps, deployed
+from ldpopt.frequency.optimum import K_MAX, optimal_mechanism
 
 __all__ = ["BEST_MAX_COLUMNS", "CompareResult", "CompareRow", "compare"]
 
@@ -38,7 +39,7 @@ class CompareRow:
 
     mechanism: str
     kind: str
-    outputs: int
+    outputs: int | None
     variance_uniform: float
     worst_case: float
     ratio_uniform: float
@@ -46,12 +47,14 @@ class CompareRow:
     _: KW_ONLY
     bits_per_report: int
     best_variance_uniform: float | None
+    log10_outputs: float
 
     def to_dict(self) -> dict:
         return {
             "mechanism": self.mechanism,
             "kind": self.kind,
             "outputs": self.outputs,
+            "log10_outputs": self.log10_outputs,
             "variance_uniform": self.variance_uniform,
             "worst_case": self.worst_case,
             "ratio_uniform": self.ratio_uniform,
@@ -116,9 +119,21 @@ def _reference(
     return low_u, low_w, "best deployed", "no optimum or lower bound: ratios to the best deployed mechanism"
 
 
+def _outputs(m: FrequencyMechanism) -> int | None:
+    """The exact number of reports when below 2^63 (log10 2^63 ~ 18.96; lgamma's error in the
+    log10 is far below the 0.4 margin), else None."""
+    if m.log10_num_outputs > 18.5:
+        return None
+    n = m.num_outputs
+    return n if n < 2**63 else None
+
+
 def compare(k: Any, eps: Any) -> CompareResult:
-    """The gap table of the deployed mechanisms at (k, eps) (module docstring)."""
-    kk, e = _check_k(k), _check_eps(eps)
+    """The gap table of the deployed mechanisms at (k, eps) (module docstring); k at most
+    :data:`ldpopt.frequency.optimum.K_MAX`, the optimum's bound."""
+    kk, e = check_k(k), check_mechanism_eps(eps)
+    if kk > K_MAX:
+        raise ValueError(f"k must be in 2..{K_MAX} (the optimum's bound), got k={kk}")
     mechs = deployed(kk, e)
     best = [_best(m) for m in mechs]
     opt_u, opt_w, what, message = _reference(kk, e, mechs, best)
@@ -126,13 +141,14 @@ def compare(k: Any, eps: Any) -> CompareResult:
         CompareRow(
             mechanism=m.label,
             kind=m.kind,
-            outputs=m.num_outputs,
+            outputs=_outputs(m),
             variance_uniform=m.variance_uniform,
             worst_case=m.worst_case,
             ratio_uniform=m.variance_uniform / opt_u if opt_u > 0 else math.inf,
             ratio_worst_case=m.worst_case / opt_w if opt_w > 0 else math.inf,
             bits_per_report=m.bits_per_report,
             best_variance_uniform=b,
+            log10_outputs=m.log10_num_outputs,
         )
         for m, b in zip(mechs, best, strict=True)
     )

@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
+from ldpopt._validation import as_real_array, check_counts, check_distribution, check_real, short_repr
+
 __all__ = ["MLE_GAP_TOL", "SupportMLE", "project_to_simplex", "support_mle"]
 
 #: the maximum-likelihood estimate is certified within l* - l(f) <= MLE_GAP_TOL * n (the duality
@@ -42,6 +44,9 @@ __all__ = ["MLE_GAP_TOL", "SupportMLE", "project_to_simplex", "support_mle"]
 MLE_GAP_TOL = 1e-8
 #: EM iterations (each SQUAREM cycle counts three) after SLSQP before the MLE gives up ("maxiter")
 MLE_MAXITER = 5000
+#: EM restarts from SLSQP's point with every item at least this / k: EM never revives an exact 0,
+#: and a mass of 1e-12 moves l by at most ~1e-12 n, far below MLE_GAP_TOL * n (1e-8 n)
+_EM_FLOOR = 1e-12
 #: SLSQP's iteration limit and its tolerance on the objective (the mean log-likelihood)
 _SLSQP_MAXITER = 500
 _SLSQP_FTOL = 1e-15
@@ -49,7 +54,9 @@ _SLSQP_FTOL = 1e-15
 
 def project_to_simplex(v: Any) -> np.ndarray:
     """Euclidean projection of a vector onto the probability simplex (sort-and-threshold)."""
-    x = np.asarray(v, dtype=float)
+    x = as_real_array(v, "v", "a 1-D array of real numbers")
+    if x.ndim != 1 or x.size == 0 or not np.all(np.isfinite(x)):
+        raise ValueError(f"v must be a non-empty 1-D array of finite numbers, got v={short_repr(v)}")
     u = np.sort(x)[::-1]
     css = np.cumsum(u) - 1.0
     ind = np.arange(1, x.size + 1)
@@ -112,13 +119,15 @@ def support_mle(sets: Any, counts: Any, c: float, start: Any = None) -> SupportM
     ``start`` (a distribution, default uniform) is mixed half and half with the uniform so that
     every item starts positive.
     """
-    s = np.asarray(sets, dtype=float)
-    cnt = np.asarray(counts, dtype=float)
+    s, cnt, c = _check_mle_input(sets, counts, c)
     k = s.shape[1]
     n = float(cnt.sum())
     f = np.full(k, 1.0 / k)
     if start is not None:
-        f = 0.5 * f + 0.5 * np.asarray(start, dtype=float)
+        f0 = check_distribution(start, "start")
+        if f0.size != k:
+            raise ValueError(f"start must be a distribution on the k={k} items, got {f0.size} entries")
+        f = 0.5 * f + 0.5 * f0
     tol = MLE_GAP_TOL * n
     polished = _slsqp(f, s, cnt, c, n)
     if polished is not None and _loglik(polished, s, cnt, c) >= _loglik(f, s, cnt, c):
@@ -127,9 +136,23 @@ def support_mle(sets: Any, counts: Any, c: float, start: Any = None) -> SupportM
     if gap <= tol:
         return SupportMLE(f, _loglik(f, s, cnt, c), max(gap, 0.0), 0, "converged")
     # EM keeps every coordinate positive: restart it from a point inside the simplex
-    f = np.maximum(f, 1e-12 / k)
+    f = np.maximum(f, _EM_FLOOR / k)
     f /= f.sum()
     return _em_loop(f, s, cnt, c, n, tol)
+
+
+def _check_mle_input(sets: Any, counts: Any, c: Any) -> tuple[np.ndarray, np.ndarray, float]:
+    """``sets`` (m, k) of 0/1, ``counts`` m whole numbers >= 0 (some positive), ``c`` in (0, 1]."""
+    # a boolean mask is the natural form of support sets: accepted as 0/1
+    is_mask = isinstance(sets, np.ndarray) and sets.dtype == bool
+    s = sets.astype(float) if is_mask else as_real_array(sets, "sets", "an (m, k) array of 0/1")
+    if s.ndim != 2 or s.shape[0] == 0 or s.shape[1] == 0 or not np.all((s == 0.0) | (s == 1.0)):
+        raise ValueError(f"sets must be a non-empty (m, k) array of 0/1, got sets={short_repr(sets)}")
+    cnt = check_counts(counts, "counts", s.shape[0], what="support set").astype(float)
+    cc = check_real(c, "c")
+    if not 0.0 < cc <= 1.0:
+        raise ValueError(f"c must be in (0, 1] (a ratio e^-eps of a column's levels), got c={c!r}")
+    return s, cnt, cc
 
 
 def _em_loop(f: np.ndarray, s: np.ndarray, cnt: np.ndarray, c: float, n: float, tol: float) -> SupportMLE:

@@ -63,7 +63,9 @@ class HistogramEstimate:
 
     def covers(self, f: Any) -> bool:
         """Whether every interval holds the corresponding entry of ``f``."""
-        fx = np.asarray(f, dtype=float)
+        fx = as_real_array(f, "f")
+        if fx.shape != self.value.shape:
+            raise ValueError(f"f must have one entry per item ({self.value.size}), got f={short_repr(f)}")
         return bool(np.all((self.lower <= fx) & (fx <= self.upper)))
 
 

@@ -44,6 +44,11 @@ FORMAT_VERSION = 1
 #: a channel file must reproduce the named mechanism's channel to this relative accuracy (the
 #: file stores floats exactly; both sides compute the same closed forms to a few ulps)
 CHANNEL_RTOL = 1e-12
+#: a channel's verified privacy level must be its eps within this (relative and absolute): the
+#: level is the log of a ratio of two entries; a unary encoding's entry (the most rounded one) is
+#: the exp of a sum of k + 1 <= 19 logs (2^k k <= CHANNEL_MAX_ENTRIES), each within u (eps + 1),
+#: so |level - eps| <= 2 (k + 2) u (eps + 1) <= 42 u (eps + 1) < 2^-47 (eps + 1); 2^-40 leaves 100x
+PRIVACY_LEVEL_TOL = 2.0**-40
 _KEYS = {"format", "format_version", "library_version", "kind", "k", "eps", "size"}
 
 
@@ -122,6 +127,6 @@ def _from_channel_file(path: Path) -> FrequencyMechanism:
         raise _err(path, f"invalid {mech.name} mechanism: {exc}") from None
     if ours.shape != q.shape or not np.allclose(ours, q, rtol=CHANNEL_RTOL, atol=0.0):
         raise _err(path, f"the matrix is not the {freq.label} channel at k={freq.k}, eps={freq.eps!r}")
-    if not math.isclose(freq.privacy_level, mech.eps, rel_tol=1e-9):
+    if not math.isclose(freq.privacy_level, mech.eps, rel_tol=PRIVACY_LEVEL_TOL, abs_tol=PRIVACY_LEVEL_TOL):
         raise _err(path, "the channel's privacy level is not its eps")
     return freq

@@ -72,7 +72,11 @@ encodings have :math:`2^k` outputs (column of bit vector b = the integer
 mask), subset selection :math:`\binom{k}{d}` (columns in lexicographic order of the subsets).
 Their privacy level is then verified from the channel matrix (max log ratio over each column);
 otherwise from the two levels every column takes (:meth:`FrequencyMechanism.column_levels`),
-computed from the report probabilities, not from the eps formula.
+computed from the report probabilities, not from the eps formula.  The off-support
+probabilities :math:`1 - p^*` and :math:`1 - q^*` are closed forms in :math:`c = e^{-\varepsilon}`
+(never ``1.0 - p``, which rounds the :math:`e^{-\varepsilon}` term away once :math:`p^*` rounds
+to 1), so the channels are built and verified at every eps up to the underflow of
+:math:`e^{-\varepsilon}` (eps ~ 745).
 
 ``privatize`` draws with numpy's ``Generator``: it is for simulations and tests, not an exact
 sampler (use :mod:`ldpopt.deploy` with a channel for that).
@@ -88,16 +92,20 @@ from typing import Any
 import numpy as np
 
 from ldpopt._numerics import min_positive_c
-from ldpopt._validation import check_eps, is_integer, short_repr
+from ldpopt._validation import SUM_TOL, check_eps, is_integer, short_repr
 from ldpopt.frequency import objectives
 from ldpopt.mechanism import Mechanism
 
 __all__ = [
     "CHANNEL_MAX_ENTRIES",
     "KINDS",
+    "OLH_DEFAULT_G_MAX_EPS",
+    "OLH_G_MAX",
     "OLH_SEED_BITS",
     "FrequencyMechanism",
     "basic_rappor",
+    "check_k",
+    "check_mechanism_eps",
     "deployed",
     "grr",
     "hadamard_response",
@@ -114,13 +122,20 @@ __all__ = [
 CHANNEL_MAX_ENTRIES = 2**22
 #: OLH reports carry a hash seed of this many bits
 OLH_SEED_BITS = 32
+#: largest OLH hash range g: reports hold hash values in int64 and the hash reduces a uint64
+#: modulo g, so g must fit comfortably in int64 (2^62 leaves room for g - 1 + offsets in _rr)
+OLH_G_MAX = 2**62
+#: OLH's default g = round(e^eps + 1) is given up to this eps: at 40, g ~ 2.4e17 < OLH_G_MAX
+#: (e^43 ~ 4.7e18 > 2^62 ~ 4.6e18); above, the caller must give g
+OLH_DEFAULT_G_MAX_EPS = 40.0
 #: the mechanisms of this module, by name
 KINDS = ("grr", "sue", "oue", "basic_rappor", "olh", "subset", "hadamard")
 
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-def _check_k(k: Any) -> int:
+def check_k(k: Any) -> int:
+    """The number of items: an integer >= 2 (numpy integers accepted), naming ``k``."""
     if not is_integer(k):
         raise TypeError(f"k must be an integer, got k={short_repr(k)}")
     if int(k) < 2:
@@ -128,7 +143,8 @@ def _check_k(k: Any) -> int:
     return int(k)
 
 
-def _check_eps(eps: Any) -> float:
+def check_mechanism_eps(eps: Any) -> float:
+    """A finite eps > 0 whose e^-eps does not underflow (the channels' low level), naming ``eps``."""
     e = check_eps(eps, "eps", allow_inf=False)
     min_positive_c(e, "eps")
     return e
@@ -167,7 +183,7 @@ class FrequencyMechanism:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got kind={short_repr(self.kind)}")
-        k, eps = _check_k(self.k), _check_eps(self.eps)
+        k, eps = check_k(self.k), check_mechanism_eps(self.eps)
         size = _check_kind_size(self.kind, k, eps, self.size)
         p, q = _support_levels(self.kind, k, eps, size)
         for name, value in (("k", k), ("eps", eps), ("size", size), ("p", p), ("q", q)):
@@ -204,6 +220,18 @@ class FrequencyMechanism:
         if self.kind == "subset":
             return math.comb(self.k, int(self.size or 0))
         return int(self.size or 0)
+
+    @property
+    def log10_num_outputs(self) -> float:
+        """log10 of :attr:`num_outputs`, without building the (possibly huge) integer."""
+        if self.kind in ("sue", "oue", "basic_rappor"):
+            return self.k * math.log10(2.0)
+        if self.kind == "olh":
+            return math.log10(int(self.size or 0)) + OLH_SEED_BITS * math.log10(2.0)
+        if self.kind == "subset":
+            d = int(self.size or 0)
+            return (math.lgamma(self.k + 1) - math.lgamma(d + 1) - math.lgamma(self.k - d + 1)) / math.log(10)
+        return math.log10(self.num_outputs)
 
     @property
     def bits_per_report(self) -> int:
@@ -274,20 +302,21 @@ class FrequencyMechanism:
     def column_levels(self) -> tuple[float, float]:
         """``(a, b)``: every column of the channel is ``w_y * a`` on the inputs its report supports
         and ``w_y * b`` elsewhere; computed from the report probabilities."""
+        p_bar, q_bar = _support_complements(self)
         if self.kind in ("sue", "oue", "basic_rappor"):
             # Q(bits | x) = prod_{i != x} (...) * (p if b_x else 1 - p): divide by the common
             # product over all i of (q if b_i else 1 - q)
-            return self.p / self.q, (1.0 - self.p) / (1.0 - self.q)
+            return self.p / self.q, p_bar / q_bar
         if self.kind == "olh":
-            return self.p, (1.0 - self.p) / (int(self.size or 0) - 1)
+            return self.p, p_bar / (int(self.size or 0) - 1)
         if self.kind == "subset":
             # Pr[S | x] for x in S, x not in S: p* / C(k-1, d-1) and (1-p*) / C(k-1, d)
             d = int(self.size or 0)
-            return self.p / math.comb(self.k - 1, d - 1), (1.0 - self.p) / math.comb(self.k - 1, d)
+            return self.p / math.comb(self.k - 1, d - 1), p_bar / math.comb(self.k - 1, d)
         if self.kind == "hadamard":
             half = int(self.size or 0) // 2
-            return self.p / half, (1.0 - self.p) / half
-        return self.p, (1.0 - self.p) / (self.k - 1)
+            return self.p / half, p_bar / half
+        return self.p, p_bar / (self.k - 1)
 
     @property
     def has_channel(self) -> bool:
@@ -343,7 +372,7 @@ class FrequencyMechanism:
         fx = np.asarray(f, dtype=float)
         if fx.shape != (self.k,) or not np.all(np.isfinite(fx)) or np.any(fx < 0):
             raise ValueError(f"f must be a distribution on the k={self.k} items, got f={short_repr(f)}")
-        if abs(math.fsum(fx.tolist()) - 1.0) > 1e-9:
+        if abs(math.fsum(fx.tolist()) - 1.0) > SUM_TOL:  # the library-wide rule for distributions
             raise ValueError(f"f must sum to 1, got a sum of {math.fsum(fx.tolist())!r}")
         return fx
 
@@ -359,10 +388,10 @@ def _check_kind_size(kind: str, k: int, eps: float, size: Any) -> int | None:
     """The size parameter of ``kind`` checked, or its default."""
     if kind == "olh":
         if size is None:
-            if eps > 40.0:
+            if eps > OLH_DEFAULT_G_MAX_EPS:
                 raise ValueError(f"eps={eps!r} makes the default g = round(e^eps + 1) astronomical: give g")
             return max(2, round(math.exp(eps) + 1.0))
-        return _check_size(size, "g", 2, None)
+        return _check_size(size, "g", 2, OLH_G_MAX)
     if kind == "subset":
         return subset_sizes(k, eps)[0] if size is None else _check_size(size, "d", 1, k - 1)
     if kind == "hadamard":
@@ -398,6 +427,29 @@ def _support_levels(kind: str, k: int, eps: float, size: int | None) -> tuple[fl
     return 1.0 / (1.0 + c), 0.5  # hadamard
 
 
+def _support_complements(m: FrequencyMechanism) -> tuple[float, float]:
+    """(1 - p*, 1 - q*) in closed form in c = e^-eps: ``1.0 - p`` would lose the e^-eps term
+    once p* rounds to 1 (eps >~ 17 for GRR), and with it the channel's low entries."""
+    kind, k, eps = m.kind, m.k, m.eps
+    c = math.exp(-eps)
+    if kind == "grr":
+        den = 1.0 + (k - 1) * c
+        return (k - 1) * c / den, (1.0 + (k - 2) * c) / den
+    if kind in ("sue", "basic_rappor"):
+        return m.q, m.p  # 1 - 1/(1+h) = h/(1+h)
+    if kind == "oue":
+        return 0.5, 1.0 / (1.0 + c)
+    if kind == "olh":
+        g = int(m.size or 0)
+        return (g - 1) * c / (1.0 + (g - 1) * c), (g - 1) / g
+    if kind == "subset":
+        d = int(m.size or 0)
+        den = d + (k - d) * c
+        # (k-1) den - d((d-1) + (k-d) c) = (k-d)(d + (k-1-d) c)
+        return (k - d) * c / den, (k - d) * (d + (k - 1 - d) * c) / ((k - 1) * den)
+    return c / (1.0 + c), 0.5  # hadamard
+
+
 def grr(k: Any, eps: Any) -> FrequencyMechanism:
     """Generalized randomized response: report the item w.p. e/(e+k-1), else another uniformly."""
     return FrequencyMechanism("grr", k, eps)
@@ -426,7 +478,7 @@ def olh(k: Any, eps: Any, g: Any = None) -> FrequencyMechanism:
 
 def subset_sizes(k: Any, eps: Any) -> tuple[int, ...]:
     """The two roundings (floor, ceil) of k/(e^eps + 1), clipped to [1, k-1], without repeats."""
-    kk, e = _check_k(k), _check_eps(eps)
+    kk, e = check_k(k), check_mechanism_eps(eps)
     d = kk * math.exp(-e) / (1.0 + math.exp(-e))
     sizes = sorted({min(max(math.floor(d), 1), kk - 1), min(max(math.ceil(d), 1), kk - 1)})
     return tuple(sizes)
@@ -450,9 +502,9 @@ def make(kind: Any, k: Any, eps: Any, size: Any = None) -> FrequencyMechanism:
 def deployed(k: Any, eps: Any) -> tuple[FrequencyMechanism, ...]:
     """Every deployed mechanism at (k, eps): GRR, SUE, OUE, basic RAPPOR, OLH (default g), subset
     selection at both roundings of its size, Hadamard response."""
-    kk, e = _check_k(k), _check_eps(eps)
+    kk, e = check_k(k), check_mechanism_eps(eps)
     mechs = [grr(kk, e), sue(kk, e), oue(kk, e), basic_rappor(kk, e)]
-    if e <= 40.0:
+    if e <= OLH_DEFAULT_G_MAX_EPS:
         mechs.append(olh(kk, e))
     mechs += [subset_selection(kk, e, d) for d in subset_sizes(kk, e)]
     mechs.append(hadamard_response(kk, e))
@@ -482,7 +534,7 @@ def _pair_support(m: FrequencyMechanism, f: np.ndarray) -> np.ndarray:
         # input x: x in S w.p. p, then x' is one of the d-1 others among k-1: (d-1)/(k-1);
         # input elsewhere (v not in {x, x'}): S given whether v in S is uniform on the rest
         in_v = p * (d - 1) * (d - 2) / ((k - 1) * (k - 2)) if k > 2 else 0.0
-        out_v = (1.0 - p) * d * (d - 1) / ((k - 1) * (k - 2)) if k > 2 else 0.0
+        out_v = _support_complements(m)[0] * d * (d - 1) / ((k - 1) * (k - 2)) if k > 2 else 0.0
         return fx * p * (d - 1) / (k - 1) + (1.0 - fx) * (in_v + out_v)
     # Hadamard response: sum over the K columns y of Pr[y] 1[y in C_x] 1[y in C_x'] (exact)
     sets = _hadamard_sets(m).astype(float)  # (k, K)
@@ -530,24 +582,27 @@ def _channel_matrix(m: FrequencyMechanism) -> np.ndarray:
     """Q[x, y] built from the report probabilities directly (not from column_levels)."""
     sup = _column_supports(m)  # (outputs, k)
     k = m.k
+    p_bar, q_bar = _support_complements(m)
     if m.kind == "grr":
-        return np.where(np.eye(k, dtype=bool), m.p, (1.0 - m.p) / (k - 1))
+        return np.where(np.eye(k, dtype=bool), m.p, p_bar / (k - 1))
     if m.kind in ("sue", "oue", "basic_rappor"):
-        # Q(b | x) = prod_i P(b_i | x): bit x is 1 w.p. p, the others w.p. q
-        logq = np.where(sup, math.log(m.q), math.log1p(-m.q)).sum(axis=1)  # all bits "not the item"
-        own = np.where(sup, math.log(m.p) - math.log(m.q), math.log1p(-m.p) - math.log1p(-m.q))
+        # Q(b | x) = prod_i P(b_i | x): bit x is 1 w.p. p, the others w.p. q; the logs of the
+        # closed-form complements stay finite when p rounds to 1
+        log_p, log_q, log_pb, log_qb = (math.log(v) for v in (m.p, m.q, p_bar, q_bar))
+        logq = np.where(sup, log_q, log_qb).sum(axis=1)  # all bits "not the item"
+        own = np.where(sup, log_p - log_q, log_pb - log_qb)
         return np.exp(logq[None, :] + own.T)
     if m.kind == "olh":
         g = int(m.size or 0)
         size = sup.sum(axis=1)
         # g (g-1)^(k-|S|) / g^k of the (hash, value) pairs have preimage S
         w = np.exp((1 - size) * math.log(g) + (k - size) * math.log1p(-1.0 / g))
-        return np.where(sup.T, m.p, (1.0 - m.p) / (g - 1)) * w[None, :]
+        return np.where(sup.T, m.p, p_bar / (g - 1)) * w[None, :]
     if m.kind == "subset":
         d = int(m.size or 0)
-        return np.where(sup.T, m.p / math.comb(k - 1, d - 1), (1.0 - m.p) / math.comb(k - 1, d))
+        return np.where(sup.T, m.p / math.comb(k - 1, d - 1), p_bar / math.comb(k - 1, d))
     half = int(m.size or 0) // 2
-    return np.where(sup.T, m.p / half, (1.0 - m.p) / half)
+    return np.where(sup.T, m.p / half, p_bar / half)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -244,13 +244,24 @@ def _value_only(q: np.ndarray, p: np.ndarray) -> float:
     return float(np.sum(inv * inv) - p @ p)
 
 
+#: the line search's step tolerance on t in [0, 1]: ~45 ulps of 1 (1e-14 / 2.2e-16), t resolved
+#: nearly to float64 precision; a finer request only makes Brent's method evaluate rounding noise
+_LINE_SEARCH_XATOL = 1e-14
+#: with a zero in a non-zero column, iterates stop this far (in t) short of the simplex's boundary,
+#: where outputs vanish and V is infinite: a step of 1e-9 moves the iterate's entries by at most
+#: 1e-9, the accuracy goal of the worst case, and keeps every output's probability positive
+_BOUNDARY_MARGIN = 1e-9
+
+
 def _line_search(q: np.ndarray, p: np.ndarray, d: np.ndarray, t_max: float) -> float:
     """argmax over t in [0, t_max] of the concave V(p + t d) (bounded Brent)."""
 
     def neg(t: float) -> float:
         return -_value_only(q, p + t * d)
 
-    res = scipy.optimize.minimize_scalar(neg, bounds=(0.0, t_max), method="bounded", options={"xatol": 1e-14})
+    res = scipy.optimize.minimize_scalar(
+        neg, bounds=(0.0, t_max), method="bounded", options={"xatol": _LINE_SEARCH_XATOL}
+    )
     t = float(res.x)
     return t if neg(t) <= neg(0.0) else 0.0
 
@@ -259,7 +270,7 @@ def _ascent(q: np.ndarray, rtol: float) -> WorstCaseSolution:
     k = q.shape[0]
     # a channel with a zero entry in a non-zero column (eps = inf) loses outputs on the boundary of
     # the simplex: keep the iterates inside it there
-    t_max = 1.0 if np.all(q > 0) else 1.0 - 1e-9
+    t_max = 1.0 if np.all(q > 0) else 1.0 - _BOUNDARY_MARGIN
     p = np.full(k, 1.0 / k)
     lower, b = _variance_p(q, p)
     if b is None:

@@ -41,13 +41,14 @@ from typing import Any
 import numpy as np
 
 from ldpopt._numerics import rescale
-from ldpopt._validation import check_eps, check_positive_int, short_repr
+from ldpopt._validation import check_eps, check_positive_int, is_integer, short_repr
 from ldpopt.frequency import _optimum_designs, _optimum_lp, _optimum_symmetric
 from ldpopt.mechanism import Mechanism
 
 __all__ = [
     "FrequencyOptimum",
     "K_MAX",
+    "count_text",
     "MATRIX_MAX_ENTRIES",
     "METHODS",
     "OBJECTIVES",
@@ -135,12 +136,18 @@ def _log10_comb(k: int, s: int) -> float:
     return (math.lgamma(k + 1) - math.lgamma(s + 1) - math.lgamma(k - s + 1)) / math.log(10)
 
 
+def count_text(log10: float, exact: int | None = None) -> str:
+    """A count of ``log10`` digits (log10 of it): ``exact`` written out when given and below
+    10^15, else scientific notation from ``log10`` alone (no float conversion of a huge int)."""
+    if exact is not None and log10 < 15:
+        return str(exact)
+    return f"~{10 ** (log10 % 1):.3f}e{int(log10)}"
+
+
 def _count_text(k: int, s: int) -> str:
     """C(k, s) written out up to 15 digits, else in scientific notation from log-gamma."""
     log10 = _log10_comb(k, s)
-    if log10 < 15:
-        return str(math.comb(k, s))
-    return f"~{10 ** (log10 % 1):.3f}e{int(log10)}"
+    return count_text(log10, math.comb(k, s) if log10 < 15 else None)
 
 
 def _symmetric_dual(k: int, A: float, top: float) -> np.ndarray:
@@ -338,13 +345,15 @@ def optimal_mechanism(
     -------
     FrequencyOptimum
     """
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
+    if not is_integer(k):
         raise TypeError(f"k must be an integer, got k={short_repr(k)}")
     k = check_positive_int(k, "k")
     if not 2 <= k <= K_MAX:
         raise ValueError(f"k must be in 2..{K_MAX} (one value needs no estimation), got k={k}")
     eps = check_eps(eps, allow_inf=False)
     objective = _check_choice(objective, "objective", OBJECTIVES)
+    if max_outputs is not None and not is_integer(max_outputs):
+        raise TypeError(f"max_outputs must be an integer, got max_outputs={short_repr(max_outputs)}")
     max_outputs = check_positive_int(max_outputs, "max_outputs", allow_none=True)
     if method is None:
         method = "symmetric" if max_outputs is None else "designs"
